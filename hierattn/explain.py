@@ -1,0 +1,132 @@
+"""Text in, prediction + attention + metrics out: the scriptable face of the app.
+
+Everything here is per document (batch of one) and reads the model only through the output
+contract (``ClassifierOutput`` / ``AttentionMap``), so it works for every model in the registry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from .checkpoint import Classifier
+from .data import encode_documents
+from .metrics import BANDWIDTHS, attention_metrics, real_matrices
+from .outputs import SENTENCE, WORD, AttentionMap
+from .text import Document, TextConfig, tokenize
+
+
+class ExplainError(ValueError):
+    """The text cannot be explained (e.g. it has no words); the message is for the user."""
+
+
+@dataclass
+class Explanation:
+    classifier_name: str
+    labels: list[str]
+    probabilities: list[float]
+    document: Document
+    attentions: dict[str, AttentionMap]  # batch of one, on the CPU
+    metrics: list[dict]  # one row per self-attention matrix (map, level, sentence, head)
+
+    @property
+    def label(self) -> str:
+        return self.labels[max(range(len(self.labels)), key=self.probabilities.__getitem__)]
+
+    @property
+    def sentence_lengths(self) -> list[int]:
+        return [len(s.tokens) for s in self.document.sentences]
+
+    @property
+    def self_attention_names(self) -> list[str]:
+        return [n for n, a in self.attentions.items() if a.is_self_attention]
+
+    def heads(self, name: str) -> int:
+        a = self.attentions[name]
+        return a.weights.shape[a.axis("head")] if "head" in a.axes else 1
+
+    def target_attention(self, level: str, head: int | None = None) -> list[list[float]] | list[float] | None:
+        """Target-attention weights over words (a list per sentence) or over sentences (a list).
+
+        ``head=None`` averages the heads. ``None`` when the model has no target attention at that
+        level (e.g. HCAN with max pooling).
+        """
+        found = [a for a in self.attentions.values() if not a.is_self_attention and a.level == level]
+        if not found:
+            return None
+        a = found[0]
+        w = a.weights[0]
+        if "head" in a.axes:
+            h = a.axis("head") - 1
+            w = w.mean(h) if head is None else w.select(h, head)
+        lengths = self.sentence_lengths
+        if level == SENTENCE:
+            return w[: len(lengths)].tolist()
+        if "sentence" in a.axes:  # (sentence, word)
+            return [w[s, :n].tolist() for s, n in enumerate(lengths)]
+        flat, out, start = w.tolist(), [], 0  # flat model: one sequence of the document's words
+        for n in lengths:
+            out.append(flat[start: start + n])
+            start += n
+        return out
+
+    def self_attention(self, name: str, sentence: int | None = None, head: int | None = None) -> torch.Tensor:
+        """One (n, n) self-attention matrix over real tokens: for ``sentence`` at word level, else
+        the document; ``head=None`` averages the heads (rows still sum to 1)."""
+        mats = [(s, h, m) for s, h, m in real_matrices(self.attentions[name]) if s == sentence]
+        if not mats:
+            raise KeyError(f"{name} has no matrix for sentence {sentence}")
+        if head is None:
+            return torch.stack([m for _, _, m in mats]).mean(0)
+        return next(m for _, h, m in mats if h == head)
+
+    def to_dict(self) -> dict:
+        return {
+            "checkpoint": self.classifier_name,
+            "label": self.label,
+            "probabilities": dict(zip(self.labels, self.probabilities)),
+            "truncation": self.document.truncation.message or None,
+            "sentences": [
+                {"text": self.document.text[s.start: s.end], "start": s.start, "end": s.end,
+                 "tokens": [{"text": t.text, "norm": t.norm, "start": t.start, "end": t.end} for t in s.tokens]}
+                for s in self.document.sentences
+            ],
+            "attention": {
+                name: {"axes": list(a.axes), "level": a.level, "weights": a.weights.tolist()}
+                for name, a in self.attentions.items()
+            },
+            "metrics": self.metrics,
+        }
+
+
+def explain(classifier: Classifier, text: str, text_config: TextConfig | None = None) -> Explanation:
+    """Tokenise, run the model once, crop attention to this document, compute the metrics."""
+    if not isinstance(text, str) or not text.strip():
+        raise ExplainError("the text is empty: paste a document with at least one word")
+    document = tokenize(text, text_config or classifier.text_config)
+    if not document.sentences:
+        raise ExplainError("no words were found in the text (after dropping symbols and punctuation)")
+    batch = encode_documents([document], classifier.vocab).to(classifier.device)
+    with torch.inference_mode():
+        output = classifier.model(batch)
+    probabilities = torch.softmax(output.logits[0].float(), -1).tolist()
+    attentions = {n: replace(a, weights=a.weights.float().cpu(), mask=a.mask.cpu())
+                  for n, a in output.attentions.items()}
+    rows = []
+    for name, a in attentions.items():
+        if a.is_self_attention:
+            rows += [{"map": name, "level": a.level, **r} for r in attention_metrics(a)]
+    return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows)
+
+
+def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None):
+    """The metric rows as a pandas DataFrame, optionally for one map and one sentence, with a mean row."""
+    import pandas as pd
+
+    rows = [r for r in explanation.metrics
+            if (name is None or r["map"] == name) and (sentence is None or r["sentence"] == sentence)]
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    columns = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]
+    return df[["map", "level", "sentence", "head", "size"] + columns]

@@ -1,0 +1,96 @@
+"""Attention metrics of Letarte et al. 2018 (SANet), section 5.3.
+
+Both take one attention matrix already restricted to real tokens: an (n, n) tensor whose rows
+are queries and columns keys. ``attention_metrics`` walks an ``AttentionMap`` and does that
+restriction, per head and per sentence.
+"""
+from __future__ import annotations
+
+import torch
+
+from .outputs import AttentionMap
+
+BANDWIDTHS = (1, 2, 3, 4, 5)
+
+
+def _values(x: torch.Tensor) -> torch.Tensor:
+    return x.detach().to(torch.float64).flatten()
+
+
+def gini(matrix: torch.Tensor, per_row: bool = False) -> float:
+    """Gini coefficient of attention weights.
+
+    Default (the paper's reading): flatten the n x n matrix into N = n^2 values, sort them
+    ascending as x_(1) <= ... <= x_(N), and G = sum_i (2i - N - 1) x_(i) / (N sum_i x_(i)).
+    0 for uniform attention, 1 - 1/n for one-hot rows (the largest value n x n row-stochastic
+    matrices can reach: the flattened matrix always has total mass n spread over n^2 cells).
+
+    ``per_row=True``: the Gini of each query's distribution over keys, averaged over rows; 0 for
+    uniform rows, 1 - 1/n for one-hot rows. A matrix of all zeros has Gini 0 either way.
+    """
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"expected a square matrix, got shape {tuple(matrix.shape)}")
+    if per_row:
+        return float(sum(_gini_1d(row) for row in matrix) / matrix.shape[0])
+    return _gini_1d(matrix)
+
+
+def _gini_1d(x: torch.Tensor) -> float:
+    x = torch.sort(_values(x)).values
+    n, total = x.numel(), x.sum()
+    if n == 0 or total <= 0:
+        return 0.0
+    i = torch.arange(1, n + 1, dtype=torch.float64)
+    return float(((2 * i - n - 1) * x).sum() / (n * total))
+
+
+def diagonality(matrix: torch.Tensor, bandwidth: int) -> float:
+    """Share of the attention mass within the band |i - j| <= bandwidth (0 for an all-zero matrix)."""
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"expected a square matrix, got shape {tuple(matrix.shape)}")
+    m = matrix.detach().to(torch.float64)
+    n = m.shape[0]
+    idx = torch.arange(n)
+    band = (idx[:, None] - idx[None, :]).abs() <= bandwidth
+    total = m.sum()
+    return float(m[band].sum() / total) if total > 0 else 0.0
+
+
+def matrix_metrics(matrix: torch.Tensor, bandwidths=BANDWIDTHS, per_row_gini: bool = False) -> dict[str, float]:
+    out = {"gini": gini(matrix, per_row=per_row_gini)}
+    out.update({f"diagonality_b{b}": diagonality(matrix, b) for b in bandwidths})
+    return out
+
+
+def real_matrices(attention: AttentionMap, batch_index: int = 0):
+    """Yield ``(sentence or None, head, matrix)`` for every self-attention matrix of one document,
+    cropped to its real queries and keys. Padded sentences are skipped."""
+    if not attention.is_self_attention:
+        raise ValueError("metrics need a self-attention map (with a 'query' axis)")
+    weights, mask = attention.weights[batch_index], attention.mask[batch_index]
+    axes = attention.axes[1:]
+    if "sentence" in axes:
+        for s in range(weights.shape[axes.index("sentence")]):
+            yield from _heads(weights.select(axes.index("sentence"), s), mask.select(axes.index("sentence"), s), s)
+    else:
+        yield from _heads(weights, mask, None)
+
+
+def _heads(weights: torch.Tensor, mask: torch.Tensor, sentence):
+    # weights, mask: (head, query, key)
+    real = mask[0].diagonal()  # a position is real when it may attend to itself
+    n = int(real.sum())
+    if n == 0:
+        return
+    idx = real.nonzero().squeeze(1)
+    for h in range(weights.shape[0]):
+        yield sentence, h, weights[h][idx][:, idx]
+
+
+def attention_metrics(attention: AttentionMap, batch_index: int = 0, per_row_gini: bool = False) -> list[dict]:
+    """One row per (sentence, head) matrix of a document: its size, Gini and diagonality b=1..5."""
+    rows = []
+    for sentence, head, m in real_matrices(attention, batch_index):
+        rows.append({"sentence": sentence, "head": head, "size": m.shape[0],
+                     **matrix_metrics(m, per_row_gini=per_row_gini)})
+    return rows

@@ -1,0 +1,135 @@
+"""HCAN: Hierarchical Convolutional Attention Network (Gao et al. 2018, section 3).
+
+Every variant of the paper's Table 2 is a config: ``parallel`` (two self-attentions multiplied
+element-wise, eq. 4, or one), ``pooling`` (``"target"``: convolutional multi-head target attention,
+eq. 5, or ``"max"``), ``hierarchical`` (words -> sentences -> document, or one flat pass over the
+document's words).
+
+Readings of the paper where it is not explicit:
+- Layer norm follows the element-wise product (section 3.8); with one self-attention it follows
+  that attention's output, so the variants differ only in what the paper varies.
+- No residual connection: the paper describes none.
+- Learned positional embeddings (3.6) are added at each level; a position beyond the table size
+  reuses the last row, so longer inputs than seen in training still run.
+- Dropout 0.1 on attention weights inside every attention and on the embeddings after the
+  positional embeddings are added (3.8).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..data import Batch
+from ..outputs import SENTENCE, WORD, AttentionMap, ClassifierOutput
+from .common import classification_output, pair_mask, scatter_rows
+from .layers import ConvMultiHeadSelfAttention, ConvMultiHeadTargetAttention, masked_max
+
+
+@dataclass
+class HCANConfig:
+    vocab_size: int
+    num_classes: int
+    d: int = 128  # embedding and attention width (the paper: 512)
+    heads: int = 4  # (the paper: 8)
+    parallel: bool = True
+    pooling: str = "target"  # "target" or "max"
+    hierarchical: bool = True
+    kernel: int = 3
+    dropout: float = 0.1
+    word_positions: int = 128  # positional table sizes
+    sentence_positions: int = 128
+
+
+class HCANLevel(nn.Module):
+    """One level of the hierarchy: positions, self-attention(s), layer norm, pooling."""
+
+    def __init__(self, c: HCANConfig, positions: int):
+        super().__init__()
+        self.position = nn.Embedding(positions, c.d)
+        self.dropout = nn.Dropout(c.dropout)
+        self.branch_a = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, F.elu, c.dropout)
+        self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh, c.dropout) if c.parallel else None
+        self.norm = nn.LayerNorm(c.d)
+        self.target = ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout) if c.pooling == "target" else None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor):
+        # x: (N, L, d), mask: (N, L) -> vector (N, d), weights {name: (N, h, L, L) or (N, h, L)}
+        positions = torch.arange(x.shape[1], device=x.device).clamp(max=self.position.num_embeddings - 1)
+        x = self.dropout((x + self.position(positions)) * mask.unsqueeze(-1))
+        weights = {}
+        name_a = "self" if self.branch_b is None else "self.a"
+        y, weights[name_a] = self.branch_a(x, mask)
+        if self.branch_b is not None:
+            y_b, weights["self.b"] = self.branch_b(x, mask)
+            y = y * y_b
+        y = self.norm(y) * mask.unsqueeze(-1)
+        if self.target is None:
+            return masked_max(y, mask), weights
+        vector, weights["target"] = self.target(y, mask)
+        return vector, weights
+
+
+class HCAN(nn.Module):
+    def __init__(self, config: HCANConfig):
+        super().__init__()
+        if config.pooling not in ("target", "max"):
+            raise ValueError(f"pooling must be 'target' or 'max', got {config.pooling!r}")
+        self.config = c = config
+        self.embedding = nn.Embedding(c.vocab_size, c.d, padding_idx=0)
+        self.word_level = HCANLevel(c, c.word_positions)
+        self.sentence_level = HCANLevel(c, c.sentence_positions) if c.hierarchical else None
+        self.classifier = nn.Linear(c.d, c.num_classes)
+
+    def forward(self, batch: Batch, return_attentions: bool = True) -> ClassifierOutput:
+        if self.config.hierarchical:
+            return self._hierarchical(batch, return_attentions)
+        return self._flat(batch, return_attentions)
+
+    def _hierarchical(self, batch: Batch, return_attentions: bool) -> ClassifierOutput:
+        B, S, W = batch.word_ids.shape
+        real = batch.sentence_mask.view(-1).nonzero().squeeze(1)  # rows of real sentences in (B*S)
+        word_mask = batch.word_mask.view(B * S, W)[real]  # (n, W)
+        x = self.embedding(batch.word_ids.view(B * S, W)[real])  # (n, W, d)
+        sentence_vectors, word_weights = self.word_level(x, word_mask)  # (n, d)
+        sentences = scatter_rows(sentence_vectors, real, B * S).view(B, S, -1)  # (B, S, d)
+        document, sentence_weights = self.sentence_level(sentences, batch.sentence_mask)  # (B, d)
+        logits = self.classifier(document)
+
+        attentions = {}
+        if return_attentions:
+            for name, w in word_weights.items():  # (n, h, W, W) or (n, h, W)
+                w = scatter_rows(w, real, B * S).view((B, S) + tuple(w.shape[1:]))
+                if w.dim() == 5:
+                    axes, mask = ("batch", "sentence", "head", "query", "key"), pair_mask(batch.word_mask, 2)
+                else:
+                    axes, mask = ("batch", "sentence", "head", "key"), batch.word_mask.unsqueeze(2)
+                attentions[f"word.{name}"] = AttentionMap(w, axes, WORD, mask.expand_as(w))
+            for name, w in sentence_weights.items():  # (B, h, S, S) or (B, h, S)
+                attentions[f"sentence.{name}"] = _document_level_map(w, batch.sentence_mask, SENTENCE)
+        return classification_output(logits, batch, attentions)
+
+    def _flat(self, batch: Batch, return_attentions: bool) -> ClassifierOutput:
+        B, S, W = batch.word_ids.shape
+        flat_mask = batch.word_mask.view(B, S * W)
+        # Move each document's real words to the front, in reading order (a stable sort).
+        order = torch.sort((~flat_mask).to(torch.int8), dim=1, stable=True).indices
+        length = int(flat_mask.sum(1).max().clamp(min=1))
+        order = order[:, :length]
+        ids = batch.word_ids.view(B, S * W).gather(1, order)  # (B, T)
+        mask = flat_mask.gather(1, order)  # (B, T)
+        document, weights = self.word_level(self.embedding(ids), mask)
+        logits = self.classifier(document)
+        attentions = {}
+        if return_attentions:
+            attentions = {f"word.{n}": _document_level_map(w, mask, WORD) for n, w in weights.items()}
+        return classification_output(logits, batch, attentions)
+
+
+def _document_level_map(weights: torch.Tensor, mask: torch.Tensor, level: str) -> AttentionMap:
+    """(B, h, L, L) or (B, h, L) weights over one sequence per document."""
+    if weights.dim() == 4:
+        return AttentionMap(weights, ("batch", "head", "query", "key"), level, pair_mask(mask, 1).expand_as(weights))
+    return AttentionMap(weights, ("batch", "head", "key"), level, mask.unsqueeze(1).expand_as(weights))

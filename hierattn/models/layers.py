@@ -1,0 +1,106 @@
+"""Pieces shared by the models: masked softmax and the self/target attention of HCAN."""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def masked_softmax(scores: torch.Tensor, key_mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax over real keys only; rows with no real key come out all zeros (not NaN)."""
+    scores = scores.masked_fill(~key_mask, float("-inf"))
+    weights = torch.softmax(scores, dim=dim)
+    return torch.nan_to_num(weights, nan=0.0)
+
+
+def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(N, L, d), (N, L) -> (N, d): max over real positions; 0 where a sequence has none."""
+    x = x.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(dim=1)
+    return torch.where(torch.isinf(x), torch.zeros_like(x), x)
+
+
+class ConvFeatures(nn.Module):
+    """act(Conv1D(E, W) + b) over a sequence, window ``kernel`` and 'same' padding (HCAN eq. 2).
+
+    Padded positions are zeroed before the convolution, so a real word next to padding sees the
+    same zeros as at the true end of its sequence: results do not depend on how much padding a
+    batch adds.
+    """
+
+    def __init__(self, d: int, kernel: int, activation):
+        super().__init__()
+        self.conv = nn.Conv1d(d, d, kernel, padding=kernel // 2)
+        self.activation = activation
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # (N, L, d) -> (N, L, d)
+        x = x * mask.unsqueeze(-1)
+        return self.activation(self.conv(x.transpose(1, 2)).transpose(1, 2))
+
+
+def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:  # (N, L, d) -> (N, h, L, d/h)
+    n, length, d = x.shape
+    return x.view(n, length, heads, d // heads).transpose(1, 2)
+
+
+class ConvMultiHeadSelfAttention(nn.Module):
+    """Convolutional multi-head self-attention (HCAN eq. 1-3).
+
+    Scores are scaled by sqrt(d/h), the per-head width, as in Vaswani et al.; the paper writes
+    sqrt(d) in eq. 1 before introducing heads, and we read it as the dimension of the dot product.
+    """
+
+    def __init__(self, d: int, heads: int, kernel: int, value_activation, dropout: float):
+        super().__init__()
+        if d % heads:
+            raise ValueError(f"d={d} is not divisible by heads={heads}")
+        self.heads = heads
+        self.q = ConvFeatures(d, kernel, F.elu)
+        self.k = ConvFeatures(d, kernel, F.elu)
+        self.v = ConvFeatures(d, kernel, value_activation)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor):
+        # x: (N, L, d); mask: (N, L) -> out (N, L, d), weights (N, h, L, L)
+        q, k, v = (split_heads(f(x, mask), self.heads) for f in (self.q, self.k, self.v))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        pair_mask = mask[:, None, :, None] & mask[:, None, None, :]  # (N, 1, L, L)
+        weights = masked_softmax(scores, pair_mask)
+        out = (self.dropout(weights) @ v).transpose(1, 2).reshape(x.shape)
+        return out * mask.unsqueeze(-1), weights
+
+
+class ConvMultiHeadTargetAttention(nn.Module):
+    """Convolutional multi-head target attention against a learned target vector T (HCAN eq. 5)."""
+
+    def __init__(self, d: int, heads: int, kernel: int, dropout: float):
+        super().__init__()
+        self.heads = heads
+        self.target = nn.Parameter(torch.randn(1, 1, d) * d ** -0.5)
+        self.k = ConvFeatures(d, kernel, F.elu)
+        self.v = ConvFeatures(d, kernel, F.elu)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor):
+        # x: (N, L, d); mask: (N, L) -> out (N, d), weights (N, h, L)
+        k, v = split_heads(self.k(x, mask), self.heads), split_heads(self.v(x, mask), self.heads)
+        t = split_heads(self.target.expand(x.shape[0], 1, -1), self.heads)  # (N, h, 1, d/h)
+        scores = t @ k.transpose(-1, -2) / math.sqrt(k.shape[-1])  # (N, h, 1, L)
+        weights = masked_softmax(scores, mask[:, None, None, :])
+        out = (self.dropout(weights) @ v).reshape(x.shape[0], -1)  # heads concatenated
+        return out, weights.squeeze(2)
+
+
+class AdditiveAttention(nn.Module):
+    """HAN attention (Yang et al. 2016): u = tanh(W h + b), alpha = softmax(u . u_w)."""
+
+    def __init__(self, d_in: int, d_att: int):
+        super().__init__()
+        self.proj = nn.Linear(d_in, d_att)
+        self.context = nn.Parameter(torch.randn(d_att) * d_att ** -0.5)
+
+    def forward(self, h: torch.Tensor, mask: torch.Tensor):
+        # h: (N, L, d_in); mask (N, L) -> out (N, d_in), weights (N, L)
+        weights = masked_softmax(torch.tanh(self.proj(h)) @ self.context, mask)
+        return (weights.unsqueeze(-1) * h).sum(1), weights

@@ -1,0 +1,54 @@
+"""The one output contract every model honours; the app and the metrics read nothing else."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+WORD, SENTENCE = "word", "sentence"
+
+
+@dataclass
+class AttentionMap:
+    """One named attention tensor with documented axes.
+
+    ``weights``: attention probabilities; its axes are named by ``axes``, e.g.
+        ``("batch", "sentence", "head", "query", "key")`` for word self-attention inside each sentence,
+        ``("batch", "head", "key")`` for document-level target attention over sentences.
+        The last axis is always ``key``: the weights over it sum to 1 for every real query.
+        Without a ``sentence`` axis and with ``level == "word"``, key positions index the document's
+        words in reading order (the flat HCAN variant).
+    ``level``: what the keys refer to, ``"word"`` or ``"sentence"``.
+    ``mask``: bool, same shape as ``weights``; True where both query (if any) and key are real.
+        Weights are exactly 0 where the mask is False.
+    """
+
+    weights: torch.Tensor
+    axes: tuple[str, ...]
+    level: str
+    mask: torch.Tensor
+
+    def __post_init__(self):
+        if self.weights.dim() != len(self.axes):
+            raise ValueError(f"{self.weights.dim()}-d weights with axes {self.axes}")
+        if self.axes[0] != "batch" or self.axes[-1] != "key":
+            raise ValueError(f"axes must run from 'batch' to 'key', got {self.axes}")
+        if self.level not in (WORD, SENTENCE):
+            raise ValueError(f"level must be 'word' or 'sentence', got {self.level!r}")
+
+    @property
+    def is_self_attention(self) -> bool:
+        return "query" in self.axes
+
+    def axis(self, name: str) -> int:
+        return self.axes.index(name)
+
+
+@dataclass
+class ClassifierOutput:
+    """``logits``: (batch, classes). ``loss``: scalar cross-entropy when labels were given.
+    ``attentions``: name -> AttentionMap, e.g. ``"word.target"``, ``"sentence.self.branch_a"``."""
+
+    logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    attentions: dict[str, AttentionMap] = field(default_factory=dict)

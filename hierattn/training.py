@@ -1,0 +1,204 @@
+"""The training loop (one loop for the CLI and, later, the app), presets and evaluation."""
+from __future__ import annotations
+
+import copy
+import platform
+import random
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .checkpoint import best_device, save_checkpoint
+from .data import SEED, Batch, PreparedData, bucketed_batches, load_builtin, prepare
+from .models import build_model
+from .text import TextConfig, Vocab
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 10
+    batch_size: int = 32
+    lr: float = 1e-3  # Adam; the paper's 2e-5 is for batch size 1 on a GPU
+    weight_decay: float = 0.0
+    patience: int = 3  # epochs without a better validation accuracy before stopping
+    clip: float = 5.0  # gradient-norm clipping
+    seed: int = SEED
+    min_freq: int = 2  # vocabulary
+    max_vocab: int | None = 20000
+
+
+@dataclass
+class Preset:
+    model_type: str
+    dataset: str
+    model_config: dict = field(default_factory=dict)
+    text: TextConfig = field(default_factory=TextConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+_BBC_TEXT = TextConfig(max_sentences=50, max_words=60)
+_TWEET_TEXT = TextConfig(max_sentences=8, max_words=50)
+PRESETS = {
+    "bbc-news-han": Preset("han", "bbc-news", {}, _BBC_TEXT,
+                           TrainConfig(epochs=15, batch_size=16, lr=2e-3, patience=4, max_vocab=15000)),
+    "bbc-news-hcan": Preset("hcan", "bbc-news", {"d": 128, "heads": 4}, _BBC_TEXT,
+                            TrainConfig(epochs=20, batch_size=16, lr=1e-3, patience=5, max_vocab=15000)),
+    "tweets-han": Preset("han", "tweets", {}, _TWEET_TEXT,
+                         TrainConfig(epochs=8, batch_size=64, lr=2e-3, patience=2, max_vocab=15000)),
+    "tweets-hcan": Preset("hcan", "tweets", {"d": 128, "heads": 4}, _TWEET_TEXT,
+                          TrainConfig(epochs=8, batch_size=64, lr=1e-3, patience=2, max_vocab=15000)),
+}
+
+
+@dataclass
+class TrainEvent:
+    """What the loop reports: ``kind`` is "batch", "epoch" or "done"."""
+
+    kind: str
+    epoch: int
+    step: int = 0
+    steps: int = 0
+    loss: float | None = None
+    val_accuracy: float | None = None
+    docs_per_s: float | None = None
+
+
+def hardware() -> str:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"CPU: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, batches: list[Batch], device) -> tuple[float, float]:
+    """(accuracy, seconds) over ``batches``."""
+    model.eval()
+    correct = total = 0
+    start = time.perf_counter()
+    for batch in batches:
+        batch = batch.to(device)
+        pred = model(batch, return_attentions=False).logits.argmax(-1)
+        correct += int((pred == batch.labels).sum())
+        total += len(batch)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return correct / max(total, 1), time.perf_counter() - start
+
+
+def train(model_type: str, model_config: dict, data: PreparedData, text_config: TextConfig,
+          config: TrainConfig, out: str | Path | None = None,
+          on_event: Callable[[TrainEvent], None] | None = None,
+          stop: threading.Event | None = None, progress: bool = False, device=None) -> dict:
+    """Train with Adam, keep the best-validation weights, stop early, evaluate on test, save.
+
+    Returns the metrics written to ``metrics.json``. ``stop`` ends training after the current
+    batch; the best weights so far are still saved when at least one epoch finished.
+    """
+    seed_everything(config.seed)
+    device = torch.device(device) if device else best_device()
+    train_docs, train_y = data.part("train")
+    vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
+    parts = {name: data.part(name) for name in ("train", "validation", "test")}
+    val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
+    test_batches = bucketed_batches(*parts["test"], vocab, 64, shuffle=False)
+    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
+                                     **model_config}).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+
+    history, best_acc, best_state, best_epoch, stale = [], -1.0, None, 0, 0
+    train_seconds = train_docs_seen = 0
+    started = time.perf_counter()
+    for epoch in range(1, config.epochs + 1):
+        batches = bucketed_batches(train_docs, train_y, vocab, config.batch_size, shuffle=True,
+                                   seed=config.seed + epoch)
+        model.train()
+        bar = _progress(len(batches), f"epoch {epoch}/{config.epochs}") if progress else None
+        epoch_start, epoch_loss, epoch_docs = time.perf_counter(), 0.0, 0
+        for step, batch in enumerate(batches, 1):
+            batch = batch.to(device)
+            loss = model(batch, return_attentions=False).loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+            optimizer.step()
+            epoch_loss += loss.item() * len(batch)
+            epoch_docs += len(batch)
+            rate = epoch_docs / (time.perf_counter() - epoch_start)
+            if bar:
+                bar.set_postfix(loss=f"{loss.item():.3f}", docs_s=f"{rate:.0f}")
+                bar.update()
+            if on_event:
+                on_event(TrainEvent("batch", epoch, step, len(batches), loss.item(), docs_per_s=rate))
+            if stop is not None and stop.is_set():
+                break
+        if bar:
+            bar.close()
+        train_seconds += time.perf_counter() - epoch_start
+        train_docs_seen += epoch_docs
+        if stop is not None and stop.is_set() and step < len(batches):
+            break  # an unfinished epoch is not evaluated or kept
+        val_acc, _ = evaluate(model, val_batches, device)
+        history.append({"epoch": epoch, "train_loss": epoch_loss / max(epoch_docs, 1), "val_accuracy": val_acc})
+        if progress:
+            print(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}, validation accuracy {val_acc:.4f}",
+                  flush=True)
+        if on_event:
+            on_event(TrainEvent("epoch", epoch, loss=history[-1]["train_loss"], val_accuracy=val_acc))
+        if val_acc > best_acc:
+            best_acc, best_epoch, stale = val_acc, epoch, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            stale += 1
+            if stale >= config.patience:
+                break
+
+    if best_state is None:
+        if on_event:
+            on_event(TrainEvent("done", 0))
+        return {}
+    model.load_state_dict(best_state)
+    test_acc, test_seconds = evaluate(model, test_batches, device)
+    metrics = {
+        "dataset": data.dataset.name,
+        "model_type": model_type,
+        "validation_accuracy": best_acc,
+        "test_accuracy": test_acc,
+        "best_epoch": best_epoch,
+        "epochs_run": len(history),
+        "history": history,
+        "train_ms_per_document": 1000 * train_seconds / max(train_docs_seen, 1),
+        "inference_ms_per_document": 1000 * test_seconds / max(len(parts["test"][0]), 1),
+        "total_training_seconds": time.perf_counter() - started,
+        "hardware": hardware(),
+        "device": device.type,
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+        "split_sizes": {k: len(v[0]) for k, v in parts.items()},
+        "train_config": asdict(config),
+    }
+    if out is not None:
+        save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
+                        dataset=data.dataset.name)
+    if on_event:
+        on_event(TrainEvent("done", best_epoch, val_accuracy=best_acc))
+    return metrics
+
+
+def _progress(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="batch", leave=False, dynamic_ncols=True)
+
+
+def train_preset(name: str, out: str | Path, **kwargs) -> dict:
+    preset = PRESETS[name]
+    data = prepare(load_builtin(preset.dataset), preset.text, preset.train.seed)
+    return train(preset.model_type, preset.model_config, data, preset.text, preset.train, out, **kwargs)

@@ -1,0 +1,105 @@
+"""Figures and HTML for attention. Takes plain lists/tensors with documented axes; never a model,
+never Streamlit. Every piece of user text that goes into HTML passes through ``html.escape``."""
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+# One colour scale for every view of attention, so shades compare across panels.
+COLORSCALE = "Blues"
+_RGB = (31, 119, 180)
+
+
+def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> go.Figure:
+    """Horizontal bars, predicted class highlighted."""
+    best = max(range(len(probabilities)), key=probabilities.__getitem__)
+    colors = ["#1f77b4" if i == best else "#aec7e8" for i in range(len(labels))]
+    fig = go.Figure(go.Bar(x=list(probabilities), y=list(labels), orientation="h", marker_color=colors,
+                           text=[f"{p:.1%}" for p in probabilities], textposition="auto",
+                           hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
+    fig.update_layout(xaxis=dict(range=[0, 1], tickformat=".0%", title="probability"),
+                      yaxis=dict(autorange="reversed"), height=60 + 32 * len(labels),
+                      margin=dict(l=10, r=10, t=10, b=40))
+    return fig
+
+
+def attention_heatmap(matrix, labels: Sequence[str], title: str = "") -> go.Figure:
+    """A query x key attention matrix: rows (y) attend to columns (x), as in SANet Figure 3.
+
+    ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
+    Axes are numeric with the labels as tick text, so repeated words stay separate cells.
+    """
+    z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
+    n = len(labels)
+    ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[_short(l) for l in labels])
+    hover = [[f"{_short(labels[i], 40)} → {_short(labels[j], 40)}" for j in range(n)] for i in range(n)]
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
+                               colorscale=COLORSCALE, zmin=0, colorbar=dict(title="weight"),
+                               hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
+    side = min(900, max(320, 22 * n + 160))
+    fig.update_layout(title=title, height=side, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      xaxis=dict(title="attends to (key)", side="top", tickangle=-60, **ticks),
+                      yaxis=dict(title="word (query)", autorange="reversed", **ticks))
+    fig.update_xaxes(showgrid=False)
+    fig.update_yaxes(showgrid=False, scaleanchor="x")
+    return fig
+
+
+def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: str = "",
+                       axis_title: str = "") -> go.Figure:
+    """Bars of a target-attention distribution over words or sentences, in reading order."""
+    n = len(weights)
+    fig = go.Figure(go.Bar(x=list(range(n)), y=list(weights), marker=dict(color=list(weights),
+                                                                         colorscale=COLORSCALE, cmin=0),
+                           customdata=[_short(l, 60) for l in labels],
+                           hovertemplate="%{customdata}<br>weight %{y:.3f}<extra></extra>"))
+    fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      yaxis=dict(title="attention weight", rangemode="tozero"),
+                      xaxis=dict(title=axis_title, tickmode="array", tickvals=list(range(n)),
+                                 ticktext=[_short(l) for l in labels], tickangle=-60))
+    return fig
+
+
+def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
+                  word_weights: Sequence[Sequence[float]] | None,
+                  sentence_weights: Sequence[float] | None) -> str:
+    """The pasted text, each sentence with a bar for its attention, each word shaded by its
+    attention (HCAN Figure 4).
+
+    ``sentences``: (start, end, [(word start, word end), ...]) character spans into ``text``.
+    Word shades are relative to the sentence's largest weight (so short and long sentences read
+    alike); the exact weight is in each word's tooltip. Characters between words (punctuation,
+    symbols) are shown unshaded. Everything from ``text`` is escaped.
+    """
+    top = max(sentence_weights) if sentence_weights else 0.0
+    rows = []
+    for s, (start, end, words) in enumerate(sentences):
+        parts, cursor = [], start
+        ws = word_weights[s] if word_weights else [0.0] * len(words)
+        peak = max(ws, default=0.0) or 1.0
+        for (w_start, w_end), w in zip(words, ws):
+            parts.append(html.escape(text[cursor:w_start]))
+            alpha = 0.85 * w / peak
+            parts.append(f'<span title="weight {w:.3f}" style="background:rgba({_RGB[0]},{_RGB[1]},{_RGB[2]},'
+                         f'{alpha:.3f});color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;'
+                         f'padding:0 1px">{html.escape(text[w_start:w_end])}</span>')
+            cursor = w_end
+        parts.append(html.escape(text[cursor:end]))
+        if sentence_weights:
+            sw = sentence_weights[s]
+            bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;display:flex;align-items:center;'
+                   f'gap:4px;font-size:0.75em;color:#555"><div style="background:#ff7f0e;height:10px;'
+                   f'width:{60 * sw / (top or 1):.0f}px;border-radius:2px"></div>{sw:.2f}</div>')
+        else:
+            bar = '<div style="flex:0 0 90px"></div>'
+        rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
+                    f'<div style="flex:1;white-space:pre-wrap">{"".join(parts)}</div></div>')
+    return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+
+
+def _short(label: str, limit: int = 18) -> str:
+    """A label for plotly, which reads a subset of HTML in text: shortened, then escaped."""
+    label = " ".join(str(label).split())
+    return html.escape(label if len(label) <= limit else label[: limit - 1] + "…")

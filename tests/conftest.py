@@ -1,0 +1,45 @@
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from hierattn.checkpoint import save_checkpoint
+from hierattn.models import build_model
+from hierattn.text import TextConfig, Vocab, tokenize
+
+CORPUS = [
+    "The market rallied today. Shares in the bank rose sharply! Investors cheered the results.",
+    "The striker scored twice. The team won the cup final on Sunday.",
+    "I loved this film. The acting was great, and the story moved me!",
+    "Terrible service. I will never go back. Was it really that bad?",
+]
+LABELS = ["business", "sport", "positive", "negative"]
+
+
+@pytest.fixture(scope="session")
+def tiny_vocab() -> Vocab:
+    return Vocab.build([tokenize(t) for t in CORPUS], min_freq=1)
+
+
+@pytest.fixture(scope="session")
+def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
+    """A checkpoints/ folder with a tiny untrained HAN and HCAN (enough for the app's code paths)."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    torch.manual_seed(0)
+    for model_type, config in (("han", {"embed_dim": 16, "hidden": 8, "attention_dim": 16}),
+                               ("hcan", {"d": 16, "heads": 2})):
+        model = build_model(model_type, {"vocab_size": len(tiny_vocab), "num_classes": 4, **config})
+        save_checkpoint(root / f"tiny-{model_type}", model, model_type, tiny_vocab, LABELS,
+                        TextConfig(max_sentences=6, max_words=12), {"test_accuracy": 0.5}, dataset="tweets")
+    return root
+
+
+@pytest.fixture
+def app_env(checkpoint_dir, monkeypatch):
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
+    return checkpoint_dir
+
+
+REPO = Path(__file__).resolve().parent.parent
+os.chdir(REPO)

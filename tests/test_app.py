@@ -1,0 +1,105 @@
+"""Headless runs of the app (Streamlit AppTest) against tiny checkpoints built in a fixture."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+DOC = "The striker scored twice. The team won the cup final on Sunday! Fans cheered."
+
+
+def run_app(text: str | None = None, model: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception, at.exception
+    if model:
+        at.selectbox(key="model").set_value(model).run()
+    if text is not None:
+        at.text_area(key="document").input(text).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at) -> str:
+    parts = [e.value for kind in ("markdown", "info", "warning", "error", "caption") for e in getattr(at, kind)]
+    parts += [m.label + " " + str(m.value) for m in at.metric]
+    return "\n".join(str(p) for p in parts)
+
+
+def html_blocks(at) -> list[str]:
+    return [e.proto.body for e in at.get("html")]
+
+
+def test_explore_hcan_shows_everything(app_env):
+    at = run_app(DOC, "tiny-hcan")
+    assert at.title[0].value == "Explore attention"
+    assert at.selectbox(key="model").options == ["tiny-han", "tiny-hcan"]
+    assert "Prediction" in texts(at)
+    assert len(at.get("plotly_chart")) >= 4  # probabilities, heatmap, two distributions
+    html = html_blocks(at)[0]
+    assert "striker" in html and 'title="weight' in html
+    table = at.dataframe[0].value
+    assert {"gini", "diagonality_b1", "diagonality_b5"} <= set(table.columns)
+    assert len(table) == 2 * 2  # sentence 1: two branches x two heads
+    assert "has no self-attention" not in texts(at)
+    # switch to the sentence level and a single head
+    at.radio(key="self_level").set_value("sentence").run()
+    at.selectbox(key="self_head").set_value("head 2").run()
+    assert not at.exception
+    assert set(at.dataframe[0].value["map"]) == {"sentence.self.a", "sentence.self.b"}
+
+
+def test_explore_han_says_it_has_no_self_attention(app_env):
+    at = run_app(DOC, "tiny-han")
+    assert "HAN has no self-attention" in texts(at)
+    assert not at.dataframe  # no empty metrics panel
+    assert len(at.get("plotly_chart")) == 3  # probabilities and the two distributions
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("", "Paste a document"),
+    ("   \n\t  ", "Paste a document"),
+    ("\x00\x01\x02 ;;; ---", "no words were found"),
+])
+def test_texts_without_words_get_a_message(app_env, text, expected):
+    at = run_app(text, "tiny-hcan")
+    assert expected in texts(at)
+    assert not at.get("plotly_chart")
+
+
+def test_huge_text_is_truncated_with_a_warning(app_env):
+    at = run_app("The cup final was great and the fans sang. " * 4700, "tiny-hcan")  # > 200,000 characters
+    assert "Long document" in texts(at) and "first 6 of 4700 sentences" in texts(at)
+    assert len(at.get("plotly_chart")) >= 4
+
+
+def test_script_tags_are_escaped(app_env):
+    at = run_app("<script>alert('x')</script> The team <b>won</b> the cup.", "tiny-han")
+    html = html_blocks(at)[0]
+    assert "<script" not in html and "<b>" not in html and "</b" not in html
+    assert "&lt;<span" in html and "alert(&#x27;x&#x27;)&lt;/script</span>&gt;" in html
+
+
+def test_samples_fill_the_text_box(app_env):
+    at = run_app(model="tiny-hcan")
+    assert at.text_area(key="document").value  # a sample is shown on first load
+    options = at.selectbox(key="sample").options
+    assert any(o.startswith("tweets · ") for o in options) and any(o.startswith("bbc-news · ") for o in options)
+    at.selectbox(key="sample").set_value(options[-1]).run()
+    assert at.text_area(key="document").value.split()[:3] == options[-1].split(" · ", 2)[2].split()[:3]
+
+
+def test_broken_checkpoint_is_reported_not_raised(app_env, tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copytree(app_env / "tiny-han", tmp_path / "broken")
+    (tmp_path / "broken" / "model.safetensors").write_bytes(b"junk")
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(tmp_path))
+    at = run_app()
+    assert "cannot be loaded" in texts(at) and "corrupted" in texts(at)
+
+
+def test_no_checkpoints_is_explained(monkeypatch, tmp_path):
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(tmp_path))
+    at = run_app()
+    assert "No checkpoints found" in texts(at)

@@ -1,0 +1,97 @@
+from collections import Counter
+
+import pytest
+
+from hierattn.data import (DataError, bucketed_batches, encode_documents, load_builtin, load_table,
+                           sample_documents, stratified_split)
+from hierattn.text import Vocab, tokenize
+
+
+def test_bbc_news_is_read_from_the_installed_package():
+    ds = load_builtin("bbc-news")
+    assert len(ds.texts) == 2225
+    assert ds.label_names == ["business", "entertainment", "politics", "sports", "tech"]
+    assert Counter(ds.labels)[0] == 510
+
+
+def test_tweets_are_read_from_the_installed_package():
+    ds = load_builtin("tweets")
+    assert ds.label_names == ["negative", "neutral", "positive"]
+    assert len(ds.texts) == len(ds.labels) > 38000
+    assert all(isinstance(t, str) and t for t in ds.texts[:100])
+
+
+def test_unknown_builtin_is_a_clear_error():
+    with pytest.raises(DataError, match="unknown data set"):
+        load_builtin("imdb")
+
+
+def test_stratified_split_is_80_10_10_stratified_and_deterministic():
+    labels = [i % 3 for i in range(300)] + [3] * 100
+    split = stratified_split(labels)
+    assert [len(split[k]) for k in ("train", "validation", "test")] == [320, 40, 40]
+    assert not set(split["train"]) & set(split["test"]) and not set(split["validation"]) & set(split["test"])
+    assert Counter(labels[i] for i in split["test"]) == {0: 10, 1: 10, 2: 10, 3: 10}
+    assert split == stratified_split(labels)
+    assert split != stratified_split(labels, seed=7)
+
+
+def test_encode_documents_pads_with_masks():
+    docs = [tokenize("Alpha beta gamma. Delta."), tokenize("Epsilon")]
+    v = Vocab.build(docs, min_freq=1)
+    b = encode_documents(docs, v, [0, 1])
+    assert b.word_ids.shape == (2, 2, 4)  # "." is a token
+    assert b.word_mask.tolist()[1] == [[True, False, False, False], [False] * 4]
+    assert b.sentence_mask.tolist() == [[True, True], [True, False]]
+    assert (b.word_ids[~b.word_mask] == 0).all()
+
+
+def test_bucketing_keeps_padding_small():
+    docs = [tokenize(" ".join(["w"] * n) + ".") for n in [1, 30, 2, 29, 3, 28, 4, 27]]
+    v = Vocab.build(docs, min_freq=1)
+    batches = bucketed_batches(docs, [0] * 8, v, batch_size=2, shuffle=True)
+    padding = sum(int((~b.word_mask).sum()) for b in batches)
+    unsorted = encode_documents(docs, v, [0] * 8)
+    assert padding < int((~unsorted.word_mask).sum()) / 4
+    assert sum(len(b) for b in batches) == 8
+
+
+@pytest.mark.parametrize("suffix,content", [
+    (".csv", "text,label\nhello there,a\ngood day,b\n"),
+    (".tsv", "text\tlabel\nhello there\ta\ngood day\tb\n"),
+    (".jsonl", '{"text": "hello there", "label": "a"}\n{"text": "good day", "label": "b"}\n'),
+])
+def test_own_files_load(tmp_path, suffix, content):
+    path = tmp_path / f"mine{suffix}"
+    path.write_text(content)
+    ds = load_table(path)
+    assert ds.texts == ["hello there", "good day"] and ds.label_names == ["a", "b"]
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("x.csv", "text,label\n", "no rows"),
+    ("x.csv", "body,label\nhi,a\n", "no column named 'text'"),
+    ("x.csv", "text,label\nhi,a\nho,a\n", "two distinct labels"),
+    ("x.jsonl", '{"text": 1\n', "not JSON"),
+    ("x.txt", "whatever", "expected a .csv"),
+])
+def test_bad_files_get_clear_messages(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(DataError, match=message):
+        load_table(path)
+
+
+def test_non_utf8_file_is_rejected(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"text,label\n\xff\xfe\x00bad,a\n")
+    with pytest.raises(DataError, match="not UTF-8"):
+        load_table(path)
+
+
+def test_samples_come_from_the_test_split():
+    ds = load_builtin("bbc-news")
+    test = {ds.texts[i] for i in stratified_split(ds.labels)["test"]}
+    samples = sample_documents("bbc-news", per_class=1)
+    assert [label for label, _ in samples] == ds.label_names
+    assert all(text in test for _, text in samples)

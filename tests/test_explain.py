@@ -1,0 +1,75 @@
+import json
+
+import pytest
+
+from hierattn.__main__ import main
+from hierattn.checkpoint import load_classifier
+from hierattn.explain import ExplainError, explain, metrics_table
+
+
+@pytest.fixture(params=["han", "hcan"])
+def classifier(request, checkpoint_dir):
+    return load_classifier(checkpoint_dir / f"tiny-{request.param}", device="cpu")
+
+
+def test_explanation_covers_the_document(classifier):
+    text = "The team won the cup. Shares rose! Terrible service?"
+    ex = explain(classifier, text)
+    assert ex.label in classifier.labels and sum(ex.probabilities) == pytest.approx(1.0)
+    assert [len(w) for w in ex.target_attention("word")] == ex.sentence_lengths == [6, 3, 3]  # "." and "!" are tokens
+    assert sum(ex.target_attention("sentence")) == pytest.approx(1.0)
+    for weights in ex.target_attention("word"):
+        assert sum(weights) == pytest.approx(1.0)
+
+
+def test_self_attention_and_metrics_per_head_and_level(checkpoint_dir):
+    c = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
+    ex = explain(c, "The team won the cup. Shares rose! Terrible service?")
+    assert ex.self_attention_names == ["word.self.a", "word.self.b", "sentence.self.a", "sentence.self.b"]
+    m = ex.self_attention("word.self.a", sentence=0)
+    assert m.shape == (6, 6)
+    assert m.sum(1).tolist() == pytest.approx([1.0] * 6)
+    assert ex.self_attention("sentence.self.b", head=1).shape == (3, 3)
+    table = metrics_table(ex)
+    # word level: 3 sentences x 2 heads x 2 branches; sentence level: 2 heads x 2 branches
+    assert len(table) == 12 + 4
+    assert table[["gini"] + [f"diagonality_b{b}" for b in range(1, 6)]].apply(lambda c: c.between(0, 1)).all().all()
+
+
+def test_han_has_no_self_attention(checkpoint_dir):
+    ex = explain(load_classifier(checkpoint_dir / "tiny-han", device="cpu"), "Hello there. Good day.")
+    assert ex.self_attention_names == [] and ex.metrics == []
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t", "\x00\x01 ,,; --"])
+def test_texts_without_words_are_refused_clearly(classifier, text):
+    with pytest.raises(ExplainError):
+        explain(classifier, text)
+
+
+def test_huge_text_is_truncated_and_says_so(classifier):
+    text = "The cup final was great. " * 8000  # 200,000 characters
+    ex = explain(classifier, text)
+    assert len(ex.document.sentences) == classifier.text_config.max_sentences
+    assert "first 6 of 8000 sentences" in ex.to_dict()["truncation"]
+
+
+def test_cli_explain_prints_json(checkpoint_dir, capsys):
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--text", "<script>x</script> won."]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"label", "probabilities", "sentences", "attention", "metrics"}
+    assert out["sentences"][0]["text"] == "<script>x</script> won."  # JSON carries raw text; renderers escape
+    sa = out["attention"]["word.self.a"]
+    assert sa["axes"] == ["batch", "sentence", "head", "query", "key"] and sa["level"] == "word"
+    assert {r["map"] for r in out["metrics"]} == {"word.self.a", "word.self.b", "sentence.self.a", "sentence.self.b"}
+    assert {"gini", "diagonality_b1", "diagonality_b5", "head", "sentence"} <= set(out["metrics"][0])
+
+
+def test_cli_explain_reports_errors_without_traceback(checkpoint_dir, tmp_path, capsys):
+    assert main(["explain", "--checkpoint", str(tmp_path), "--text", "hi"]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-han"), "--text", "  "]) == 2
+    assert "empty" in capsys.readouterr().err
+    f = tmp_path / "doc.txt"
+    f.write_bytes(b"Binary \xff\xfe junk but a real word.")
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-han"), "--file", str(f)]) == 0

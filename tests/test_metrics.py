@@ -1,0 +1,77 @@
+import pytest
+import torch
+
+from hierattn.metrics import attention_metrics, diagonality, gini, matrix_metrics
+from hierattn.outputs import AttentionMap
+
+
+def test_gini_identity_by_hand():
+    # n=2: sorted [0, 0, 1, 1], coefficients (2i - 5) = -3, -1, 1, 3 -> (1 + 3) / (4 * 2)
+    assert gini(torch.eye(2)) == pytest.approx(0.5)
+    assert gini(torch.eye(4)) == pytest.approx(0.75)  # 1 - 1/n
+
+
+def test_gini_uniform_is_zero():
+    assert gini(torch.full((5, 5), 0.2)) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_gini_one_hot_rows_not_on_diagonal():
+    m = torch.zeros(3, 3)
+    m[:, 0] = 1  # every word attends to the first
+    assert gini(m) == pytest.approx(2 / 3)
+    assert gini(m, per_row=True) == pytest.approx(2 / 3)
+
+
+def test_gini_per_row_option_differs_from_flattened():
+    m = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
+    # rows: Gini([0,1]) = 0.5, Gini([.5,.5]) = 0 -> mean 0.25; flattened [0,.5,.5,1]: (-3*0-.5+.5+3)/(4*2)
+    assert gini(m, per_row=True) == pytest.approx(0.25)
+    assert gini(m) == pytest.approx(3 / 8)
+
+
+def test_gini_of_zeros_and_non_square():
+    assert gini(torch.zeros(3, 3)) == 0.0
+    with pytest.raises(ValueError):
+        gini(torch.ones(2, 3))
+
+
+def test_diagonality_identity_and_uniform():
+    assert diagonality(torch.eye(6), 1) == pytest.approx(1.0)
+    u = torch.full((4, 4), 0.25)
+    # cells with |i-j| <= 1 in a 4x4: 4 + 3 + 3 = 10 of 16
+    assert diagonality(u, 1) == pytest.approx(10 / 16)
+    assert diagonality(u, 3) == pytest.approx(1.0)
+
+
+def test_diagonality_band_matrix():
+    n = 6
+    i = torch.arange(n)
+    band = ((i[:, None] - i[None, :]).abs() <= 2).float()
+    band = band / band.sum(1, keepdim=True)
+    assert diagonality(band, 2) == pytest.approx(1.0)
+    assert diagonality(band, 1) < 1.0
+    anti = torch.eye(n).flip(1)  # mass far from the diagonal except at the centre
+    assert diagonality(anti, 0) == pytest.approx(0.0)
+    assert diagonality(anti, 1) == pytest.approx(2 / 6)
+
+
+def test_matrix_metrics_has_b1_to_b5():
+    assert set(matrix_metrics(torch.eye(3))) == {"gini"} | {f"diagonality_b{b}" for b in range(1, 6)}
+
+
+def test_attention_metrics_crop_to_real_tokens():
+    # one document, 2 sentences of 3 and 2 real words, padded to 4; 1 head of uniform attention
+    w = torch.zeros(1, 2, 1, 4, 4)
+    w[0, 0, 0, :3, :3] = 1 / 3
+    w[0, 1, 0, :2, :2] = 1 / 2
+    real = torch.tensor([[[1, 1, 1, 0], [1, 1, 0, 0]]], dtype=torch.bool)
+    mask = (real[:, :, None, :, None] & real[:, :, None, None, :])
+    rows = attention_metrics(AttentionMap(w, ("batch", "sentence", "head", "query", "key"), "word", mask))
+    assert [(r["sentence"], r["size"]) for r in rows] == [(0, 3), (1, 2)]
+    assert all(r["gini"] == pytest.approx(0.0) for r in rows)  # uniform over real tokens: no padding zeros
+
+
+def test_metrics_refuse_target_attention():
+    a = AttentionMap(torch.ones(1, 3) / 3, ("batch", "key"), "sentence", torch.ones(1, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="self-attention"):
+        attention_metrics(a)

@@ -1,0 +1,127 @@
+"""One contract for every model in the registry: shapes, row sums, masked zeros, padding invariance."""
+import pytest
+import torch
+
+from hierattn.data import encode_documents
+from hierattn.models import REGISTRY, build_model
+from hierattn.outputs import ClassifierOutput
+from hierattn.text import Vocab, tokenize
+
+from .conftest import CORPUS
+
+SMALL = {"han": {"embed_dim": 16, "hidden": 8, "attention_dim": 12}, "hcan": {"d": 16, "heads": 4}}
+# Every model type, plus every HCAN variant of the paper's Table 2 and the paper's own size.
+VARIANTS = [(t, SMALL[t]) for t in REGISTRY] + [
+    ("hcan", {**SMALL["hcan"], "parallel": p, "pooling": pool, "hierarchical": h})
+    for p in (False, True) for pool in ("max", "target") for h in (False, True)
+] + [("hcan", {"d": 512, "heads": 8})]
+IDS = [f"{t}-" + "-".join(f"{k}={v}" for k, v in c.items() if k not in ("embed_dim", "attention_dim")) for t, c in VARIANTS]
+DOCS = [tokenize(t) for t in CORPUS] + [tokenize("Short one.")]
+
+
+def test_every_registered_model_is_covered():
+    assert {t for t, _ in VARIANTS} == set(REGISTRY)
+
+
+@pytest.fixture(params=VARIANTS, ids=IDS)
+def model_and_vocab(request):
+    model_type, config = request.param
+    vocab = Vocab.build(DOCS, min_freq=1)
+    torch.manual_seed(0)
+    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": 3, **config}).eval()
+    return model, vocab
+
+
+def test_output_contract(model_and_vocab):
+    model, vocab = model_and_vocab
+    batch = encode_documents(DOCS, vocab, [0, 1, 2, 0, 1])
+    out = model(batch)
+    assert isinstance(out, ClassifierOutput)
+    assert out.logits.shape == (5, 3) and out.loss is not None and out.loss.dim() == 0
+    assert out.attentions, "every model in the registry exposes at least one attention map"
+    for name, a in out.attentions.items():
+        assert a.weights.shape == a.mask.shape, name
+        assert a.weights.shape[0] == 5 and a.axes[0] == "batch" and a.axes[-1] == "key"
+        assert a.level in ("word", "sentence")
+        if "sentence" in a.axes:
+            assert a.weights.shape[a.axis("sentence")] == batch.word_ids.shape[1]
+        assert (a.weights[~a.mask] == 0).all(), f"{name}: padded positions receive attention"
+        assert (a.weights >= 0).all()
+        sums = a.weights.sum(-1)
+        rows_real = a.mask.any(-1)
+        torch.testing.assert_close(sums[rows_real], torch.ones_like(sums[rows_real]), atol=1e-5, rtol=0)
+        assert (sums[~rows_real] == 0).all()
+        # the mask agrees with the batch: key positions are exactly the real words / sentences
+        if a.level == "word" and "sentence" in a.axes:
+            key_real = a.mask.any(-2) if a.is_self_attention else a.mask
+            expected = batch.word_mask
+            while key_real.dim() > expected.dim():
+                key_real = key_real.any(2)
+            assert torch.equal(key_real, expected), name
+        if a.level == "sentence":
+            key_real = a.mask
+            while key_real.dim() > 2:
+                key_real = key_real.any(1)
+            assert torch.equal(key_real, batch.sentence_mask), name
+
+
+def test_padding_invariance(model_and_vocab):
+    """A document's logits and attention are the same alone or batched beside longer documents."""
+    model, vocab = model_and_vocab
+    with torch.no_grad():
+        batched = model(encode_documents(DOCS, vocab))
+        for i, doc in enumerate(DOCS):
+            alone = model(encode_documents([doc], vocab))
+            torch.testing.assert_close(alone.logits[0], batched.logits[i], atol=1e-5, rtol=0)
+            for name, a in alone.attentions.items():
+                b = batched.attentions[name].weights[i]
+                crop = tuple(slice(0, n) for n in a.weights.shape[1:])
+                torch.testing.assert_close(a.weights[0], b[crop], atol=1e-5, rtol=0)
+                assert b.sum() == pytest.approx(a.weights.sum().item(), abs=1e-4), f"{name}: mass in padding"
+
+
+def test_one_batch_overfit(model_and_vocab):
+    """Loss on a tiny fixed batch falls under training (measured without dropout, before and after)."""
+    model, vocab = model_and_vocab
+    batch = encode_documents(DOCS, vocab, [0, 1, 2, 0, 1])
+    big = sum(p.numel() for p in model.parameters()) > 5e6  # the paper-size config is slow on a CPU
+    steps, lr = (5, 3e-4) if big else (40, 1e-2)
+    with torch.no_grad():
+        before = model.eval()(batch, return_attentions=False).loss.item()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        loss = model(batch, return_attentions=False).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        after = model.eval()(batch, return_attentions=False).loss.item()
+    assert after < before * (0.8 if big else 0.3)
+
+
+def test_dropout_is_off_in_eval(model_and_vocab):
+    model, vocab = model_and_vocab
+    batch = encode_documents(DOCS, vocab)
+    with torch.no_grad():
+        torch.testing.assert_close(model(batch).logits, model(batch).logits)
+
+
+def test_empty_sentence_rows_do_not_produce_nan(model_and_vocab):
+    model, vocab = model_and_vocab
+    batch = encode_documents([tokenize("x")], vocab)  # unknown word only
+    out = model(batch)
+    assert torch.isfinite(out.logits).all()
+    for a in out.attentions.values():
+        assert torch.isfinite(a.weights).all()
+
+
+def test_bad_configs_are_rejected():
+    with pytest.raises(ValueError, match="divisible"):
+        build_model("hcan", {"vocab_size": 10, "num_classes": 2, "d": 10, "heads": 4})
+    with pytest.raises(ValueError, match="pooling"):
+        build_model("hcan", {"vocab_size": 10, "num_classes": 2, "pooling": "mean"})
+    with pytest.raises(ValueError, match="unknown hcan config keys"):
+        build_model("hcan", {"vocab_size": 10, "num_classes": 2, "depth": 3})
+    with pytest.raises(ValueError, match="unknown model type"):
+        build_model("bert", {})

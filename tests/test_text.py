@@ -1,0 +1,75 @@
+from hierattn.text import MAX_CHARS, TextConfig, Vocab, normalise, tokenize
+
+
+def test_spans_point_back_into_the_original_text():
+    text = "  Hello, World!  I'm   HAPPY.\n\nNew para? Yes "
+    doc = tokenize(text)
+    for s in doc.sentences:
+        for t in s.tokens:
+            assert text[t.start: t.end] == t.text
+        assert text[s.start: s.end].startswith(s.tokens[0].text)
+
+
+def test_normalisation_follows_hcan_section_4_3():
+    assert normalise("Hello,") == "hello"
+    assert normalise("U.S.A!") == "u.s.a!"
+    assert normalise("don't") == "dont"
+    assert normalise("£600m") == "600m"
+    assert normalise("—") == ""
+
+
+def test_pure_punctuation_tokens_are_dropped_but_sentence_marks_kept():
+    doc = tokenize('He said, "stop" !')
+    norms = [t.norm for s in doc.sentences for t in s.tokens]
+    assert norms == ["he", "said", "stop", "!"]
+
+
+def test_sentences_split_on_punctuation_and_line_breaks():
+    doc = tokenize("Headline without a stop\n\nFirst sentence. Second one! Third?")
+    assert [[t.norm for t in s.tokens][0] for s in doc.sentences] == ["headline", "first", "second", "third"]
+
+
+def test_caps_truncate_and_report():
+    text = " ".join(f"Sentence {i} has some words here." for i in range(10))
+    doc = tokenize(text, TextConfig(max_sentences=3, max_words=4))
+    assert len(doc.sentences) == 3
+    assert all(len(s.tokens) == 4 for s in doc.sentences)
+    t = doc.truncation
+    assert t.truncated and t.total_sentences == 10 and t.kept_sentences == 3
+    assert t.words_dropped == 3 * (7 - 4)  # 6 words and "." per sentence
+    assert "first 3 of 10 sentences" in t.message
+
+
+def test_no_truncation_reported_when_within_caps():
+    doc = tokenize("Short text. Really short.")
+    assert not doc.truncation.truncated and doc.truncation.message == ""
+
+
+def test_empty_whitespace_and_junk_give_no_sentences():
+    assert tokenize("").sentences == []
+    assert tokenize(" \n\t ").sentences == []
+    assert tokenize("\x00\x01\x02 ,,, ---").sentences == []
+
+
+def test_huge_text_is_cut_at_max_chars_and_reported():
+    doc = tokenize("word " * (MAX_CHARS // 5 + 100), TextConfig(max_sentences=1, max_words=5))
+    assert doc.truncation.chars_dropped == 500
+    assert "characters were ignored" in doc.truncation.message
+
+
+def test_vocab_build_save_load(tmp_path):
+    docs = [tokenize("a a a b b c"), tokenize("a b d")]
+    v = Vocab.build(docs, min_freq=2)
+    assert v.itos == ["<pad>", "<unk>", "a", "b"]
+    v.save(tmp_path / "vocab.json")
+    w = Vocab.load(tmp_path / "vocab.json")
+    assert w.itos == v.itos
+    assert w.encode(docs[1].sentences[0]) == [2, 3, 1]
+    assert len(Vocab.build(docs, min_freq=1, max_size=2)) == 4
+
+
+def test_sentence_spans_keep_every_non_space_character():
+    text = '"Quoted," she said — <b>bold</b>!\n\n  (Aside) ok.'
+    doc = tokenize(text)
+    covered = "".join(text[s.start: s.end] for s in doc.sentences)
+    assert covered.replace(" ", "") == "".join(text.split())

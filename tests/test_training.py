@@ -1,0 +1,41 @@
+import threading
+
+from hierattn.checkpoint import load_classifier
+from hierattn.data import Dataset, prepare
+from hierattn.text import TextConfig
+from hierattn.training import TrainConfig, train
+
+WORDS = {0: "great lovely superb", 1: "awful boring dreadful"}
+
+
+def _toy() -> Dataset:
+    texts, labels = [], []
+    for i in range(60):
+        y = i % 2
+        texts.append(f"The film was {WORDS[y].split()[i % 3]}. I saw it on day {i}.")
+        labels.append(y)
+    return Dataset("toy", texts, labels, ["pos", "neg"])
+
+
+def test_training_learns_saves_and_reports(tmp_path):
+    data = prepare(_toy(), TextConfig(4, 12))
+    events = []
+    metrics = train("hcan", {"d": 16, "heads": 2}, data, TextConfig(4, 12),
+                    TrainConfig(epochs=6, batch_size=8, lr=5e-3, min_freq=1, patience=6), tmp_path / "toy",
+                    on_event=events.append, device="cpu")
+    assert metrics["validation_accuracy"] == 1.0 and metrics["test_accuracy"] == 1.0
+    assert {"train_ms_per_document", "inference_ms_per_document", "total_training_seconds", "hardware"} <= set(metrics)
+    assert metrics["split_sizes"] == {"train": 48, "validation": 6, "test": 6}
+    assert [e.epoch for e in events if e.kind == "epoch"] == list(range(1, metrics["epochs_run"] + 1))
+    assert events[-1].kind == "done"
+    c = load_classifier(tmp_path / "toy", device="cpu")
+    assert c.labels == ["pos", "neg"] and c.metrics["best_epoch"] == metrics["best_epoch"]
+
+
+def test_stop_before_an_epoch_finishes_writes_nothing(tmp_path):
+    stop = threading.Event()
+    stop.set()
+    data = prepare(_toy(), TextConfig(4, 12))
+    metrics = train("han", {"embed_dim": 8, "hidden": 4}, data, TextConfig(4, 12), TrainConfig(epochs=3, min_freq=1),
+                    tmp_path / "none", stop=stop, device="cpu")
+    assert metrics == {} and not (tmp_path / "none").exists()

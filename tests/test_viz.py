@@ -1,0 +1,36 @@
+import torch
+
+from hierattn import viz
+
+
+def test_document_html_escapes_user_text():
+    text = "<script>alert(1)</script> & <b>bold</b>"
+    spans = [(0, len(text), [(0, 8), (31, 34)])]
+    out = viz.document_html(text, spans, [[0.7, 0.3]], [1.0])
+    assert "<script>" not in out and "<b>" not in out
+    assert "&lt;script&gt;" in out and "&amp;" in out and "&lt;b&gt;" in out
+
+
+def test_document_html_shades_by_weight():
+    text = "good bad"
+    out = viz.document_html(text, [(0, 8, [(0, 4), (5, 8)])], [[0.8, 0.2]], None)
+    assert 'title="weight 0.800"' in out and 'title="weight 0.200"' in out
+    assert ",0.850)" in out and ",0.212)" in out  # alpha relative to the sentence's top word
+
+
+def test_heatmap_keeps_repeated_words_apart():
+    labels = ["the", "cat", "saw", "the", "dog"]
+    fig = viz.attention_heatmap(torch.eye(5), labels)
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert list(fig.layout.yaxis.ticktext) == labels
+    assert fig.data[0].z[3][3] == 1.0 and fig.layout.yaxis.autorange == "reversed"
+
+
+def test_plotly_labels_are_escaped():
+    fig = viz.attention_heatmap(torch.eye(1), ["<br><b>x"])
+    assert fig.layout.xaxis.ticktext[0] == "&lt;br&gt;&lt;b&gt;x"
+
+
+def test_probability_chart_highlights_the_prediction():
+    fig = viz.probability_chart(["a", "b", "c"], [0.2, 0.7, 0.1])
+    assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
