@@ -1,9 +1,10 @@
-"""Command line: ``python -m hierattn {train,explain,bench}``."""
+"""Command line: ``python -m hierattn {train,explain,baseline,bench}``."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -17,7 +18,7 @@ def _train(args) -> int:
             return 2
         preset = PRESETS[args.preset]
         model_type, model_config, dataset, text_config, config = (
-            preset.model_type, dict(preset.model_config), preset.dataset, preset.text, preset.train)
+            preset.model_type, dict(preset.model_config), preset.dataset, preset.text, replace(preset.train))
     else:
         from .text import TextConfig
 
@@ -66,6 +67,14 @@ def _explain(args) -> int:
     return 0
 
 
+def _baseline(args) -> int:
+    from .baselines import tfidf_logistic_regression
+    from .data import load_builtin
+
+    print(json.dumps(tfidf_logistic_regression(load_builtin(args.dataset)), indent=2))
+    return 0
+
+
 def _bench(args) -> int:
     from .bench import run_bench
 
@@ -102,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--device")
     e.add_argument("--compact", action="store_true", help="one line of JSON")
     e.set_defaults(func=_explain)
+
+    r = sub.add_parser("baseline", help="TF-IDF + L1 logistic regression on a built-in data set's split")
+    r.add_argument("--dataset", required=True, choices=["bbc-news", "tweets"])
+    r.set_defaults(func=_baseline)
 
     b = sub.add_parser("bench", help="measure training throughput and explain latency on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")

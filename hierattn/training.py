@@ -43,14 +43,16 @@ class Preset:
 _BBC_TEXT = TextConfig(max_sentences=50, max_words=60)
 _TWEET_TEXT = TextConfig(max_sentences=8, max_words=50)
 PRESETS = {
-    "bbc-news-han": Preset("han", "bbc-news", {}, _BBC_TEXT,
-                           TrainConfig(epochs=15, batch_size=16, lr=2e-3, patience=4, max_vocab=15000)),
+    # HAN overfits bbc-news within three epochs at dropout 0.1; 0.5 on embeddings and the document
+    # vector, with lr 1e-3, was chosen on the validation split.
+    "bbc-news-han": Preset("han", "bbc-news", {"dropout": 0.5}, _BBC_TEXT,
+                           TrainConfig(epochs=30, batch_size=16, lr=1e-3, patience=6, max_vocab=15000)),
     "bbc-news-hcan": Preset("hcan", "bbc-news", {"d": 128, "heads": 4}, _BBC_TEXT,
-                            TrainConfig(epochs=20, batch_size=16, lr=1e-3, patience=5, max_vocab=15000)),
-    "tweets-han": Preset("han", "tweets", {}, _TWEET_TEXT,
-                         TrainConfig(epochs=8, batch_size=64, lr=2e-3, patience=2, max_vocab=15000)),
+                            TrainConfig(epochs=25, batch_size=16, lr=1e-3, patience=6, max_vocab=15000)),
+    "tweets-han": Preset("han", "tweets", {"dropout": 0.3}, _TWEET_TEXT,
+                         TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000)),
     "tweets-hcan": Preset("hcan", "tweets", {"d": 128, "heads": 4}, _TWEET_TEXT,
-                          TrainConfig(epochs=8, batch_size=64, lr=1e-3, patience=2, max_vocab=15000)),
+                          TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000)),
 }
 
 
@@ -79,19 +81,21 @@ def seed_everything(seed: int) -> None:
 
 
 @torch.no_grad()
-def evaluate(model: torch.nn.Module, batches: list[Batch], device) -> tuple[float, float]:
-    """(accuracy, seconds) over ``batches``."""
+def evaluate(model: torch.nn.Module, batches: list[Batch], device) -> tuple[float, float, float]:
+    """(accuracy, mean cross-entropy, seconds) over ``batches``."""
     model.eval()
     correct = total = 0
+    loss_sum = 0.0
     start = time.perf_counter()
     for batch in batches:
         batch = batch.to(device)
-        pred = model(batch, return_attentions=False).logits.argmax(-1)
-        correct += int((pred == batch.labels).sum())
+        out = model(batch, return_attentions=False)
+        correct += int((out.logits.argmax(-1) == batch.labels).sum())
+        loss_sum += out.loss.item() * len(batch)
         total += len(batch)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return correct / max(total, 1), time.perf_counter() - start
+    return correct / max(total, 1), loss_sum / max(total, 1), time.perf_counter() - start
 
 
 def train(model_type: str, model_config: dict, data: PreparedData, text_config: TextConfig,
@@ -114,7 +118,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
                                      **model_config}).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
-    history, best_acc, best_state, best_epoch, stale = [], -1.0, None, 0, 0
+    history, best_acc, best_loss, best_state, best_epoch, stale = [], -1.0, float("inf"), None, 0, 0
     train_seconds = train_docs_seen = 0
     started = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
@@ -146,31 +150,35 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
         train_docs_seen += epoch_docs
         if stop is not None and stop.is_set() and step < len(batches):
             break  # an unfinished epoch is not evaluated or kept
-        val_acc, _ = evaluate(model, val_batches, device)
-        history.append({"epoch": epoch, "train_loss": epoch_loss / max(epoch_docs, 1), "val_accuracy": val_acc})
+        val_acc, val_loss, _ = evaluate(model, val_batches, device)
+        history.append({"epoch": epoch, "train_loss": epoch_loss / max(epoch_docs, 1), "val_accuracy": val_acc,
+                        "val_loss": val_loss})
         if progress:
-            print(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}, validation accuracy {val_acc:.4f}",
-                  flush=True)
+            print(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}, validation accuracy {val_acc:.4f}, "
+                  f"validation loss {val_loss:.4f}", flush=True)
         if on_event:
             on_event(TrainEvent("epoch", epoch, loss=history[-1]["train_loss"], val_accuracy=val_acc))
-        if val_acc > best_acc:
-            best_acc, best_epoch, stale = val_acc, epoch, 0
+        # The best epoch has the highest validation accuracy; ties go to the lower validation loss
+        # (a validation split of a few hundred documents ties often).
+        improved = val_acc > best_acc
+        if improved or (val_acc == best_acc and val_loss < best_loss):
+            best_acc, best_loss, best_epoch = val_acc, val_loss, epoch
             best_state = copy.deepcopy(model.state_dict())
-        else:
-            stale += 1
-            if stale >= config.patience:
-                break
+        stale = 0 if improved else stale + 1  # patience counts epochs without a better accuracy
+        if stale >= config.patience:
+            break
 
     if best_state is None:
         if on_event:
             on_event(TrainEvent("done", 0))
         return {}
     model.load_state_dict(best_state)
-    test_acc, test_seconds = evaluate(model, test_batches, device)
+    test_acc, _, test_seconds = evaluate(model, test_batches, device)
     metrics = {
         "dataset": data.dataset.name,
         "model_type": model_type,
         "validation_accuracy": best_acc,
+        "validation_loss": best_loss,
         "test_accuracy": test_acc,
         "best_epoch": best_epoch,
         "epochs_run": len(history),

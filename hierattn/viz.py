@@ -25,11 +25,12 @@ def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> 
     return fig
 
 
-def attention_heatmap(matrix, labels: Sequence[str], title: str = "") -> go.Figure:
+def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False) -> go.Figure:
     """A query x key attention matrix: rows (y) attend to columns (x), as in SANet Figure 3.
 
     ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
     Axes are numeric with the labels as tick text, so repeated words stay separate cells.
+    ``compact``: a small multiple for a grid of heads (no axis titles or colour bar).
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
@@ -38,10 +39,13 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "") -> go.Figu
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
                                colorscale=COLORSCALE, zmin=0, colorbar=dict(title="weight"),
                                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
-    side = min(900, max(320, 22 * n + 160))
+    side = min(900, max(320, 22 * n + 160)) if not compact else 340
     fig.update_layout(title=title, height=side, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      xaxis=dict(title="attends to (key)", side="top", tickangle=-60, **ticks),
-                      yaxis=dict(title="word (query)", autorange="reversed", **ticks))
+                      xaxis=dict(title=None if compact else "attends to (key)", side="top", tickangle=-60, **ticks),
+                      yaxis=dict(title=None if compact else "query", autorange="reversed", **ticks))
+    if compact:
+        fig.update_traces(showscale=False)
+        fig.update_layout(title=dict(text=title, y=0.02, yanchor="bottom"), margin=dict(l=10, r=10, t=10, b=30))
     fig.update_xaxes(showgrid=False)
     fig.update_yaxes(showgrid=False, scaleanchor="x")
     return fig
@@ -64,21 +68,26 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
 
 def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
                   word_weights: Sequence[Sequence[float]] | None,
-                  sentence_weights: Sequence[float] | None) -> str:
+                  sentence_weights: Sequence[float] | None, scale: str = "document") -> str:
     """The pasted text, each sentence with a bar for its attention, each word shaded by its
     attention (HCAN Figure 4).
 
     ``sentences``: (start, end, [(word start, word end), ...]) character spans into ``text``.
-    Word shades are relative to the sentence's largest weight (so short and long sentences read
-    alike); the exact weight is in each word's tooltip. Characters between words (punctuation,
-    symbols) are shown unshaded. Everything from ``text`` is escaped.
+    ``scale="document"``: one colour scale for the whole document (the darkest word is the
+    document's largest weight), so spread-out and focused attention look different;
+    ``scale="sentence"``: each sentence's top word is darkest, to read within long documents.
+    Sentence bars are relative to the top sentence, with the weight printed beside them. Exact
+    weights are in tooltips. Characters between words are shown unshaded; all text is escaped.
     """
-    top = max(sentence_weights) if sentence_weights else 0.0
+    if scale not in ("document", "sentence"):
+        raise ValueError(f"scale must be 'document' or 'sentence', got {scale!r}")
+    top_sentence = max(sentence_weights, default=0.0) if sentence_weights else 0.0
+    top_word = max((w for ws in word_weights for w in ws), default=0.0) if word_weights else 0.0
     rows = []
     for s, (start, end, words) in enumerate(sentences):
         parts, cursor = [], start
         ws = word_weights[s] if word_weights else [0.0] * len(words)
-        peak = max(ws, default=0.0) or 1.0
+        peak = (max(ws, default=0.0) if scale == "sentence" else top_word) or 1.0
         for (w_start, w_end), w in zip(words, ws):
             parts.append(html.escape(text[cursor:w_start]))
             alpha = 0.85 * w / peak
@@ -91,7 +100,7 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
             sw = sentence_weights[s]
             bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;display:flex;align-items:center;'
                    f'gap:4px;font-size:0.75em;color:#555"><div style="background:#ff7f0e;height:10px;'
-                   f'width:{60 * sw / (top or 1):.0f}px;border-radius:2px"></div>{sw:.2f}</div>')
+                   f'width:{50 * sw / (top_sentence or 1):.0f}px;border-radius:2px"></div>{sw:.2f}</div>')
         else:
             bar = '<div style="flex:0 0 90px"></div>'
         rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'

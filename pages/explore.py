@@ -6,6 +6,7 @@ from hierattn import ui, viz
 from hierattn.explain import ExplainError, metrics_table
 
 SAMPLE_PROMPT = "— write or paste your own —"
+MAX_HEATMAP = 120  # rows and columns drawn at once
 
 st.title("Explore attention")
 
@@ -81,9 +82,15 @@ sentence_weights = ex.target_attention("sentence", head_choice)
 if word_weights is None and sentence_weights is None:
     st.info("This model pools with max-pooling, not target attention: it has no word or sentence weights to paint.")
 spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in ex.document.sentences]
-st.caption("Orange bars: sentence attention. Blue shading: word attention within each sentence "
-           "(darkest = the sentence's top word; hover a word for its weight).")
-st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights))
+scale = "document"
+if word_weights is not None:
+    scale = st.radio("Word shading", ["document", "sentence"], horizontal=True, key="shade_scale",
+                     format_func={"document": "one scale for the document",
+                                  "sentence": "relative to each sentence's top word"}.get)
+    st.caption("Orange bars: sentence attention (relative to the top sentence, weight beside it). Blue: word "
+               "attention within its sentence, darkest = " + ("the document's largest weight" if scale == "document"
+                                                            else "the sentence's top word") + "; hover for the weight.")
+st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale))
 
 # 3. Self-attention heatmaps and 4. their metrics
 st.subheader("Self-attention")
@@ -113,11 +120,24 @@ else:
         labels = [t.text for s in ex.document.sentences for t in s.tokens]
     else:
         labels = sentence_labels
-    matrix = ex.self_attention(branch, sentence, head)
-    st.plotly_chart(viz.attention_heatmap(matrix, labels, f"{branch} · {head_pick}"), width="stretch")
+    window = slice(0, len(labels))
+    if len(labels) > MAX_HEATMAP:  # a flat model's document-wide matrix: show a window of it
+        first = st.slider("First position shown", 1, len(labels) - MAX_HEATMAP + 1, 1, key="self_window",
+                          help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at a time.") - 1
+        window = slice(first, first + MAX_HEATMAP)
+    matrix = ex.self_attention(branch, sentence, head)[window, window]
+    st.plotly_chart(viz.attention_heatmap(matrix, labels[window], f"{branch} · {head_pick}"), width="stretch")
+    if heads > 1 and st.toggle("Show every head side by side", key="all_heads"):
+        columns = st.columns(min(heads, 4))
+        for h in range(heads):
+            fig = viz.attention_heatmap(ex.self_attention(branch, sentence, h)[window, window], labels[window],
+                                        f"head {h + 1}", compact=True)
+            columns[h % len(columns)].plotly_chart(fig, width="stretch", key=f"head_grid_{h}")
     table = metrics_table(ex, sentence=sentence)
     table = table[table["level"] == level].drop(columns=["level"] + ([] if per_sentence else ["sentence"]))
     table["head"] = table["head"] + 1
+    if per_sentence:
+        table["sentence"] = table["sentence"] + 1  # S1, S2, … as in the selectors
     st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
                "of the diagonal), per the SANet paper §5.3, for every head of the matrices at this level"
                + (" for this sentence." if per_sentence else "."))

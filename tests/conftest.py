@@ -24,13 +24,15 @@ def tiny_vocab() -> Vocab:
 
 @pytest.fixture(scope="session")
 def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
-    """A checkpoints/ folder with a tiny untrained HAN and HCAN (enough for the app's code paths)."""
+    """A checkpoints/ folder with tiny untrained models (enough for the app's code paths)."""
     root = tmp_path_factory.mktemp("checkpoints")
     torch.manual_seed(0)
-    for model_type, config in (("han", {"embed_dim": 16, "hidden": 8, "attention_dim": 16}),
-                               ("hcan", {"d": 16, "heads": 2})):
+    for name, model_type, config in (
+            ("tiny-han", "han", {"embed_dim": 16, "hidden": 8, "attention_dim": 16}),
+            ("tiny-hcan", "hcan", {"d": 16, "heads": 2}),
+            ("tiny-hcan-flat-max", "hcan", {"d": 16, "heads": 2, "hierarchical": False, "pooling": "max"})):
         model = build_model(model_type, {"vocab_size": len(tiny_vocab), "num_classes": 4, **config})
-        save_checkpoint(root / f"tiny-{model_type}", model, model_type, tiny_vocab, LABELS,
+        save_checkpoint(root / name, model, model_type, tiny_vocab, LABELS,
                         TextConfig(max_sentences=6, max_words=12), {"test_accuracy": 0.5}, dataset="tweets")
     return root
 

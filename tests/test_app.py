@@ -33,7 +33,7 @@ def html_blocks(at) -> list[str]:
 def test_explore_hcan_shows_everything(app_env):
     at = run_app(DOC, "tiny-hcan")
     assert at.title[0].value == "Explore attention"
-    assert at.selectbox(key="model").options == ["tiny-han", "tiny-hcan"]
+    assert at.selectbox(key="model").options == ["tiny-han", "tiny-hcan", "tiny-hcan-flat-max"]
     assert "Prediction" in texts(at)
     assert len(at.get("plotly_chart")) >= 4  # probabilities, heatmap, two distributions
     html = html_blocks(at)[0]
@@ -54,6 +54,19 @@ def test_explore_han_says_it_has_no_self_attention(app_env):
     assert "HAN has no self-attention" in texts(at)
     assert not at.dataframe  # no empty metrics panel
     assert len(at.get("plotly_chart")) == 3  # probabilities and the two distributions
+
+
+def test_flat_max_pool_hcan_is_rendered_by_its_axes(app_env):
+    long_doc = " ".join(f"The team won the cup final number {i} on Sunday." for i in range(6))
+    at = run_app(long_doc, "tiny-hcan-flat-max")
+    assert "max-pooling, not target attention" in texts(at)
+    assert not at.selectbox(key="self_head").value.startswith("head")  # mean of heads by default
+    assert [r.value for r in at.radio if r.key == "self_level"] == ["word"]
+    table = at.dataframe[0].value
+    assert set(table["map"]) == {"word.self.a", "word.self.b"} and "sentence" not in table.columns
+    assert table["size"].tolist() == [6 * 11] * 4  # one document-wide matrix per branch and head (10 words + ".")
+    at.toggle(key="all_heads").set_value(True).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 2 + 2  # probabilities, heatmap, 2 heads
 
 
 @pytest.mark.parametrize("text,expected", [

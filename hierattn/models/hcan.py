@@ -9,8 +9,8 @@ Readings of the paper where it is not explicit:
 - Layer norm follows the element-wise product (section 3.8); with one self-attention it follows
   that attention's output, so the variants differ only in what the paper varies.
 - No residual connection: the paper describes none.
-- Learned positional embeddings (3.6) are added at each level; a position beyond the table size
-  reuses the last row, so longer inputs than seen in training still run.
+- Learned positional embeddings (3.6) are added at each level, initialised N(0, 0.02); a position
+  beyond the table size reuses the last row, so longer inputs than seen in training still run.
 - Dropout 0.1 on attention weights inside every attention and on the embeddings after the
   positional embeddings are added (3.8).
 """
@@ -49,6 +49,8 @@ class HCANLevel(nn.Module):
     def __init__(self, c: HCANConfig, positions: int):
         super().__init__()
         self.position = nn.Embedding(positions, c.d)
+        # Small start: N(0, 1) positions would swamp the sentence vectors they are added to.
+        nn.init.normal_(self.position.weight, std=0.02)
         self.dropout = nn.Dropout(c.dropout)
         self.branch_a = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, F.elu, c.dropout)
         self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh, c.dropout) if c.parallel else None
