@@ -27,7 +27,10 @@ def _train(args) -> int:
             return 2
         model_type, model_config, dataset = args.model, {}, args.dataset
         text_config, config = TextConfig(), TrainConfig()
-    for key in ("epochs", "batch_size", "lr", "patience", "seed"):
+    if args.max_sentences or args.max_words:
+        text_config = replace(text_config, **{k: v for k, v in (("max_sentences", args.max_sentences),
+                                                                ("max_words", args.max_words)) if v})
+    for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq"):
         if getattr(args, key) is not None:
             setattr(config, key, getattr(args, key))
     for item in args.set or []:
@@ -95,10 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--label-column", default="label")
     t.add_argument("--out", help="checkpoint directory (default checkpoints/<name>)")
     t.add_argument("--set", action="append", metavar="KEY=JSON", help="model config override, e.g. parallel=false")
+    t.add_argument("--max-sentences", type=int, help="sentences read per document (the rest is cut, and reported)")
+    t.add_argument("--max-words", type=int, help="words read per sentence")
     t.add_argument("--epochs", type=int)
     t.add_argument("--batch-size", type=int)
     t.add_argument("--lr", type=float)
     t.add_argument("--patience", type=int)
+    t.add_argument("--lr-schedule", choices=["constant", "cosine"])
+    t.add_argument("--weight-decay", type=float)
+    t.add_argument("--min-freq", type=int, help="vocabulary: minimum count of a word in the training split")
     t.add_argument("--seed", type=int)
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     t.set_defaults(func=_train)

@@ -26,6 +26,7 @@ class TrainConfig:
     weight_decay: float = 0.0
     patience: int = 3  # epochs without a better validation accuracy before stopping
     clip: float = 5.0  # gradient-norm clipping
+    lr_schedule: str = "constant"  # or "cosine": anneal to 0 over ``epochs`` (per step)
     seed: int = SEED
     min_freq: int = 2  # vocabulary
     max_vocab: int | None = 20000
@@ -117,6 +118,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
                                      **model_config}).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = _scheduler(optimizer, config, steps_per_epoch=-(-len(train_docs) // config.batch_size))
 
     history, best_acc, best_loss, best_state, best_epoch, stale = [], -1.0, float("inf"), None, 0, 0
     train_seconds = train_docs_seen = 0
@@ -124,35 +126,15 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     for epoch in range(1, config.epochs + 1):
         batches = bucketed_batches(train_docs, train_y, vocab, config.batch_size, shuffle=True,
                                    seed=config.seed + epoch)
-        model.train()
-        bar = _progress(len(batches), f"epoch {epoch}/{config.epochs}") if progress else None
-        epoch_start, epoch_loss, epoch_docs = time.perf_counter(), 0.0, 0
-        for step, batch in enumerate(batches, 1):
-            batch = batch.to(device)
-            loss = model(batch, return_attentions=False).loss
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-            optimizer.step()
-            epoch_loss += loss.item() * len(batch)
-            epoch_docs += len(batch)
-            rate = epoch_docs / (time.perf_counter() - epoch_start)
-            if bar:
-                bar.set_postfix(loss=f"{loss.item():.3f}", docs_s=f"{rate:.0f}")
-                bar.update()
-            if on_event:
-                on_event(TrainEvent("batch", epoch, step, len(batches), loss.item(), docs_per_s=rate))
-            if stop is not None and stop.is_set():
-                break
-        if bar:
-            bar.close()
+        epoch_start = time.perf_counter()
+        epoch_loss, epoch_docs, finished = _run_epoch(model, batches, optimizer, scheduler, config.clip, device,
+                                                      epoch, config.epochs, on_event, stop, progress)
         train_seconds += time.perf_counter() - epoch_start
         train_docs_seen += epoch_docs
-        if stop is not None and stop.is_set() and step < len(batches):
-            break  # an unfinished epoch is not evaluated or kept
+        if not finished:
+            break  # stopped: an unfinished epoch is not evaluated or kept
         val_acc, val_loss, _ = evaluate(model, val_batches, device)
-        history.append({"epoch": epoch, "train_loss": epoch_loss / max(epoch_docs, 1), "val_accuracy": val_acc,
-                        "val_loss": val_loss})
+        history.append({"epoch": epoch, "train_loss": epoch_loss, "val_accuracy": val_acc, "val_loss": val_loss})
         if progress:
             print(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}, validation accuracy {val_acc:.4f}, "
                   f"validation loss {val_loss:.4f}", flush=True)
@@ -165,7 +147,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
             best_acc, best_loss, best_epoch = val_acc, val_loss, epoch
             best_state = copy.deepcopy(model.state_dict())
         stale = 0 if improved else stale + 1  # patience counts epochs without a better accuracy
-        if stale >= config.patience:
+        if stale >= config.patience or (stop is not None and stop.is_set()):
             break
 
     if best_state is None:
@@ -198,6 +180,46 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     if on_event:
         on_event(TrainEvent("done", best_epoch, val_accuracy=best_acc))
     return metrics
+
+
+def _scheduler(optimizer, config: TrainConfig, steps_per_epoch: int):
+    if config.lr_schedule == "constant":
+        return None
+    if config.lr_schedule == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs * steps_per_epoch)
+    raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {config.lr_schedule!r}")
+
+
+def _run_epoch(model, batches, optimizer, scheduler, clip, device, epoch, epochs, on_event, stop, progress):
+    """One pass over ``batches``: (mean training loss, documents seen, whether it ran to the end)."""
+    model.train()
+    bar = _progress(len(batches), f"epoch {epoch}/{epochs}") if progress else None
+    start, loss_sum, docs = time.perf_counter(), 0.0, 0
+    for step, batch in enumerate(batches, 1):
+        batch = batch.to(device)
+        loss = model(batch, return_attentions=False).loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        value = loss.item()  # one device sync a step
+        loss_sum += value * len(batch)
+        docs += len(batch)
+        rate = docs / (time.perf_counter() - start)
+        if bar:
+            bar.set_postfix(loss=f"{value:.3f}", docs_s=f"{rate:.0f}")
+            bar.update()
+        if on_event:
+            on_event(TrainEvent("batch", epoch, step, len(batches), value, docs_per_s=rate))
+        if stop is not None and stop.is_set() and step < len(batches):
+            if bar:
+                bar.close()
+            return loss_sum / max(docs, 1), docs, False
+    if bar:
+        bar.close()
+    return loss_sum / max(docs, 1), docs, True
 
 
 def _progress(total: int, desc: str):

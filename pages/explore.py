@@ -1,5 +1,7 @@
 """Explore: one model, one document: prediction, target attention on the text, self-attention
 heatmaps with their Gini and diagonality, and the attention distributions."""
+import hashlib
+
 import streamlit as st
 
 from hierattn import ui, viz
@@ -48,7 +50,11 @@ if "document" not in st.session_state and samples:  # first visit: show a sample
     st.session_state.document = samples[0][2]
     st.session_state.sample = options[1]
 st.selectbox("Sample document (test split)", options, key="sample", on_change=_use_sample)
-text = st.text_area("Document", key="document", height=180,
+def _own_text():
+    st.session_state.sample = SAMPLE_PROMPT  # the box no longer holds the chosen sample
+
+
+text = st.text_area("Document", key="document", height=180, on_change=_own_text,
                     placeholder="Paste a news article, a review or a tweet…")
 
 if not text or not text.strip():
@@ -59,6 +65,7 @@ try:
 except ExplainError as exc:
     st.warning(f"Nothing to show: {exc}.")
     st.stop()
+doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]  # sentence pickers reset per document
 if ex.document.truncation.truncated:
     st.warning(f"Long document: {ex.document.truncation.message}. The views below cover what the model read.")
 
@@ -114,7 +121,7 @@ else:
     sentence = None
     if per_sentence:
         sentence = c3.selectbox("Sentence", range(len(sentence_labels)), format_func=sentence_labels.__getitem__,
-                                key="self_sentence")
+                                key=f"self_sentence_{doc_key}")
         labels = [t.text for t in ex.document.sentences[sentence].tokens]
     elif level == "word":
         labels = [t.text for s in ex.document.sentences for t in s.tokens]
@@ -148,7 +155,7 @@ else:
 st.subheader("Target-attention distributions")
 left, right = st.columns(2)
 if word_weights is not None:
-    s_idx = left.selectbox("Sentence", range(len(ex.document.sentences)), key="dist_sentence",
+    s_idx = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
                            format_func=lambda i: f"S{i + 1}: {' '.join(t.text for t in ex.document.sentences[i].tokens[:8])}")
     left.plotly_chart(viz.distribution_chart(word_weights[s_idx], [t.text for t in ex.document.sentences[s_idx].tokens],
                                              "over the words of the sentence"), width="stretch")

@@ -100,6 +100,8 @@ def test_samples_fill_the_text_box(app_env):
     assert any(o.startswith("tweets · ") for o in options) and any(o.startswith("bbc-news · ") for o in options)
     at.selectbox(key="sample").set_value(options[-1]).run()
     assert at.text_area(key="document").value.split()[:3] == options[-1].split(" · ", 2)[2].split()[:3]
+    at.text_area(key="document").input("My own words now.").run()
+    assert at.selectbox(key="sample").value == options[0]  # "write or paste your own"
 
 
 def test_broken_checkpoint_is_reported_not_raised(app_env, tmp_path, monkeypatch):

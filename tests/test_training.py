@@ -39,3 +39,39 @@ def test_stop_before_an_epoch_finishes_writes_nothing(tmp_path):
     metrics = train("han", {"embed_dim": 8, "hidden": 4}, data, TextConfig(4, 12), TrainConfig(epochs=3, min_freq=1),
                     tmp_path / "none", stop=stop, device="cpu")
     assert metrics == {} and not (tmp_path / "none").exists()
+
+
+def test_cli_trains_from_a_users_csv(tmp_path, capsys):
+    from hierattn.__main__ import main
+
+    data = _toy()
+    csv = tmp_path / "mine.csv"
+    csv.write_text("text,label\n" + "".join(f'"{t}",{data.label_names[y]}\n' for t, y in zip(data.texts, data.labels)))
+    out = tmp_path / "ck"
+    assert main(["train", "--model", "han", "--file", str(csv), "--out", str(out), "--epochs", "2",
+                 "--max-sentences", "3", "--max-words", "7", "--set", "hidden=8", "--device", "cpu"]) == 0
+    c = load_classifier(out, device="cpu")
+    assert c.text_config == TextConfig(max_sentences=3, max_words=7) and c.model.config.hidden == 8
+    assert c.labels == ["neg", "pos"] and c.dataset == "mine"
+    assert main(["train", "--preset", "nope"]) == 2
+    assert "unknown preset" in capsys.readouterr().err
+
+
+def test_cosine_schedule_anneals_to_zero_over_all_epochs():
+    import pytest
+    import torch
+
+    from hierattn.training import _scheduler
+
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([param], lr=1e-3)
+    assert _scheduler(opt, TrainConfig(lr_schedule="constant"), 10) is None
+    sched = _scheduler(opt, TrainConfig(epochs=3, lr_schedule="cosine"), steps_per_epoch=10)
+    lrs = []
+    for _ in range(30):
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    assert lrs[14] == pytest.approx(5e-4, rel=0.05) and lrs[-1] == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="lr_schedule"):
+        _scheduler(opt, TrainConfig(lr_schedule="step"), 10)
