@@ -30,7 +30,8 @@ def _train(args) -> int:
     if args.max_sentences or args.max_words:
         text_config = replace(text_config, **{k: v for k, v in (("max_sentences", args.max_sentences),
                                                                 ("max_words", args.max_words)) if v})
-    for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq"):
+    for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
+                "word_dropout"):
         if getattr(args, key) is not None:
             setattr(config, key, getattr(args, key))
     for item in args.set or []:
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--patience", type=int)
     t.add_argument("--lr-schedule", choices=["constant", "cosine"])
     t.add_argument("--weight-decay", type=float)
+    t.add_argument("--word-dropout", type=float, help="share of training words replaced by <unk> each step")
     t.add_argument("--min-freq", type=int, help="vocabulary: minimum count of a word in the training split")
     t.add_argument("--seed", type=int)
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")

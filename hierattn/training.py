@@ -6,7 +6,7 @@ import platform
 import random
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +27,7 @@ class TrainConfig:
     patience: int = 3  # epochs without a better validation accuracy before stopping
     clip: float = 5.0  # gradient-norm clipping
     lr_schedule: str = "constant"  # or "cosine": anneal to 0 over ``epochs`` (per step)
+    word_dropout: float = 0.0  # share of real training words replaced by <unk> each step
     seed: int = SEED
     min_freq: int = 2  # vocabulary
     max_vocab: int | None = 20000
@@ -73,7 +74,13 @@ class TrainEvent:
 def hardware() -> str:
     if torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
-    return f"CPU: {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"CPU: {name}, {torch.get_num_threads()} threads"
 
 
 def seed_everything(seed: int) -> None:
@@ -127,8 +134,8 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
         batches = bucketed_batches(train_docs, train_y, vocab, config.batch_size, shuffle=True,
                                    seed=config.seed + epoch)
         epoch_start = time.perf_counter()
-        epoch_loss, epoch_docs, finished = _run_epoch(model, batches, optimizer, scheduler, config.clip, device,
-                                                      epoch, config.epochs, on_event, stop, progress)
+        epoch_loss, epoch_docs, finished = _run_epoch(model, batches, optimizer, scheduler, config, device,
+                                                      epoch, on_event, stop, progress)
         train_seconds += time.perf_counter() - epoch_start
         train_docs_seen += epoch_docs
         if not finished:
@@ -182,6 +189,12 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     return metrics
 
 
+def word_dropout(batch: Batch, p: float) -> Batch:
+    """A copy of ``batch`` with each real word replaced by ``<unk>`` with probability ``p``."""
+    drop = (torch.rand(batch.word_ids.shape, device=batch.word_ids.device) < p) & batch.word_mask
+    return replace(batch, word_ids=batch.word_ids.masked_fill(drop, Vocab.unk_id))
+
+
 def _scheduler(optimizer, config: TrainConfig, steps_per_epoch: int):
     if config.lr_schedule == "constant":
         return None
@@ -190,17 +203,19 @@ def _scheduler(optimizer, config: TrainConfig, steps_per_epoch: int):
     raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {config.lr_schedule!r}")
 
 
-def _run_epoch(model, batches, optimizer, scheduler, clip, device, epoch, epochs, on_event, stop, progress):
+def _run_epoch(model, batches, optimizer, scheduler, config: TrainConfig, device, epoch, on_event, stop, progress):
     """One pass over ``batches``: (mean training loss, documents seen, whether it ran to the end)."""
     model.train()
-    bar = _progress(len(batches), f"epoch {epoch}/{epochs}") if progress else None
+    bar = _progress(len(batches), f"epoch {epoch}/{config.epochs}") if progress else None
     start, loss_sum, docs = time.perf_counter(), 0.0, 0
     for step, batch in enumerate(batches, 1):
         batch = batch.to(device)
+        if config.word_dropout > 0:
+            batch = word_dropout(batch, config.word_dropout)
         loss = model(batch, return_attentions=False).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
         optimizer.step()
         if scheduler is not None:
             scheduler.step()

@@ -46,8 +46,9 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     if compact:
         fig.update_traces(showscale=False)
         fig.update_layout(title=dict(text=title, y=0.02, yanchor="bottom"), margin=dict(l=10, r=10, t=10, b=30))
-    fig.update_xaxes(showgrid=False)
-    fig.update_yaxes(showgrid=False, scaleanchor="x")
+    # Square cells; "domain" shrinks the plot area itself, so tick labels stay beside the cells.
+    fig.update_xaxes(showgrid=False, zeroline=False, constrain="domain")
+    fig.update_yaxes(showgrid=False, zeroline=False, scaleanchor="x", constrain="domain")
     return fig
 
 

@@ -75,3 +75,21 @@ def test_cosine_schedule_anneals_to_zero_over_all_epochs():
     assert lrs[14] == pytest.approx(5e-4, rel=0.05) and lrs[-1] == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(ValueError, match="lr_schedule"):
         _scheduler(opt, TrainConfig(lr_schedule="step"), 10)
+
+
+def test_word_dropout_replaces_only_real_words_with_unk():
+    import torch
+
+    from hierattn.data import encode_documents
+    from hierattn.text import Vocab, tokenize
+    from hierattn.training import word_dropout
+
+    docs = [tokenize("alpha beta gamma delta. epsilon"), tokenize("zeta")]
+    vocab = Vocab.build(docs, min_freq=1)
+    batch = encode_documents(docs, vocab)
+    torch.manual_seed(0)
+    dropped = word_dropout(batch, 0.5)
+    changed = dropped.word_ids != batch.word_ids
+    assert changed.any() and (dropped.word_ids[changed] == Vocab.unk_id).all()
+    assert (dropped.word_ids[~batch.word_mask] == 0).all()  # padding stays padding
+    assert torch.equal(word_dropout(batch, 0.0).word_ids, batch.word_ids)
