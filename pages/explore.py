@@ -46,14 +46,14 @@ def _use_sample():
         st.session_state.document = samples[i - 1][2]
 
 
-if "document" not in st.session_state and samples:  # first visit: show a sample, not an empty page
-    st.session_state.document = samples[0][2]
-    st.session_state.sample = options[1]
-st.selectbox("Sample document (test split)", options, key="sample", on_change=_use_sample)
 def _own_text():
     st.session_state.sample = SAMPLE_PROMPT  # the box no longer holds the chosen sample
 
 
+if "document" not in st.session_state and samples:  # first visit: show a sample, not an empty page
+    st.session_state.document = samples[0][2]
+    st.session_state.sample = options[1]
+st.selectbox("Sample document (test split)", options, key="sample", on_change=_use_sample)
 text = st.text_area("Document", key="document", height=180, on_change=_own_text,
                     placeholder="Paste a news article, a review or a tweet…")
 
@@ -73,7 +73,7 @@ if ex.document.truncation.truncated:
 col_label, col_chart = st.columns([1, 2])
 col_label.metric("Prediction", ex.label)
 col_label.caption(f"{max(ex.probabilities):.1%} probability · {len(ex.document.sentences)} sentences · "
-                  f"{ex.document.num_tokens} words read")
+                  f"{ex.document.num_tokens} tokens read")
 col_chart.plotly_chart(viz.probability_chart(ex.labels, ex.probabilities), width="stretch")
 
 # 2. The document shaded by target attention
