@@ -105,7 +105,7 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
 
 
 def format_table(results: dict) -> str:
-    lines = [f"hardware: {results['hardware']} (torch {results['torch']}, {results['threads']} threads)", "",
+    lines = [f"hardware: {results['hardware']} (torch {results['torch']})", "",
              "| measurement | HAN | HCAN |", "|---|---:|---:|"]
     r = results["training_docs_per_s"]
     lines.append(f"| training throughput, bbc-news (documents/s) | {r['han']:.1f} | {r['hcan']:.1f} |")

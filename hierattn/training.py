@@ -49,8 +49,12 @@ PRESETS = {
     # vector, with lr 1e-3, was chosen on the validation split.
     "bbc-news-han": Preset("han", "bbc-news", {"dropout": 0.5}, _BBC_TEXT,
                            TrainConfig(epochs=30, batch_size=16, lr=1e-3, patience=6, max_vocab=15000)),
-    "bbc-news-hcan": Preset("hcan", "bbc-news", {"d": 128, "heads": 4}, _BBC_TEXT,
-                            TrainConfig(epochs=25, batch_size=16, lr=1e-3, patience=6, max_vocab=15000)),
+    # HCAN memorises bbc-news's 1,780 training documents by epoch 3 at the paper's dropout 0.1. Of the
+    # recipes tried, this one had the best validation accuracy (98.2%): dropout 0.3, the paper's
+    # vocabulary minimum count of 5 (section 4.3), 20% word dropout and a cosine schedule.
+    "bbc-news-hcan": Preset("hcan", "bbc-news", {"d": 128, "heads": 4, "dropout": 0.3}, _BBC_TEXT,
+                            TrainConfig(epochs=15, batch_size=16, lr=1e-3, patience=15, max_vocab=15000,
+                                        min_freq=5, lr_schedule="cosine", word_dropout=0.2)),
     "tweets-han": Preset("han", "tweets", {"dropout": 0.3}, _TWEET_TEXT,
                          TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000)),
     "tweets-hcan": Preset("hcan", "tweets", {"d": 128, "heads": 4}, _TWEET_TEXT,
