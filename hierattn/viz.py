@@ -30,7 +30,7 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
 
     ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
     Axes are numeric with the labels as tick text, so repeated words stay separate cells.
-    ``compact``: a small multiple for a grid of heads (no axis titles or colour bar).
+    ``compact``: a small multiple for a grid of heads (no tick labels, axis titles or colour bar).
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
@@ -39,13 +39,16 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
                                colorscale=COLORSCALE, zmin=0, colorbar=dict(title="weight"),
                                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
-    side = min(900, max(320, 22 * n + 160)) if not compact else 340
+    side = min(900, max(320, 22 * n + 160))
     fig.update_layout(title=title, height=side, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
                       xaxis=dict(title=None if compact else "attends to (key)", side="top", tickangle=-60, **ticks),
                       yaxis=dict(title=None if compact else "query", autorange="reversed", **ticks))
-    if compact:
+    if compact:  # small multiples: cells only, tokens on hover
         fig.update_traces(showscale=False)
-        fig.update_layout(title=dict(text=title, y=0.02, yanchor="bottom"), margin=dict(l=10, r=10, t=10, b=30))
+        fig.update_xaxes(showticklabels=False)
+        fig.update_yaxes(showticklabels=False)
+        fig.update_layout(title=dict(text=title, y=0.98, yanchor="top", font=dict(size=13)),
+                          height=300, margin=dict(l=5, r=5, t=30, b=5))
     # Square cells; "domain" shrinks the plot area itself, so tick labels stay beside the cells.
     fig.update_xaxes(showgrid=False, zeroline=False, constrain="domain")
     fig.update_yaxes(showgrid=False, zeroline=False, scaleanchor="x", constrain="domain")

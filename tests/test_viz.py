@@ -39,3 +39,9 @@ def test_plotly_labels_are_escaped():
 def test_probability_chart_highlights_the_prediction():
     fig = viz.probability_chart(["a", "b", "c"], [0.2, 0.7, 0.1])
     assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
+
+
+def test_compact_heatmap_is_a_bare_small_multiple():
+    fig = viz.attention_heatmap(torch.eye(3), ["a", "b", "c"], "head 1", compact=True)
+    assert fig.layout.xaxis.showticklabels is False and fig.data[0].showscale is False
+    assert fig.data[0].customdata[0][1] == "a → b"  # tokens still on hover
