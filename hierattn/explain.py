@@ -12,7 +12,7 @@ import torch
 from .checkpoint import Classifier
 from .data import encode_documents
 from .metrics import BANDWIDTHS, attention_metrics, real_matrices
-from .outputs import SENTENCE, WORD, AttentionMap
+from .outputs import SENTENCE, AttentionMap
 from .text import Document, TextConfig, tokenize
 
 
@@ -120,7 +120,7 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
 
 
 def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None):
-    """The metric rows as a pandas DataFrame, optionally for one map and one sentence, with a mean row."""
+    """The metric rows as a pandas DataFrame, optionally for one map and one sentence."""
     import pandas as pd
 
     rows = [r for r in explanation.metrics

@@ -121,9 +121,9 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     """
     seed_everything(config.seed)
     device = torch.device(device) if device else best_device()
-    train_docs, train_y = data.part("train")
-    vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
     parts = {name: data.part(name) for name in ("train", "validation", "test")}
+    train_docs, train_y = parts["train"]
+    vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
     val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
     test_batches = bucketed_batches(*parts["test"], vocab, 64, shuffle=False)
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),

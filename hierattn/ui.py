@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from .checkpoint import CheckpointError, Classifier, list_checkpoints, load_classifier
-from .data import DataError, sample_documents
+from .data import BUILTIN, DataError, sample_documents
 from .explain import Explanation, explain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,8 +51,6 @@ def explain_cached(path: Path, text: str) -> Explanation:
 @st.cache_data(show_spinner=False)
 def samples(dataset: str | None) -> list[tuple[str, str, str]]:
     """(data set, label, text) samples; every built-in data set, the checkpoint's own first."""
-    from .data import BUILTIN
-
     names = ([dataset] if dataset in BUILTIN else []) + [n for n in BUILTIN if n != dataset]
     out = []
     for name in names:

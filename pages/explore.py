@@ -69,6 +69,8 @@ doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]  # sent
 if ex.document.truncation.truncated:
     st.warning(f"Long document: {ex.document.truncation.message}. The views below cover what the model read.")
 
+sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
+
 # 1. Prediction
 col_label, col_chart = st.columns([1, 2])
 col_label.metric("Prediction", ex.label)
@@ -106,7 +108,6 @@ if not self_maps:
     st.info(f"{classifier.model_type.upper()} has no self-attention: its words and sentences are read by "
             "recurrent layers, and its only attention is the target attention shown above and below.")
 else:
-    sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
     levels = sorted({ex.attentions[n].level for n in self_maps}, key=["word", "sentence"].index)
     level = st.radio("Level", levels, horizontal=True, key="self_level",
                      format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to sentences")
@@ -156,7 +157,7 @@ st.subheader("Target-attention distributions")
 left, right = st.columns(2)
 if word_weights is not None:
     s_idx = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
-                           format_func=lambda i: f"S{i + 1}: {' '.join(t.text for t in ex.document.sentences[i].tokens[:8])}")
+                           format_func=sentence_labels.__getitem__)
     left.plotly_chart(viz.distribution_chart(word_weights[s_idx], [t.text for t in ex.document.sentences[s_idx].tokens],
                                              "over the words of the sentence"), width="stretch")
 if sentence_weights is not None:
