@@ -1,4 +1,4 @@
-"""Command line: ``python -m hierattn {train,explain,baseline,bench}``."""
+"""Command line: ``python -m hierattn {train,explain,evaluate,bench}``."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,7 @@ from pathlib import Path
 
 def _train(args) -> int:
     from .data import DataError, load_builtin, load_table, prepare
-    from .training import PRESETS, TrainConfig, train
+    from .training import DATASET_TEXT, PRESETS, TrainConfig, train
 
     if args.preset:
         if args.preset not in PRESETS:
@@ -26,12 +26,12 @@ def _train(args) -> int:
             print("give --preset, or --model with --dataset or --file", file=sys.stderr)
             return 2
         model_type, model_config, dataset = args.model, {}, args.dataset
-        text_config, config = TextConfig(), TrainConfig()
+        text_config, config = DATASET_TEXT.get(dataset, TextConfig()), TrainConfig()
     if args.max_sentences or args.max_words:
         text_config = replace(text_config, **{k: v for k, v in (("max_sentences", args.max_sentences),
                                                                 ("max_words", args.max_words)) if v})
     for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
-                "word_dropout"):
+                "word_dropout", "embeddings"):
         if getattr(args, key) is not None:
             setattr(config, key, getattr(args, key))
     for item in args.set or []:
@@ -71,11 +71,27 @@ def _explain(args) -> int:
     return 0
 
 
-def _baseline(args) -> int:
-    from .baselines import tfidf_logistic_regression
-    from .data import load_builtin
+def _evaluate(args) -> int:
+    from .checkpoint import CheckpointError
+    from .data import DataError, load_builtin, load_table
+    from .evaluation import evaluate_checkpoints, expand, markdown
 
-    print(json.dumps(tfidf_logistic_regression(load_builtin(args.dataset)), indent=2))
+    try:
+        ds = load_table(args.file, args.text_column, args.label_column) if args.file else load_builtin(args.dataset)
+        paths = expand(args.checkpoints)
+        if not paths:
+            print("error: no checkpoints found in " + ", ".join(args.checkpoints), file=sys.stderr)
+            return 2
+        rows = evaluate_checkpoints(ds, paths, device=args.device)
+    except (CheckpointError, DataError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    table = markdown(ds.name, rows)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=2))
     return 0
 
 
@@ -92,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t = sub.add_parser("train", help="train a model and write a checkpoint")
     t.add_argument("--preset", help="one of the shipped presets, e.g. bbc-news-hcan")
-    t.add_argument("--model", help="model type from the registry (han, hcan)")
+    t.add_argument("--model", help="model type from the registry: han, hcan, sanet, halstm, mahnn, kimcnn, tfidf")
     t.add_argument("--dataset", help="built-in data set: bbc-news or tweets")
     t.add_argument("--file", help="your own .csv/.tsv/.jsonl file instead of a built-in data set")
     t.add_argument("--text-column", default="text")
@@ -109,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--weight-decay", type=float)
     t.add_argument("--word-dropout", type=float, help="share of training words replaced by <unk> each step")
     t.add_argument("--min-freq", type=int, help="vocabulary: minimum count of a word in the training split")
+    t.add_argument("--embeddings", choices=["random", "word2vec"],
+                   help="word2vec: initialise the embeddings with Word2Vec trained on the training split")
     t.add_argument("--seed", type=int)
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     t.set_defaults(func=_train)
@@ -122,9 +140,18 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--compact", action="store_true", help="one line of JSON")
     e.set_defaults(func=_explain)
 
-    r = sub.add_parser("baseline", help="TF-IDF + L1 logistic regression on a built-in data set's split")
-    r.add_argument("--dataset", required=True, choices=["bbc-news", "tweets"])
-    r.set_defaults(func=_baseline)
+    v = sub.add_parser("evaluate", help="test accuracy and training cost of checkpoints, as in HCAN Table 2")
+    data = v.add_mutually_exclusive_group(required=True)
+    data.add_argument("--dataset", help="built-in data set: bbc-news or tweets")
+    data.add_argument("--file", help="your own .csv/.tsv/.jsonl file")
+    v.add_argument("--text-column", default="text")
+    v.add_argument("--label-column", default="label")
+    v.add_argument("--checkpoints", nargs="+", required=True, metavar="DIR",
+                   help="checkpoint directories, or folders of them")
+    v.add_argument("--out", help="also write the markdown table here")
+    v.add_argument("--json", help="also write the rows as JSON here")
+    v.add_argument("--device")
+    v.set_defaults(func=_evaluate)
 
     b = sub.add_parser("bench", help="measure training throughput and explain latency on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")

@@ -70,38 +70,97 @@ def load_builtin(name: str) -> Dataset:
     return BUILTIN[name]()
 
 
-def load_table(path: str | Path, text_column: str = "text", label_column: str = "label") -> Dataset:
-    """The user's own CSV / TSV / JSONL file with a text column and a label column."""
-    path = Path(path)
-    raw = path.read_bytes()
+MAX_UPLOAD_MB = 50  # also Streamlit's maxUploadSize in .streamlit/config.toml
+MAX_CLASSES = 100  # more distinct labels than this is almost surely a text column, not labels
+MIN_PER_CLASS = 10  # a stratified 80/10/10 split needs a few documents of every label in each part
+TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl")
+
+
+def decode_text(raw: bytes, name: str) -> str:
+    """UTF-8 (with or without a BOM) or UTF-16 with a BOM; anything else is refused clearly."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            raise DataError(f"{name} starts like UTF-16 but does not decode as UTF-16") from None
+    if b"\x00" in raw[:4096]:
+        raise DataError(f"{name} is not a text file (it contains binary bytes)")
     try:
-        content = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DataError(f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    suffix = path.suffix.lower()
+        raise DataError(f"{name} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 "
+                        "(or UTF-16) and upload it again") from None
+
+
+def read_rows(raw: bytes, name: str) -> list[dict]:
+    """Parse an uploaded CSV / TSV / JSONL file (``name`` gives the format) into row dicts."""
+    if len(raw) > MAX_UPLOAD_MB * 2**20:
+        raise DataError(f"{name} is {len(raw) / 2**20:.0f} MB; the limit is {MAX_UPLOAD_MB} MB")
+    suffix = Path(name).suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise DataError(f"{name}: expected a .csv, .tsv or .jsonl file")
+    content = decode_text(raw, name)
     if suffix == ".jsonl":
         rows = []
         for n, line in enumerate(content.splitlines(), 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise DataError(f"{path.name} line {n} is not JSON: {exc.msg}") from None
-    elif suffix in (".csv", ".tsv"):
-        rows = list(csv.DictReader(io.StringIO(content), delimiter="\t" if suffix == ".tsv" else ","))
+                    raise DataError(f"{name} line {n} is not JSON: {exc.msg}") from None
+                if not isinstance(row, dict):
+                    raise DataError(f"{name} line {n} is not a JSON object with named fields")
+                rows.append(row)
     else:
-        raise DataError(f"{path.name}: expected a .csv, .tsv or .jsonl file")
+        try:
+            rows = list(csv.DictReader(io.StringIO(content, newline=""), delimiter="\t" if suffix == ".tsv" else ","))
+        except csv.Error as exc:
+            raise DataError(f"{name} is not a valid {suffix[1:].upper()} file ({exc})") from None
     if not rows:
-        raise DataError(f"{path.name} has no rows")
-    missing = [c for c in (text_column, label_column) if not isinstance(rows[0], dict) or c not in rows[0]]
+        raise DataError(f"{name} has no rows (only a header, or nothing)")
+    return rows
+
+
+def columns(rows: list[dict]) -> list[str]:
+    """Column names in file order (a CSV's header; a JSONL file's keys, first seen first)."""
+    seen = {}
+    for r in rows[:1000]:
+        seen.update(dict.fromkeys(k for k in r if k is not None))
+    return list(seen)
+
+
+def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, name: str) -> Dataset:
+    """Validate and build a data set; the messages say what to fix."""
+    if text_column == label_column:
+        raise DataError("the text column and the label column must differ")
+    missing = [c for c in (text_column, label_column) if c not in columns(rows)]
     if missing:
-        raise DataError(f"{path.name} has no column named {', '.join(repr(c) for c in missing)}")
-    rows = [r for r in rows if str(r.get(text_column) or "").strip()]
-    label_names = sorted({str(r[label_column]) for r in rows})
-    if len(label_names) < 2:
-        raise DataError(f"{path.name} needs at least two distinct labels, found {len(label_names)}")
+        raise DataError(f"{name} has no column named {', '.join(repr(c) for c in missing)}")
+    kept = [r for r in rows if str(r.get(text_column) or "").strip() and str(r.get(label_column) or "").strip()]
+    if not kept:
+        raise DataError(f"every row of {name} has an empty text or label")
+    counts = {}
+    for r in kept:
+        counts[str(r[label_column]).strip()] = counts.get(str(r[label_column]).strip(), 0) + 1
+    if len(counts) < 2:
+        raise DataError(f"{name} has only one label ({next(iter(counts))!r}); a classifier needs at least two")
+    if len(counts) > MAX_CLASSES:
+        raise DataError(f"the label column {label_column!r} has {len(counts):,} distinct values (at most "
+                        f"{MAX_CLASSES}); is it a text column?")
+    rare = sorted((c, n) for n, c in counts.items() if c < MIN_PER_CLASS)
+    if rare:
+        examples = ", ".join(f"{n!r} ({c})" for c, n in rare[:3])
+        raise DataError(f"every label needs at least {MIN_PER_CLASS} documents for an 80/10/10 split; too few: {examples}")
+    label_names = sorted(counts)
     index = {n: i for i, n in enumerate(label_names)}
-    return Dataset(path.stem, [str(r[text_column]) for r in rows], [index[str(r[label_column])] for r in rows], label_names)
+    return Dataset(name, [str(r[text_column]) for r in kept], [index[str(r[label_column]).strip()] for r in kept],
+                   label_names)
+
+
+def load_table(path: str | Path, text_column: str = "text", label_column: str = "label") -> Dataset:
+    """The user's own CSV / TSV / JSONL file with a text column and a label column."""
+    path = Path(path)
+    return dataset_from_rows(read_rows(path.read_bytes(), path.name), text_column, label_column, path.stem)
 
 
 def stratified_split(labels: list[int], seed: int = SEED, fractions=(0.8, 0.1, 0.1)) -> dict[str, list[int]]:

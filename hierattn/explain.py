@@ -16,6 +16,13 @@ from .outputs import SENTENCE, AttentionMap
 from .text import Document, TextConfig, tokenize
 
 
+HEAD_AXES = ("head", "channel")  # parallel attention distributions over the same keys
+
+
+def head_axis(a: AttentionMap) -> str | None:
+    return next((axis for axis in HEAD_AXES if axis in a.axes), None)
+
+
 class ExplainError(ValueError):
     """The text cannot be explained (e.g. it has no words); the message is for the user."""
 
@@ -42,8 +49,13 @@ class Explanation:
         return [n for n, a in self.attentions.items() if a.is_self_attention]
 
     def heads(self, name: str) -> int:
+        """Size of the map's head (or MahNN channel) axis; 1 when it has none."""
         a = self.attentions[name]
-        return a.weights.shape[a.axis("head")] if "head" in a.axes else 1
+        axis = head_axis(a)
+        return a.weights.shape[a.axis(axis)] if axis else 1
+
+    def word_count(self) -> int:
+        return sum(self.sentence_lengths)
 
     def target_attention(self, level: str, head: int | None = None) -> list[list[float]] | list[float] | None:
         """Target-attention weights over words (a list per sentence) or over sentences (a list).
@@ -51,13 +63,13 @@ class Explanation:
         ``head=None`` averages the heads. ``None`` when the model has no target attention at that
         level (e.g. HCAN with max pooling).
         """
-        found = [a for a in self.attentions.values() if not a.is_self_attention and a.level == level]
-        if not found:
+        name = self.target_name(level)
+        if name is None:
             return None
-        a = found[0]
+        a = self.attentions[name]
         w = a.weights[0]
-        if "head" in a.axes:
-            h = a.axis("head") - 1
+        if head_axis(a):
+            h = a.axis(head_axis(a)) - 1
             w = w.mean(h) if head is None else w.select(h, head)
         lengths = self.sentence_lengths
         if level == SENTENCE:
@@ -70,15 +82,39 @@ class Explanation:
             start += n
         return out
 
+    def target_name(self, level: str) -> str | None:
+        """The map that weighs words (or sentences) for the document, if the model has one."""
+        return next((n for n, a in self.attentions.items() if not a.is_self_attention and a.level == level), None)
+
     def self_attention(self, name: str, sentence: int | None = None, head: int | None = None) -> torch.Tensor:
-        """One (n, n) self-attention matrix over real tokens: for ``sentence`` at word level, else
-        the document; ``head=None`` averages the heads (rows still sum to 1)."""
+        """One (n, n) self-attention matrix over real positions: for ``sentence`` (the index along the
+        map's sentence or time axis), else the document's; ``head=None`` averages the heads (rows
+        still sum to 1)."""
         mats = [(s, h, m) for s, h, m in real_matrices(self.attentions[name]) if s == sentence]
         if not mats:
             raise KeyError(f"{name} has no matrix for sentence {sentence}")
         if head is None:
             return torch.stack([m for _, _, m in mats]).mean(0)
         return next(m for _, h, m in mats if h == head)
+
+    def lookback(self, name: str) -> torch.Tensor:
+        """(time, window) for a map with a ``time`` axis (HA-LSTM): the attention each window slot
+        receives at each real step, averaged over the window's queries (and heads)."""
+        a = self.attentions[name]
+        w = a.weights[0]  # (time, [head,] query, key)
+        if "head" in a.axes:
+            w = w.mean(a.axis("head") - 1)
+        return w.mean(-2)[: self.word_count()]
+
+    def channel_strips(self, name: str) -> torch.Tensor:
+        """(channel, words) for a flat word-level map with a ``channel`` axis (MahNN)."""
+        a = self.attentions[name]
+        return a.weights[0][:, : self.word_count()]
+
+    def hidden_attention(self, name: str, channel: int) -> torch.Tensor:
+        """(words, hidden dimensions) for a ``hidden``-level map, one channel (MahNN)."""
+        a = self.attentions[name]
+        return a.weights[0, channel, : self.word_count()]
 
     def to_dict(self) -> dict:
         return {
@@ -129,4 +165,5 @@ def metrics_table(explanation: Explanation, name: str | None = None, sentence: i
     if df.empty:
         return df
     columns = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]
-    return df[["map", "level", "sentence", "head", "size"] + columns]
+    where = ["sentence"] + (["time"] if "time" in df.columns else [])
+    return df[["map", "level"] + where + ["head", "size"] + columns]

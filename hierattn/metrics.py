@@ -62,21 +62,28 @@ def matrix_metrics(matrix: torch.Tensor, bandwidths=BANDWIDTHS, per_row_gini: bo
     return out
 
 
+GROUP_AXES = ("sentence", "time")  # an axis that holds one matrix (per head) per entry
+
+
 def real_matrices(attention: AttentionMap, batch_index: int = 0):
-    """Yield ``(sentence or None, head, matrix)`` for every self-attention matrix of one document,
-    cropped to its real queries and keys. Padded sentences are skipped."""
+    """Yield ``(group or None, head, matrix)`` for every self-attention matrix of one document,
+    cropped to its real queries and keys. ``group`` indexes the map's ``sentence`` (or ``time``)
+    axis; maps without a ``head`` axis have head 0. Padded sentences and steps are skipped."""
     if not attention.is_self_attention:
         raise ValueError("metrics need a self-attention map (with a 'query' axis)")
     weights, mask = attention.weights[batch_index], attention.mask[batch_index]
     axes = attention.axes[1:]
-    if "sentence" in axes:
-        for s in range(weights.shape[axes.index("sentence")]):
-            yield from _heads(weights.select(axes.index("sentence"), s), mask.select(axes.index("sentence"), s), s)
-    else:
+    if "head" not in axes:
+        weights, mask = weights.unsqueeze(-3), mask.unsqueeze(-3)
+    group = next((a for a in GROUP_AXES if a in axes), None)
+    if group is None:
         yield from _heads(weights, mask, None)
+        return
+    for g in range(weights.shape[axes.index(group)]):
+        yield from _heads(weights.select(axes.index(group), g), mask.select(axes.index(group), g), g)
 
 
-def _heads(weights: torch.Tensor, mask: torch.Tensor, sentence):
+def _heads(weights: torch.Tensor, mask: torch.Tensor, group):
     # weights, mask: (head, query, key)
     real = mask[0].diagonal()  # a position is real when it may attend to itself
     n = int(real.sum())
@@ -84,13 +91,45 @@ def _heads(weights: torch.Tensor, mask: torch.Tensor, sentence):
         return
     idx = real.nonzero().squeeze(1)
     for h in range(weights.shape[0]):
-        yield sentence, h, weights[h][idx][:, idx]
+        yield group, h, weights[h][idx][:, idx]
 
 
 def attention_metrics(attention: AttentionMap, batch_index: int = 0, per_row_gini: bool = False) -> list[dict]:
-    """One row per (sentence, head) matrix of a document: its size, Gini and diagonality b=1..5."""
+    """One row per matrix of a document: its sentence (or time step), head, size, Gini and
+    diagonality b=1..5. ``sentence`` is None for maps without a sentence axis."""
+    group = next((a for a in GROUP_AXES if a in attention.axes), "sentence")
     rows = []
-    for sentence, head, m in real_matrices(attention, batch_index):
-        rows.append({"sentence": sentence, "head": head, "size": m.shape[0],
+    for index, head, m in real_matrices(attention, batch_index):
+        rows.append({"sentence": None, group: index, "head": head, "size": m.shape[0],
                      **matrix_metrics(m, per_row_gini=per_row_gini)})
     return rows
+
+
+@torch.no_grad()
+def mean_self_attention_metrics(model, batches, device, max_documents: int = 256, bandwidth: int = 3) -> dict:
+    """Mean Gini and diagonality (at ``bandwidth``) over every self-attention matrix of up to
+    ``max_documents`` documents: how sharp and how local a model's attention is at this point of
+    training. Matrices of one position are skipped (their metrics say nothing). Empty when the
+    model has no self-attention."""
+    was_training = model.training
+    model.eval()
+    ginis, diagonals, seen = [], [], 0
+    for batch in batches:
+        out = model(batch.to(device), return_attentions=True)
+        maps = [a for a in out.attentions.values() if a.is_self_attention]
+        if not maps:
+            break
+        for a in maps:
+            a = AttentionMap(a.weights.float().cpu(), a.axes, a.level, a.mask.cpu())
+            for i in range(min(len(batch), max_documents - seen)):
+                for _, _, m in real_matrices(a, i):
+                    if m.shape[0] > 1:
+                        ginis.append(gini(m))
+                        diagonals.append(diagonality(m, bandwidth))
+        seen += len(batch)
+        if seen >= max_documents:
+            break
+    model.train(was_training)
+    if not ginis:
+        return {}
+    return {"attention_gini": sum(ginis) / len(ginis), f"attention_diagonality_b{bandwidth}": sum(diagonals) / len(diagonals)}

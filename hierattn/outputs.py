@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-WORD, SENTENCE = "word", "sentence"
+WORD, SENTENCE, HIDDEN = "word", "sentence", "hidden"
+LEVELS = (WORD, SENTENCE, HIDDEN)
 
 
 @dataclass
@@ -18,7 +19,11 @@ class AttentionMap:
         The last axis is always ``key``: the weights over it sum to 1 for every real query.
         Without a ``sentence`` axis and with ``level == "word"``, key positions index the document's
         words in reading order (the flat HCAN variant).
-    ``level``: what the keys refer to, ``"word"`` or ``"sentence"``.
+        Other axes a model may add: ``time`` (one matrix per step of a recurrent model),
+        ``channel`` (MahNN's channels, read like heads), ``position`` (a word, when the keys are
+        not words).
+    ``level``: what the keys refer to: ``"word"``, ``"sentence"`` or ``"hidden"`` (dimensions of a
+        hidden state, MahNN's semantical attention).
     ``mask``: bool, same shape as ``weights``; True where both query (if any) and key are real.
         Weights are exactly 0 where the mask is False.
     """
@@ -33,8 +38,8 @@ class AttentionMap:
             raise ValueError(f"{self.weights.dim()}-d weights with axes {self.axes}")
         if self.axes[0] != "batch" or self.axes[-1] != "key":
             raise ValueError(f"axes must run from 'batch' to 'key', got {self.axes}")
-        if self.level not in (WORD, SENTENCE):
-            raise ValueError(f"level must be 'word' or 'sentence', got {self.level!r}")
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
 
     @property
     def is_self_attention(self) -> bool:

@@ -11,7 +11,8 @@ import streamlit as st
 
 from .checkpoint import CheckpointError, Classifier, list_checkpoints, load_classifier
 from .data import BUILTIN, DataError, sample_documents
-from .explain import Explanation, explain
+from .explain import Explanation, explain, head_axis
+from .models import display_name as _display_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,4 +62,150 @@ def samples(dataset: str | None) -> list[tuple[str, str, str]]:
     return out
 
 
-__all__ = ["CheckpointError", "available_checkpoints", "checkpoint_root", "explain_cached", "load", "samples"]
+@st.cache_resource
+def job_manager():
+    """The training jobs of this app process, shared by every session."""
+    from .jobs import JobManager
+
+    return JobManager()
+
+
+def display_name(classifier: Classifier) -> str:
+    return _display_name(classifier.model_type, _config(classifier))
+
+
+def _config(classifier: Classifier) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(classifier.model.config)
+
+
+# -- the Train page -------------------------------------------------------------------------------
+def duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+@st.cache_resource(show_spinner="Reading the data set…")
+def builtin_dataset(name: str):
+    from .data import load_builtin
+
+    return load_builtin(name)
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the file…")
+def parse_upload(raw: bytes, name: str) -> list[dict]:
+    from .data import read_rows
+
+    return read_rows(raw, name)
+
+
+def table_columns(rows: list[dict]) -> list[str]:
+    from .data import columns
+
+    return columns(rows)
+
+
+def preview(rows: list[dict], columns: list[str], n: int = 10):
+    import pandas as pd
+
+    return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows[:n]])
+
+
+def guess_text_column(rows: list[dict], columns: list[str]) -> str:
+    """A column named like text, else the one with the longest values."""
+    for c in columns:
+        if c.lower() in ("text", "document", "body", "content", "review", "tweet"):
+            return c
+    return max(columns, key=lambda c: sum(len(str(r.get(c) or "")) for r in rows[:200]))
+
+
+def guess_label_column(rows: list[dict], columns: list[str], text_column: str) -> str:
+    """A column named like a label, else the one with the fewest distinct values."""
+    others = [c for c in columns if c != text_column] or columns
+    for c in others:
+        if c.lower() in ("label", "labels", "class", "category", "sentiment", "topic", "target"):
+            return c
+    return min(others, key=lambda c: len({str(r.get(c)) for r in rows[:2000]}))
+
+
+def dataset_from_upload(rows: list[dict], text_column: str, label_column: str, name: str):
+    from pathlib import PurePath
+
+    from .data import dataset_from_rows
+
+    return dataset_from_rows(rows, text_column, label_column, PurePath(name).stem or "upload")
+
+
+def dataset_summary(dataset):
+    """(a table of documents per label, the split sizes)."""
+    import pandas as pd
+
+    from .data import stratified_split
+
+    counts = [0] * len(dataset.label_names)
+    for y in dataset.labels:
+        counts[y] += 1
+    table = pd.DataFrame({"label": dataset.label_names, "documents": counts})
+    return table, {k: len(v) for k, v in stratified_split(dataset.labels).items()}
+
+
+def model_types() -> list[str]:
+    from .models import REGISTRY
+
+    return list(REGISTRY)
+
+
+_TYPE_LABELS = {"han": "HAN (hierarchical RNN + attention)", "hcan": "HCAN (hierarchical convolutional attention)",
+                "sanet": "SANet (self-attention network)", "halstm": "HA-LSTM (LSTM with sliding attention)",
+                "mahnn": "MahNN (multi-granularity attention + CNN)", "kimcnn": "Kim CNN (no attention)",
+                "tfidf": "TF-IDF + linear classifier (no attention)"}
+
+
+def model_type_label(model_type: str) -> str:
+    return _TYPE_LABELS.get(model_type, model_type)
+
+
+def train_defaults(dataset_name: str) -> dict:
+    """Short runs by default: the page is for looking, presets are for the shipped checkpoints."""
+    from .training import DATASET_TEXT
+    from .text import TextConfig
+
+    text = DATASET_TEXT.get(dataset_name, TextConfig())
+    small = dataset_name == "bbc-news"
+    return {"epochs": 3, "batch_size": 16 if small else 64, "max_sentences": text.max_sentences,
+            "max_words": text.max_words}
+
+
+def suggest_run_name(dataset_name: str, model_type: str) -> str:
+    import re
+
+    base = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{dataset_name}-{model_type}").strip("-_") or "run"
+    existing = set(available_checkpoints())
+    for n in range(1, 1000):
+        if f"{base}-{n}" not in existing:
+            return f"{base}-{n}"
+    return base
+
+
+def device_label() -> str:
+    from .checkpoint import best_device
+    from .training import hardware
+
+    device = best_device()
+    return f"{'CUDA' if device.type == 'cuda' else 'CPU'} ({hardware()})"
+
+
+def text_config(max_sentences: int, max_words: int):
+    from .text import TextConfig
+
+    return TextConfig(max_sentences=max_sentences, max_words=max_words)
+
+
+def train_config(**kwargs):
+    from .training import TrainConfig
+
+    return TrainConfig(**kwargs)
+
+
+__all__ = ["display_name", "head_axis", "job_manager", "CheckpointError", "available_checkpoints", "checkpoint_root", "explain_cached", "load", "samples"]

@@ -34,7 +34,8 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
-    ticks = dict(tickmode="array", tickvals=list(range(n)), ticktext=[_short(l) for l in labels])
+    every = -(-n // 50)  # at most 50 tick labels; every cell still names its tokens on hover
+    ticks = dict(tickmode="array", tickvals=list(range(0, n, every)), ticktext=[_short(l) for l in labels[::every]])
     hover = [[f"{_short(labels[i], 40)} → {_short(labels[j], 40)}" for j in range(n)] for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
                                colorscale=COLORSCALE, zmin=0, colorbar=dict(title="weight"),
@@ -52,6 +53,29 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     # Square cells; "domain" shrinks the plot area itself, so tick labels stay beside the cells.
     fig.update_xaxes(showgrid=False, zeroline=False, constrain="domain")
     fig.update_yaxes(showgrid=False, zeroline=False, scaleanchor="x", constrain="domain")
+    return fig
+
+
+def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[str], title: str = "",
+                   row_title: str = "", column_title: str = "", height: int | None = None,
+                   zmax: float | None = None) -> go.Figure:
+    """Any (rows, columns) grid of weights on the shared colour scale, e.g. MahNN's channel x word
+    strips, its word x hidden-dimension semantical attention, HA-LSTM's time x look-back view."""
+    z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
+    rows, cols = len(row_labels), len(column_labels)
+    hover = [[f"{_short(row_labels[i], 40)} · {_short(column_labels[j], 40)}" for j in range(cols)] for i in range(rows)]
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(cols)), y=list(range(rows)), customdata=hover,
+                               colorscale=COLORSCALE, zmin=0, zmax=zmax, colorbar=dict(title="weight"),
+                               hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
+    tick = lambda labels: dict(tickmode="array", tickvals=list(range(len(labels))),  # noqa: E731
+                               ticktext=[_short(l) for l in labels])
+    upright = all(len(_short(l)) <= 8 for l in column_labels)  # short column labels need no slant
+    fig.update_layout(title=dict(text=title, y=0.99, yanchor="top"), height=height or min(900, max(220, 20 * rows + 160)),
+                      margin=dict(l=10, r=10, t=(40 if upright else 90) + (30 if title else 0), b=10),
+                      xaxis=dict(title=column_title, side="top", tickangle=0 if upright else -60, showgrid=False,
+                                 **(tick(column_labels) if cols <= 120 else {})),
+                      yaxis=dict(title=row_title, autorange="reversed", showgrid=False,
+                                 **(tick(row_labels) if rows <= 120 else {})))
     return fig
 
 
@@ -105,8 +129,8 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
             bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;display:flex;align-items:center;'
                    f'gap:4px;font-size:0.75em;color:#555"><div style="background:#ff7f0e;height:10px;'
                    f'width:{50 * sw / (top_sentence or 1):.0f}px;border-radius:2px"></div>{sw:.2f}</div>')
-        else:
-            bar = '<div style="flex:0 0 90px"></div>'
+        else:  # no sentence weights (a flat model): the text uses the full width
+            bar = ""
         rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
                     f'<div style="flex:1;white-space:pre-wrap">{"".join(parts)}</div></div>')
     return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
@@ -116,3 +140,41 @@ def _short(label: str, limit: int = 18) -> str:
     """A label for plotly, which reads a subset of HTML in text: shortened, then escaped."""
     label = " ".join(str(label).split())
     return html.escape(label if len(label) <= limit else label[: limit - 1] + "…")
+
+
+def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_epoch: int) -> go.Figure:
+    """Training loss per batch (thin) and per epoch, with validation accuracy on a second axis.
+
+    ``history``: one dict per finished epoch with ``epoch``, ``train_loss``, ``val_accuracy``.
+    """
+    fig = go.Figure()
+    if losses:
+        x = [(i + 1) / max(steps_per_epoch, 1) for i in range(len(losses))]
+        fig.add_trace(go.Scatter(x=x, y=list(losses), mode="lines", name="loss (batch)",
+                                 line=dict(color="#aec7e8", width=1), hovertemplate="loss %{y:.3f}<extra></extra>"))
+    if history:
+        epochs = [h["epoch"] for h in history]
+        fig.add_trace(go.Scatter(x=epochs, y=[h["train_loss"] for h in history], mode="lines+markers",
+                                 name="loss (epoch mean)", line=dict(color="#1f77b4")))
+        fig.add_trace(go.Scatter(x=epochs, y=[h["val_accuracy"] for h in history], mode="lines+markers",
+                                 name="validation accuracy", yaxis="y2", line=dict(color="#ff7f0e")))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title="epoch", rangemode="tozero"), yaxis=dict(title="training loss", rangemode="tozero"),
+                      yaxis2=dict(title="validation accuracy", overlaying="y", side="right", tickformat=".0%",
+                                  range=[0, 1], showgrid=False))
+    return fig
+
+
+def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
+    """Validation-set mean Gini and diagonality (b=3) of the self-attention, per epoch."""
+    fig = go.Figure()
+    rows = [h for h in history if "attention_gini" in h]
+    epochs = [h["epoch"] for h in rows]
+    fig.add_trace(go.Scatter(x=epochs, y=[h["attention_gini"] for h in rows], mode="lines+markers", name="Gini",
+                             line=dict(color="#1f77b4")))
+    fig.add_trace(go.Scatter(x=epochs, y=[h["attention_diagonality_b3"] for h in rows], mode="lines+markers",
+                             name="diagonality b=3", line=dict(color="#2ca02c")))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title="epoch", rangemode="tozero"),
+                      yaxis=dict(title="validation mean", tickformat=".0%", range=[0, 1.02]))
+    return fig

@@ -29,7 +29,7 @@ except ui.CheckpointError as exc:
 
 with st.sidebar:
     m = classifier.metrics
-    st.caption(f"**{classifier.model_type.upper()}** · trained on `{classifier.dataset or '?'}` · "
+    st.caption(f"**{ui.display_name(classifier)}** · trained on `{classifier.dataset or '?'}` · "
                f"{classifier.num_parameters:,} parameters")
     if "test_accuracy" in m:
         st.caption(f"Test accuracy {m['test_accuracy']:.1%} · classes: {', '.join(classifier.labels)}")
@@ -69,6 +69,8 @@ doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]  # sent
 if ex.document.truncation.truncated:
     st.warning(f"Long document: {ex.document.truncation.message}. The views below cover what the model read.")
 
+model_name = ui.display_name(classifier)
+words = [t.text for s in ex.document.sentences for t in s.tokens]  # the document as the model read it
 sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
 
 # 1. Prediction
@@ -80,86 +82,145 @@ col_chart.plotly_chart(viz.probability_chart(ex.labels, ex.probabilities), width
 
 # 2. The document shaded by target attention
 st.subheader("Where the model looks")
-target_heads = max((ex.heads(n) for n, a in ex.attentions.items() if not a.is_self_attention), default=1)
+word_map, sentence_map = ex.target_name("word"), ex.target_name("sentence")
+painted = [ex.attentions[n] for n in (word_map, sentence_map) if n]
 head_choice = None
-if target_heads > 1:
-    pick = st.radio("Target-attention head", ["mean of heads"] + [f"head {h + 1}" for h in range(target_heads)],
-                    horizontal=True, key="target_head")
-    head_choice = None if pick.startswith("mean") else int(pick.split()[1]) - 1
+if painted:
+    axis = ui.head_axis(painted[0]) or "head"
+    count = max(ex.heads(n) for n in (word_map, sentence_map) if n)
+    if count > 1:
+        noun = "Channel" if axis == "channel" else "Target-attention head"
+        pick = st.radio(noun, [f"mean of {axis}s"] + [f"{axis} {h + 1}" for h in range(count)],
+                        horizontal=True, key="target_head")
+        head_choice = None if pick.startswith("mean") else int(pick.split()[1]) - 1
 word_weights = ex.target_attention("word", head_choice)
 sentence_weights = ex.target_attention("sentence", head_choice)
-if word_weights is None and sentence_weights is None:
-    st.info("This model pools with max-pooling, not target attention: it has no word or sentence weights to paint.")
+if not ex.attentions:
+    st.info(f"{model_name} has no attention mechanism: it is one of the papers' baselines without attention, "
+            "so only its prediction is shown.")
+elif not painted:
+    recurrent = any("time" in a.axes for a in ex.attentions.values())
+    how = "it classifies from its last hidden state" if recurrent else "it pools with max-pooling, not target attention"
+    st.info(f"{model_name} does not weigh words or sentences for the document as a whole ({how}). "
+            "Its attention maps are below.")
+if word_map == "word.maxpool":
+    st.caption("Kim CNN has no attention. The shading is the share of its max-pooled filters whose winning "
+               "window covers each word: where its features came from, not an attention distribution.")
 spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in ex.document.sentences]
 scale = "document"
 if word_weights is not None:
     scale = st.radio("Word shading", ["document", "sentence"], horizontal=True, key="shade_scale",
                      format_func={"document": "one scale for the document",
                                   "sentence": "relative to each sentence's top word"}.get)
-    st.caption("Orange bars: sentence attention (relative to the top sentence, weight beside it). Blue: word "
-               "attention within its sentence, darkest = " + ("the document's largest weight" if scale == "document"
-                                                            else "the sentence's top word") + "; hover for the weight.")
-st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale))
+    st.caption(("Orange bars: sentence attention (relative to the top sentence, weight beside it). " if sentence_weights
+                else "") + "Blue: word weight, darkest = " + ("the document's largest weight" if scale == "document"
+                                                             else "the sentence's top word") + "; hover for the weight.")
+if painted:
+    st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale))
 
 # 3. Self-attention heatmaps and 4. their metrics
-st.subheader("Self-attention")
 self_maps = ex.self_attention_names
-if not self_maps:
-    st.info(f"{classifier.model_type.upper()} has no self-attention: its words and sentences are read by "
-            "recurrent layers, and its only attention is the target attention shown above and below.")
-else:
+if self_maps:
+    st.subheader("Self-attention")
     levels = sorted({ex.attentions[n].level for n in self_maps}, key=["word", "sentence"].index)
     level = st.radio("Level", levels, horizontal=True, key="self_level",
                      format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to sentences")
     names = [n for n in self_maps if ex.attentions[n].level == level]
     c1, c2, c3 = st.columns(3)
     branch = c1.selectbox("Self-attention", names, key=f"branch_{level}",
-                          help="HCAN with two parallel self-attentions has branches a (ELU values) and b (tanh values).")
+                          help="HCAN with two parallel self-attentions has branches a (ELU values) and b (tanh "
+                               "values); SANet has one map per block.")
+    axes = ex.attentions[branch].axes
     heads = ex.heads(branch)
-    head_pick = c2.selectbox("Head", ["mean of heads"] + [f"head {h + 1}" for h in range(heads)], key="self_head")
-    head = None if head_pick.startswith("mean") else int(head_pick.split()[1]) - 1
-    per_sentence = "sentence" in ex.attentions[branch].axes
-    sentence = None
-    if per_sentence:
-        sentence = c3.selectbox("Sentence", range(len(sentence_labels)), format_func=sentence_labels.__getitem__,
-                                key=f"self_sentence_{doc_key}")
-        labels = [t.text for t in ex.document.sentences[sentence].tokens]
+    head_pick, head = "single head", None
+    if heads > 1:
+        head_pick = c2.selectbox("Head", ["mean of heads"] + [f"head {h + 1}" for h in range(heads)], key="self_head")
+        head = None if head_pick.startswith("mean") else int(head_pick.split()[1]) - 1
+    group = None
+    if "sentence" in axes:
+        group = c3.selectbox("Sentence", range(len(sentence_labels)), format_func=sentence_labels.__getitem__,
+                             key=f"self_sentence_{doc_key}")
+        labels = [t.text for t in ex.document.sentences[group].tokens]
+    elif "time" in axes:  # a recurrent cell's attention over its window of past states (HA-LSTM)
+        group = st.select_slider("Time step (the word being read)", range(len(words)), value=len(words) - 1,
+                                 key=f"self_step_{doc_key}", format_func=lambda t: f"{t + 1}: {words[t]}",
+                                 help="Starts at the last word: the state the classifier reads.")
+        window = ex.attentions[branch].weights.shape[-1]
+        labels = [f"h(t−{w + 1})" + (f" {words[group - 1 - w]}" if group - 1 - w >= 0 else " (zeros)")
+                  for w in range(window)]
     elif level == "word":
-        labels = [t.text for s in ex.document.sentences for t in s.tokens]
+        labels = words
     else:
         labels = sentence_labels
-    window = slice(0, len(labels))
+    shown = slice(0, len(labels))
     if len(labels) > MAX_HEATMAP:  # a flat model's document-wide matrix: show a window of it
         first = st.slider("First position shown", 1, len(labels) - MAX_HEATMAP + 1, 1, key="self_window",
                           help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at a time.") - 1
-        window = slice(first, first + MAX_HEATMAP)
-    matrix = ex.self_attention(branch, sentence, head)[window, window]
-    st.plotly_chart(viz.attention_heatmap(matrix, labels[window], f"{branch} · {head_pick}"), width="stretch")
+        shown = slice(first, first + MAX_HEATMAP)
+    matrix = ex.self_attention(branch, group, head)[shown, shown]
+    st.plotly_chart(viz.attention_heatmap(matrix, labels[shown], f"{branch} · {head_pick}"), width="stretch")
     if heads > 1 and st.toggle("Show every head side by side", key="all_heads"):
         columns = st.columns(min(heads, 4))
         for h in range(heads):
-            fig = viz.attention_heatmap(ex.self_attention(branch, sentence, h)[window, window], labels[window],
+            fig = viz.attention_heatmap(ex.self_attention(branch, group, h)[shown, shown], labels[shown],
                                         f"head {h + 1}", compact=True)
             columns[h % len(columns)].plotly_chart(fig, width="stretch", key=f"head_grid_{h}")
-    table = metrics_table(ex, sentence=sentence)
-    table = table[table["level"] == level].drop(columns=["level"] + ([] if per_sentence else ["sentence"]))
-    table["head"] = table["head"] + 1
-    if per_sentence:
-        table["sentence"] = table["sentence"] + 1  # S1, S2, … as in the selectors
+    if "time" in axes:
+        lookback = ex.lookback(branch)  # (time, window): mean attention each slot receives
+        st.plotly_chart(viz.matrix_heatmap(
+            lookback, [f"{t + 1}: {w}" for t, w in enumerate(words)], [f"{w + 1} back" for w in range(lookback.shape[1])],
+            "Where each step looks back (attention each window slot receives, mean over the window's queries)",
+            "time step (word read)"), width="stretch")
+    table = metrics_table(ex)
+    table = table[table["level"] == level]  # every branch at this level, to compare them
+    group_column = "sentence" if "sentence" in axes else "time" if "time" in axes else None
+    if group_column:
+        table = table[table[group_column] == group]
+    table = table.drop(columns=["level"] + [c for c in ("sentence", "time") if c != group_column and c in table])
+    if heads > 1:
+        table["head"] = table["head"] + 1
+    else:
+        table = table.drop(columns=["head"])
+    if group_column:
+        table[group_column] = table[group_column] + 1  # S1, S2, … as in the selectors
     st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
-               "of the diagonal), per the SANet paper §5.3, for every head of the matrices at this level"
-               + (" for this sentence." if per_sentence else "."))
+               "of the diagonal), per the SANet paper §5.3, for " + ("this sentence." if group_column == "sentence"
+                                                                      else "this time step." if group_column
+                                                                      else "the document-wide matrix."))
     st.dataframe(table.style.format({c: "{:.1%}" for c in table.columns if c == "gini" or c.startswith("diag")}),
                  hide_index=True, width="stretch")
 
+# MahNN: one strip per channel (its Figure 3) and the semantical attention over hidden dimensions
+if word_map and ui.head_axis(ex.attentions[word_map]) == "channel":
+    st.subheader("Syntactical attention per channel")
+    st.caption("One row per channel (MahNN Figure 3): each channel's attention over the words, on one scale.")
+    strips = ex.channel_strips(word_map)
+    st.plotly_chart(viz.matrix_heatmap(strips, [f"channel {c + 1}" for c in range(strips.shape[0])], words,
+                                       row_title="channel", height=140 + 30 * strips.shape[0]), width="stretch")
+hidden_maps = [n for n, a in ex.attentions.items() if a.level == "hidden"]
+if hidden_maps:
+    st.subheader("Semantical attention over hidden dimensions")
+    name_h = hidden_maps[0]
+    channel = st.selectbox("Channel", range(ex.heads(name_h)), format_func=lambda c: f"channel {c + 1}",
+                           key="semantic_channel")
+    grid = ex.hidden_attention(name_h, channel)
+    st.caption("Rows: the document's words; columns: the BiLSTM's hidden dimensions. Each row is a distribution "
+               "over the dimensions (sums to 1): which latent features the channel keeps for that word.")
+    st.plotly_chart(viz.matrix_heatmap(grid, words, [f"dim {i + 1}" for i in range(grid.shape[1])],
+                                       row_title="word", column_title="hidden dimension"), width="stretch")
+if not self_maps and ex.attentions and painted and not hidden_maps and word_map != "word.maxpool":
+    st.info(f"{model_name} has no self-attention: its words and sentences are read by recurrent or convolutional "
+            "layers, and its only weights are those shown above and below.")
+
 # 5. Target-attention distributions
-st.subheader("Target-attention distributions")
-left, right = st.columns(2)
-if word_weights is not None:
-    s_idx = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
-                           format_func=sentence_labels.__getitem__)
-    left.plotly_chart(viz.distribution_chart(word_weights[s_idx], [t.text for t in ex.document.sentences[s_idx].tokens],
-                                             "over the words of the sentence"), width="stretch")
-if sentence_weights is not None:
-    right.plotly_chart(viz.distribution_chart(sentence_weights, [f"S{i + 1}" for i in range(len(sentence_weights))],
-                                              "over the sentences of the document", "sentence"), width="stretch")
+if word_weights is not None or sentence_weights is not None:
+    st.subheader("Target-attention distributions" if word_map != "word.maxpool" else "Word weights")
+    left, right = st.columns(2)
+    if word_weights is not None:
+        s_idx = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
+                               format_func=sentence_labels.__getitem__)
+        left.plotly_chart(viz.distribution_chart(word_weights[s_idx], [t.text for t in ex.document.sentences[s_idx].tokens],
+                                                 "over the words of the sentence"), width="stretch")
+    if sentence_weights is not None:
+        right.plotly_chart(viz.distribution_chart(sentence_weights, [f"S{i + 1}" for i in range(len(sentence_weights))],
+                                                  "over the sentences of the document", "sentence"), width="stretch")

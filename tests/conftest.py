@@ -30,7 +30,14 @@ def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
     for name, model_type, config in (
             ("tiny-han", "han", {"embed_dim": 16, "hidden": 8, "attention_dim": 16}),
             ("tiny-hcan", "hcan", {"d": 16, "heads": 2}),
-            ("tiny-hcan-flat-max", "hcan", {"d": 16, "heads": 2, "hierarchical": False, "pooling": "max"})):
+            ("tiny-hcan-flat-max", "hcan", {"d": 16, "heads": 2, "hierarchical": False, "pooling": "max"}),
+            ("tiny-han-cached", "han", {"embed_dim": 16, "hidden": 8, "attention_dim": 16, "encoder": "cached_lstm",
+                                        "cache_groups": 2}),
+            ("tiny-sanet", "sanet", {"embed_dim": 16, "d": 16}),
+            ("tiny-halstm", "halstm", {"embed_dim": 16, "hidden": 8, "dense": 8}),
+            ("tiny-mahnn", "mahnn", {"embed_dim": 16, "hidden": 8, "attention_dim": 8, "maps": 4}),
+            ("tiny-kimcnn", "kimcnn", {"embed_dim": 16, "maps": 4}),
+            ("tiny-tfidf", "tfidf", {"num_bigrams": 2})):
         model = build_model(model_type, {"vocab_size": len(tiny_vocab), "num_classes": 4, **config})
         save_checkpoint(root / name, model, model_type, tiny_vocab, LABELS,
                         TextConfig(max_sentences=6, max_words=12), {"test_accuracy": 0.5}, dataset="tweets")

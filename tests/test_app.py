@@ -33,7 +33,9 @@ def html_blocks(at) -> list[str]:
 def test_explore_hcan_shows_everything(app_env):
     at = run_app(DOC, "tiny-hcan")
     assert at.title[0].value == "Explore attention"
-    assert at.selectbox(key="model").options == ["tiny-han", "tiny-hcan", "tiny-hcan-flat-max"]
+    assert at.selectbox(key="model").options == [
+        "tiny-halstm", "tiny-han", "tiny-han-cached", "tiny-hcan", "tiny-hcan-flat-max", "tiny-kimcnn", "tiny-mahnn",
+        "tiny-sanet", "tiny-tfidf"]
     assert "Prediction" in texts(at)
     assert len(at.get("plotly_chart")) >= 4  # probabilities, heatmap, two distributions
     html = html_blocks(at)[0]
@@ -118,3 +120,59 @@ def test_no_checkpoints_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(tmp_path))
     at = run_app()
     assert "No checkpoints found" in texts(at)
+
+
+def subheaders(at) -> list[str]:
+    return [h.value for h in at.subheader]
+
+
+def test_sanet_shows_one_token_by_token_matrix_per_block(app_env):
+    at = run_app(DOC, "tiny-sanet")
+    assert "does not weigh words or sentences" in texts(at)
+    assert not html_blocks(at)  # nothing to paint on the text
+    assert at.selectbox(key="branch_word").options == ["word.self.block1"]
+    assert not [s for s in at.selectbox if s.key == "self_head"]  # one head: no head picker
+    table = at.dataframe[0].value
+    assert table["size"].tolist() == [17] and "head" not in table.columns  # 14 words + 3 sentence marks
+
+
+def test_halstm_shows_window_attention_per_time_step(app_env):
+    at = run_app(DOC, "tiny-halstm")
+    step = next(s for s in at.select_slider if s.key.startswith("self_step_"))
+    assert len(step.options) == 17
+    assert step.value == 16  # starts at the last word, the state the classifier reads
+    step.set_value(5).run()
+    assert not at.exception
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert any("Where each step looks back" in t for t in titles)
+    table = at.dataframe[0].value
+    assert table["time"].tolist() == [6] and table["size"].tolist() == [4]  # the N = 4 window
+
+
+def test_mahnn_shows_channel_strips_and_semantic_attention(app_env):
+    at = run_app(DOC, "tiny-mahnn")
+    assert "Syntactical attention per channel" in subheaders(at)
+    assert "Semantical attention over hidden dimensions" in subheaders(at)
+    assert at.radio(key="target_head").options == ["mean of channels", "channel 1", "channel 2", "channel 3"]
+    at.radio(key="target_head").set_value("channel 2").run()
+    at.selectbox(key="semantic_channel").set_value(2).run()
+    assert not at.exception and 'title="weight' in html_blocks(at)[0]
+
+
+def test_kim_cnn_says_its_weights_are_not_attention(app_env):
+    at = run_app(DOC, "tiny-kimcnn")
+    assert "Kim CNN has no attention" in texts(at)
+    assert "striker" in html_blocks(at)[0]
+
+
+@pytest.mark.parametrize("model", ["tiny-tfidf"])
+def test_models_without_attention_say_so(app_env, model):
+    at = run_app(DOC, model)
+    assert "has no attention mechanism" in texts(at)
+    assert "Prediction" in texts(at) and len(at.get("plotly_chart")) == 1
+
+
+def test_cached_lstm_han_is_shown_like_han(app_env):
+    at = run_app(DOC, "tiny-han-cached")
+    assert "HAN (Cached LSTM)" in texts(at)
+    assert "striker" in html_blocks(at)[0] and len(at.get("plotly_chart")) == 3

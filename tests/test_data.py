@@ -1,3 +1,4 @@
+import json
 from collections import Counter
 
 import pytest
@@ -56,23 +57,39 @@ def test_bucketing_keeps_padding_small():
     assert sum(len(b) for b in batches) == 8
 
 
-@pytest.mark.parametrize("suffix,content", [
-    (".csv", "text,label\nhello there,a\ngood day,b\n"),
-    (".tsv", "text\tlabel\nhello there\ta\ngood day\tb\n"),
-    (".jsonl", '{"text": "hello there", "label": "a"}\n{"text": "good day", "label": "b"}\n'),
-])
-def test_own_files_load(tmp_path, suffix, content):
+def _rows(fmt: str, n: int = 10) -> str:
+    pairs = [(f"hello there {i}", "a") for i in range(n)] + [(f"good day {i}", "b") for i in range(n)]
+    if fmt == ".jsonl":
+        return "".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in pairs)
+    sep = "\t" if fmt == ".tsv" else ","
+    return f"text{sep}label\n" + "".join(f"{t}{sep}{y}\n" for t, y in pairs)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_own_files_load(tmp_path, suffix):
     path = tmp_path / f"mine{suffix}"
-    path.write_text(content)
+    path.write_text(_rows(suffix))
     ds = load_table(path)
-    assert ds.texts == ["hello there", "good day"] and ds.label_names == ["a", "b"]
+    assert ds.texts[:2] == ["hello there 0", "hello there 1"] and ds.label_names == ["a", "b"]
+    assert len(ds.texts) == 20 and ds.name == "mine"
+
+
+def test_utf16_with_a_bom_is_read(tmp_path):
+    path = tmp_path / "wide.csv"
+    path.write_bytes(_rows(".csv").replace("hello", "héllo").encode("utf-16"))
+    assert load_table(path).texts[0] == "héllo there 0"
 
 
 @pytest.mark.parametrize("name,content,message", [
     ("x.csv", "text,label\n", "no rows"),
+    ("x.csv", "", "no rows"),
     ("x.csv", "body,label\nhi,a\n", "no column named 'text'"),
-    ("x.csv", "text,label\nhi,a\nho,a\n", "two distinct labels"),
+    ("x.csv", "text,label\n" + "".join(f"hi {i},a\n" for i in range(30)), "only one label"),
+    ("x.csv", "text,label\n" + "".join(f"hi {i},{i}\n" for i in range(150)), "150 distinct values"),
+    ("x.csv", "text,label\n" + "".join(f"hi {i},a\n" for i in range(30)) + "ho,b\nhu,b\n", "at least 10 documents"),
+    ("x.csv", "text,label\n" + "".join(f" ,{i % 2}\n" for i in range(30)), "empty text or label"),
     ("x.jsonl", '{"text": 1\n', "not JSON"),
+    ("x.jsonl", '[1, 2]\n', "not a JSON object"),
     ("x.txt", "whatever", "expected a .csv"),
 ])
 def test_bad_files_get_clear_messages(tmp_path, name, content, message):
@@ -82,11 +99,23 @@ def test_bad_files_get_clear_messages(tmp_path, name, content, message):
         load_table(path)
 
 
-def test_non_utf8_file_is_rejected(tmp_path):
+@pytest.mark.parametrize("raw,message", [
+    (b"text,label\ncaf\xe9,a\n", "not UTF-8"),  # Latin-1
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not a text file"),
+])
+def test_undecodable_files_are_rejected(tmp_path, raw, message):
     path = tmp_path / "x.csv"
-    path.write_bytes(b"text,label\n\xff\xfe\x00bad,a\n")
-    with pytest.raises(DataError, match="not UTF-8"):
+    path.write_bytes(raw)
+    with pytest.raises(DataError, match=message):
         load_table(path)
+
+
+def test_files_over_the_limit_are_rejected_before_parsing(monkeypatch):
+    from hierattn import data
+
+    monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
+    with pytest.raises(DataError, match="the limit is"):
+        data.read_rows(b"text,label\n" + b"x,a\n" * 1000, "big.csv")
 
 
 def test_samples_come_from_the_test_split():

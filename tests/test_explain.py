@@ -73,3 +73,23 @@ def test_cli_explain_reports_errors_without_traceback(checkpoint_dir, tmp_path, 
     f = tmp_path / "doc.txt"
     f.write_bytes(b"Binary \xff\xfe junk but a real word.")
     assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-han"), "--file", str(f)]) == 0
+
+
+@pytest.mark.parametrize("name,maps", [
+    ("tiny-sanet", {"word.self.block1": ["batch", "query", "key"]}),
+    ("tiny-halstm", {"word.window": ["batch", "time", "query", "key"]}),
+    ("tiny-mahnn", {"word.syntactic": ["batch", "channel", "key"],
+                    "hidden.semantic": ["batch", "channel", "position", "key"]}),
+    ("tiny-kimcnn", {"word.maxpool": ["batch", "key"]}),
+    ("tiny-tfidf", {}),
+])
+def test_cli_explain_works_for_every_kind_of_model(checkpoint_dir, capsys, name, maps):
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / name), "--text", "Great match. We won!"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {n: a["axes"] for n, a in out["attention"].items()} == maps
+    words = 6  # great match . we won !
+    if name == "tiny-halstm":
+        assert [r["time"] for r in out["metrics"]] == list(range(words))  # one N x N matrix per step
+        assert all(r["size"] == 4 for r in out["metrics"])
+    if name == "tiny-sanet":
+        assert [r["size"] for r in out["metrics"]] == [words]

@@ -75,3 +75,21 @@ def test_metrics_refuse_target_attention():
     a = AttentionMap(torch.ones(1, 3) / 3, ("batch", "key"), "sentence", torch.ones(1, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="self-attention"):
         attention_metrics(a)
+
+
+def test_mean_self_attention_metrics_summarise_a_model():
+    from hierattn.data import encode_documents
+    from hierattn.metrics import mean_self_attention_metrics
+    from hierattn.models import build_model
+    from hierattn.text import Vocab, tokenize
+
+    docs = [tokenize("The team won the cup. Fans cheered loudly!"), tokenize("Shares fell. Markets were calm.")]
+    vocab = Vocab.build(docs, min_freq=1)
+    torch.manual_seed(0)
+    hcan = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 2, "d": 16, "heads": 2}).train()
+    stats = mean_self_attention_metrics(hcan, [encode_documents(docs, vocab)], torch.device("cpu"))
+    assert set(stats) == {"attention_gini", "attention_diagonality_b3"}
+    assert 0 < stats["attention_gini"] < 1 and 0 < stats["attention_diagonality_b3"] <= 1
+    assert hcan.training  # left as it was found
+    han = build_model("han", {"vocab_size": len(vocab), "num_classes": 2, "embed_dim": 8, "hidden": 4})
+    assert mean_self_attention_metrics(han, [encode_documents(docs, vocab)], torch.device("cpu")) == {}

@@ -3,19 +3,38 @@ import pytest
 import torch
 
 from hierattn.data import encode_documents
-from hierattn.models import REGISTRY, build_model
+from hierattn.models import REGISTRY, build_model, is_attention_free
 from hierattn.outputs import ClassifierOutput
 from hierattn.text import Vocab, tokenize
 
 from .conftest import CORPUS
 
-SMALL = {"han": {"embed_dim": 16, "hidden": 8, "attention_dim": 12}, "hcan": {"d": 16, "heads": 4}}
-# Every model type, plus every HCAN variant of the paper's Table 2 and the paper's own size.
+SMALL = {
+    "han": {"embed_dim": 16, "hidden": 8, "attention_dim": 12, "cache_groups": 4},
+    "hcan": {"d": 16, "heads": 4},
+    "sanet": {"embed_dim": 16, "d": 16},
+    "halstm": {"embed_dim": 16, "hidden": 16, "dense": 8},
+    "mahnn": {"embed_dim": 16, "hidden": 8, "attention_dim": 8, "maps": 6, "dropout": 0.2},
+    "kimcnn": {"embed_dim": 16, "maps": 6},
+    "tfidf": {"num_bigrams": 4},
+}
+# Every model type and every variant a paper compares: the HCAN variants of its Table 2 and the
+# paper's own size, SANet's no-attention baseline and big size, HA-LSTM's windows and its LSTM /
+# BiLSTM baselines, HAN's encoders, MahNN's channel counts and rv, both TF-IDF classifiers.
 VARIANTS = [(t, SMALL[t]) for t in REGISTRY] + [
     ("hcan", {**SMALL["hcan"], "parallel": p, "pooling": pool, "hierarchical": h})
     for p in (False, True) for pool in ("max", "target") for h in (False, True)
-] + [("hcan", {"d": 512, "heads": 8})]
-IDS = [f"{t}-" + "-".join(f"{k}={v}" for k, v in c.items() if k not in ("embed_dim", "attention_dim")) for t, c in VARIANTS]
+] + [("hcan", {"d": 512, "heads": 8})] + [
+    ("sanet", {**SMALL["sanet"], "attention": False}), ("sanet", {**SMALL["sanet"], "blocks": 2, "scaled": True}),
+    ("halstm", {**SMALL["halstm"], "window": 8}), ("halstm", {**SMALL["halstm"], "cell": "lstm"}),
+    ("halstm", {**SMALL["halstm"], "cell": "bilstm"}),
+    ("han", {**SMALL["han"], "encoder": "lstm"}), ("han", {**SMALL["han"], "encoder": "cached_lstm"}),
+    ("mahnn", {**SMALL["mahnn"], "channels": 1}), ("mahnn", {**SMALL["mahnn"], "channels": 7}),
+    ("mahnn", {**SMALL["mahnn"], "semantic": False}),
+    ("tfidf", {**SMALL["tfidf"], "classifier": "nb"}),
+]
+_QUIET = ("dropout", "embed_dim", "attention_dim", "hidden", "dense", "maps", "cache_groups", "num_bigrams")
+IDS = [f"{t}-" + "-".join(f"{k}={v}" for k, v in c.items() if k not in _QUIET) for t, c in VARIANTS]
 DOCS = [tokenize(t) for t in CORPUS] + [tokenize("Short one.")]
 
 
@@ -38,11 +57,12 @@ def test_output_contract(model_and_vocab):
     out = model(batch)
     assert isinstance(out, ClassifierOutput)
     assert out.logits.shape == (5, 3) and out.loss is not None and out.loss.dim() == 0
-    assert out.attentions, "every model in the registry exposes at least one attention map"
+    # every model exposes attention, except the baselines that have none by design
+    assert bool(out.attentions) != is_attention_free(model)
     for name, a in out.attentions.items():
         assert a.weights.shape == a.mask.shape, name
         assert a.weights.shape[0] == 5 and a.axes[0] == "batch" and a.axes[-1] == "key"
-        assert a.level in ("word", "sentence")
+        assert a.level in ("word", "sentence", "hidden")
         if "sentence" in a.axes:
             assert a.weights.shape[a.axis("sentence")] == batch.word_ids.shape[1]
         assert (a.weights[~a.mask] == 0).all(), f"{name}: padded positions receive attention"

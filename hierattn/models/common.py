@@ -37,3 +37,37 @@ def classification_output(logits: torch.Tensor, batch: Batch, attentions: dict[s
 
     loss = None if batch.labels is None else F.cross_entropy(logits, batch.labels)
     return ClassifierOutput(logits=logits, loss=loss, attentions=attentions)
+
+
+def flatten_words(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """A flat model's input: each document's real words in reading order, left-aligned.
+
+    (B, S, W) ids -> ids (B, T), mask (B, T) with T the longest document (at least 1).
+    """
+    B, S, W = batch.word_ids.shape
+    flat_mask = batch.word_mask.view(B, S * W)
+    order = torch.sort((~flat_mask).to(torch.int8), dim=1, stable=True).indices  # real words first, in order
+    length = int(flat_mask.sum(1).max().clamp(min=1))
+    order = order[:, :length]
+    return batch.word_ids.view(B, S * W).gather(1, order), flat_mask.gather(1, order)
+
+
+def reverse_padded(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Reverse each sequence within its own length: (N, L, ...) with (N, L) left-aligned mask.
+
+    Applying it twice gives ``x`` back; padding stays where it was. Used to run a hand-written
+    recurrent cell backwards without reading padding first.
+    """
+    N, L = mask.shape
+    lengths = mask.sum(1, keepdim=True)  # (N, 1)
+    pos = torch.arange(L, device=x.device).expand(N, L)
+    index = torch.where(pos < lengths, lengths - 1 - pos, pos)  # (N, L)
+    index = index.view(N, L, *([1] * (x.dim() - 2))).expand_as(x)
+    return x.gather(1, index)
+
+
+def last_real(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(N, L, d), (N, L) -> (N, d): the state at each sequence's last real position (zeros if none)."""
+    index = (mask.sum(1) - 1).clamp(min=0)
+    out = h[torch.arange(h.shape[0], device=h.device), index]
+    return out * mask.any(1, keepdim=True)

@@ -3,6 +3,10 @@
 Embedding -> word BiGRU (50 per direction) -> additive word attention -> sentence vectors ->
 sentence BiGRU -> additive sentence attention -> softmax classifier. The attention MLP has a
 hidden layer of 200 units, as stated in the HCAN paper's section 4.2.
+
+``encoder`` swaps the recurrent units of both levels (the HAN report, section 2): ``"gru"`` (the
+original), ``"lstm"`` (BiLSTM) or ``"cached_lstm"`` (bidirectional Cached LSTM, Xu et al. 2016,
+with ``cache_groups`` memory groups; see ``recurrent.CachedLSTMCell`` for the convention).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from ..data import Batch
 from ..outputs import SENTENCE, WORD, AttentionMap, ClassifierOutput
 from .common import classification_output, run_rnn, scatter_rows
 from .layers import AdditiveAttention
+from .recurrent import Bidirectional, CachedLSTMCell
 
 
 @dataclass
@@ -25,6 +30,11 @@ class HANConfig:
     hidden: int = 50  # GRU units per direction
     attention_dim: int = 200
     dropout: float = 0.1  # on embeddings and on the document vector
+    encoder: str = "gru"  # "gru", "lstm" or "cached_lstm"
+    cache_groups: int = 5  # cached_lstm: memory groups (must divide hidden)
+
+
+ENCODERS = ("gru", "lstm", "cached_lstm")
 
 
 class HAN(nn.Module):
@@ -32,9 +42,11 @@ class HAN(nn.Module):
         super().__init__()
         self.config = c = config
         self.embedding = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=0)
-        self.word_rnn = nn.GRU(c.embed_dim, c.hidden, batch_first=True, bidirectional=True)
+        if c.encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, got {c.encoder!r}")
+        self.word_rnn = _encoder(c, c.embed_dim)
         self.word_attention = AdditiveAttention(2 * c.hidden, c.attention_dim)
-        self.sentence_rnn = nn.GRU(2 * c.hidden, c.hidden, batch_first=True, bidirectional=True)
+        self.sentence_rnn = _encoder(c, 2 * c.hidden)
         self.sentence_attention = AdditiveAttention(2 * c.hidden, c.attention_dim)
         self.dropout = nn.Dropout(c.dropout)
         self.classifier = nn.Linear(2 * c.hidden, c.num_classes)
@@ -44,10 +56,10 @@ class HAN(nn.Module):
         real = batch.sentence_mask.view(-1).nonzero().squeeze(1)  # rows of real sentences in (B*S)
         word_mask = batch.word_mask.view(B * S, W)[real]  # (n, W)
         x = self.dropout(self.embedding(batch.word_ids.view(B * S, W)[real]))  # (n, W, E)
-        h = run_rnn(self.word_rnn, x, word_mask)  # (n, W, 2H)
+        h = _encode(self.word_rnn, x, word_mask)  # (n, W, 2H)
         sentence_vectors, word_weights = self.word_attention(h, word_mask)  # (n, 2H), (n, W)
         sentences = scatter_rows(sentence_vectors, real, B * S).view(B, S, -1)  # (B, S, 2H)
-        h = run_rnn(self.sentence_rnn, sentences, batch.sentence_mask)  # (B, S, 2H)
+        h = _encode(self.sentence_rnn, sentences, batch.sentence_mask)  # (B, S, 2H)
         document, sentence_weights = self.sentence_attention(h, batch.sentence_mask)  # (B, 2H), (B, S)
         logits = self.classifier(self.dropout(document))
 
@@ -59,3 +71,18 @@ class HAN(nn.Module):
             attentions["sentence.target"] = AttentionMap(
                 sentence_weights, ("batch", "key"), SENTENCE, batch.sentence_mask)
         return classification_output(logits, batch, attentions)
+
+
+def _encoder(c: HANConfig, d_in: int) -> nn.Module:
+    if c.encoder == "gru":
+        return nn.GRU(d_in, c.hidden, batch_first=True, bidirectional=True)
+    if c.encoder == "lstm":
+        return nn.LSTM(d_in, c.hidden, batch_first=True, bidirectional=True)
+    return Bidirectional(CachedLSTMCell(d_in, c.hidden, c.cache_groups), CachedLSTMCell(d_in, c.hidden, c.cache_groups))
+
+
+def _encode(encoder: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(N, L, d_in), (N, L) -> (N, L, 2H) with zeros at padding."""
+    if isinstance(encoder, nn.RNNBase):
+        return run_rnn(encoder, x, mask)
+    return encoder(x, mask)

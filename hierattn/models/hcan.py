@@ -24,7 +24,7 @@ from torch import nn
 
 from ..data import Batch
 from ..outputs import SENTENCE, WORD, AttentionMap, ClassifierOutput
-from .common import classification_output, pair_mask, scatter_rows
+from .common import classification_output, flatten_words, pair_mask, scatter_rows
 from .layers import ConvMultiHeadSelfAttention, ConvMultiHeadTargetAttention, masked_max
 
 
@@ -114,14 +114,7 @@ class HCAN(nn.Module):
         return classification_output(logits, batch, attentions)
 
     def _flat(self, batch: Batch, return_attentions: bool) -> ClassifierOutput:
-        B, S, W = batch.word_ids.shape
-        flat_mask = batch.word_mask.view(B, S * W)
-        # Move each document's real words to the front, in reading order (a stable sort).
-        order = torch.sort((~flat_mask).to(torch.int8), dim=1, stable=True).indices
-        length = int(flat_mask.sum(1).max().clamp(min=1))
-        order = order[:, :length]
-        ids = batch.word_ids.view(B, S * W).gather(1, order)  # (B, T)
-        mask = flat_mask.gather(1, order)  # (B, T)
+        ids, mask = flatten_words(batch)  # (B, T)
         document, weights = self.word_level(self.embedding(ids), mask)
         logits = self.classifier(document)
         attentions = {}

@@ -21,6 +21,15 @@ def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isinf(x), torch.zeros_like(x), x)
 
 
+def max_over_windows(maps: torch.Tensor, lengths: torch.Tensor, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, C, P) convolution outputs -> (max, argmax) over the windows of ``width`` that start
+    inside each sequence of ``lengths`` real positions (a sequence shorter than ``width`` keeps its
+    first window), so padding added by a batch never wins."""
+    starts = torch.arange(maps.shape[-1], device=maps.device)[None, :]
+    valid = starts <= (lengths - width).clamp(min=0)[:, None]
+    return maps.masked_fill(~valid.unsqueeze(1), float("-inf")).max(-1)
+
+
 class ConvFeatures(nn.Module):
     """act(Conv1D(E, W) + b) over a sequence, window ``kernel`` and 'same' padding (HCAN eq. 2).
 

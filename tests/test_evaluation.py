@@ -1,0 +1,88 @@
+"""The results table: word2vec initialisation, the TF-IDF baselines through train(), evaluate, orderings."""
+import json
+
+import pytest
+import torch
+
+from hierattn.__main__ import main
+from hierattn.data import prepare
+from hierattn.embeddings import initialise_embeddings, word2vec_matrix
+from hierattn.evaluation import Row, evaluate_checkpoints, markdown, orderings
+from hierattn.text import TextConfig, Vocab
+from hierattn.training import TrainConfig, train
+
+from .test_training import _toy
+
+TEXT = TextConfig(4, 12)
+
+
+@pytest.fixture(scope="module")
+def toy_checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("table")
+    data = prepare(_toy(), TEXT)
+    config = TrainConfig(epochs=4, batch_size=8, lr=5e-3, min_freq=1, patience=4)
+    train("kimcnn", {"embed_dim": 8, "maps": 4}, data, TEXT, config, root / "cnn", device="cpu")
+    train("tfidf", {"classifier": "nb"}, data, TEXT, config, root / "nb", device="cpu")
+    return root, data
+
+
+def test_word2vec_initialises_the_known_rows():
+    data = prepare(_toy(), TEXT)
+    docs = data.part("train")[0]
+    vocab = Vocab.build(docs, min_freq=1)
+    vectors, found = word2vec_matrix(docs, vocab, 8, seed=1)
+    assert found[vocab.stoi["film"]] and not found[Vocab.unk_id] and not found[Vocab.pad_id]
+    assert not found[vocab.stoi["lovely"]] or sum(t.norm == "lovely" for d in docs for s in d.sentences
+                                                  for t in s.tokens) >= 5  # min count 5
+    again, _ = word2vec_matrix(docs, vocab, 8, seed=1)
+    torch.testing.assert_close(vectors, again)  # one worker: reproducible
+    embedding = torch.nn.Embedding(len(vocab), 8)
+    before = embedding.weight.detach().clone()
+    assert initialise_embeddings(embedding, vectors, found) == int(found.sum())
+    assert torch.equal(embedding.weight[~found], before[~found])
+    assert not torch.equal(embedding.weight[found], before[found])
+    # the copied rows keep their directions (cosine similarity is unchanged by the rescaling)
+    a, b = found.nonzero()[:2, 0]
+    cos = torch.nn.functional.cosine_similarity
+    assert cos(embedding.weight[a], embedding.weight[b], 0).item() == pytest.approx(
+        cos(vectors[a] - vectors[found].mean(), vectors[b] - vectors[found].mean(), 0).item(), abs=1e-4)
+
+
+def test_training_with_word2vec_records_it(tmp_path):
+    data = prepare(_toy(), TEXT)
+    metrics = train("han", {"embed_dim": 8, "hidden": 4, "attention_dim": 8}, data, TEXT,
+                    TrainConfig(epochs=1, min_freq=1, embeddings="word2vec"), None, device="cpu")
+    assert metrics["pretrained_words"] > 0 and metrics["train_config"]["embeddings"] == "word2vec"
+
+
+def test_evaluate_remeasures_test_accuracy(toy_checkpoints):
+    root, data = toy_checkpoints
+    rows = {r.checkpoint: r for r in evaluate_checkpoints(data.dataset, [root / "cnn", root / "nb"], device="cpu")}
+    saved = json.loads((root / "nb" / "metrics.json").read_text())
+    assert rows["nb"].test_accuracy == pytest.approx(saved["test_accuracy"])
+    assert rows["nb"].model == "TF-IDF + Naive Bayes" and rows["cnn"].model == "Kim CNN"
+    assert rows["cnn"].num_parameters > 0 and rows["cnn"].train_ms_per_document > 0
+
+
+def test_evaluate_command_writes_the_table(toy_checkpoints, tmp_path, monkeypatch, capsys):
+    root, data = toy_checkpoints
+    csv = tmp_path / "toy.csv"
+    csv.write_text("text,label\n" + "\n".join(f'"{t}",{data.dataset.label_names[y]}'
+                                              for t, y in zip(data.dataset.texts, data.dataset.labels)))
+    code = main(["evaluate", "--file", str(csv), "--checkpoints", str(root), "--out", str(tmp_path / "t.md"),
+                 "--device", "cpu"])
+    assert code == 0
+    table = (tmp_path / "t.md").read_text()
+    assert "| Kim CNN | `cnn` |" in table and "| TF-IDF + Naive Bayes | `nb` |" in table
+    assert main(["evaluate", "--file", str(csv), "--checkpoints", str(tmp_path / "nothing")]) == 2
+    assert "no checkpoints found" in capsys.readouterr().err
+
+
+def test_orderings_report_what_was_measured_either_way():
+    rows = [Row("a", "HCAN", 0.70, 1.0, 10.0, 5, "cpu", 3), Row("b", "HAN", 0.75, 1.0, 10.0, 5, "cpu", 3),
+            Row("c", "MahNN-3", 0.8, 1.0, 1.0, 5, "cpu", 3), Row("d", "MahNN-rv", 0.79, 1.0, 1.0, 5, "cpu", 3)]
+    checks = {c["claim"]: c["holds"] for c in orderings(rows)}
+    assert checks == {"HCAN >= HAN": False, "semantical attention helps (MahNN-3 >= MahNN-rv)": True}
+    table = markdown("toy", rows)
+    assert "HCAN 70.00% vs HAN 75.00% | **no** |" in table
+    assert table.index("MahNN-3") < table.index("HCAN |")  # sorted by accuracy
