@@ -2,5 +2,6 @@
 import streamlit as st
 
 st.set_page_config(page_title="hierattn", page_icon="🔎", layout="wide")
-page = st.navigation([st.Page("pages/explore.py", title="Explore", icon="🔎", default=True)])
+page = st.navigation([st.Page("pages/explore.py", title="Explore", icon="🔎", default=True),
+                      st.Page("pages/train.py", title="Train", icon="🏋️")])
 page.run()

@@ -1,0 +1,184 @@
+"""Training jobs for the app: one background thread per run, polled by the page, never touching Streamlit.
+
+A ``TrainingJob`` holds everything the page shows (status, progress, per-epoch history, the final
+message) behind a lock; the thread writes, the page reads ``snapshot()``. The loop is the same
+``training.train`` the command line runs, fed through its event callback. ``JobManager`` keeps
+the jobs of one app process (shared by every browser session), caps how many run at once, and
+refuses two runs that would write the same checkpoint.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .data import Dataset, prepare
+from .metrics import mean_self_attention_metrics
+from .text import TextConfig
+from .training import TrainConfig, TrainEvent, train
+
+MAX_RUNNING = 2  # concurrent training jobs per app process; the page says so
+ACTIVE = ("preparing", "running")
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Names Windows reserves for devices; refused everywhere so checkpoints copy between systems.
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+
+
+class JobError(ValueError):
+    """A run cannot start; the message is for the user."""
+
+
+def validate_run_name(name: str, root: Path, replace_existing: bool = False) -> Path:
+    """The checkpoint directory for ``name`` under ``root``, or a JobError saying what is wrong."""
+    name = name or ""
+    if not _NAME.fullmatch(name):
+        raise JobError("a run name is 1 to 64 letters, digits, '-' or '_' (no spaces, dots or slashes)")
+    if name.lower() in _RESERVED:
+        raise JobError(f"'{name}' is a reserved device name on Windows; choose another")
+    if name.startswith(("-", "_")):
+        raise JobError("a run name starts with a letter or a digit")
+    out = root / name
+    if out.exists() and not replace_existing:
+        raise JobError(f"a checkpoint named '{name}' already exists; tick 'replace' to overwrite it")
+    return out
+
+
+@dataclass
+class TrainingJob:
+    name: str
+    out: Path
+    model_type: str
+    model_config: dict
+    dataset: Dataset
+    text_config: TextConfig
+    config: TrainConfig
+    device: str | None = None
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    status: str = "preparing"  # preparing -> running -> finished | cancelled | failed
+    epoch: int = 0
+    step: int = 0
+    steps: int = 0
+    docs_per_s: float | None = None
+    history: list[dict] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)  # every batch, for the live loss curve
+    message: str = ""
+    metrics: dict = field(default_factory=dict)
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    stop: threading.Event = field(default_factory=threading.Event, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    def cancel(self) -> None:
+        self.stop.set()
+
+    def snapshot(self) -> dict:
+        """A consistent copy of what the page shows."""
+        with self._lock:
+            done_steps = (self.epoch - 1) * self.steps + self.step if self.epoch else 0
+            total_steps = self.config.epochs * self.steps
+            elapsed = (self.finished or time.time()) - self.started
+            eta = None
+            if self.status == "running" and done_steps and total_steps:
+                eta = elapsed / done_steps * (total_steps - done_steps)
+            return {"id": self.id, "name": self.name, "status": self.status, "epoch": self.epoch,
+                    "epochs": self.config.epochs, "step": self.step, "steps": self.steps,
+                    "fraction": done_steps / total_steps if total_steps else 0.0, "docs_per_s": self.docs_per_s,
+                    "eta_seconds": eta, "elapsed_seconds": elapsed, "history": [dict(h) for h in self.history],
+                    "losses": list(self.losses), "message": self.message, "metrics": dict(self.metrics),
+                    "model_type": self.model_type, "dataset": self.dataset.name, "documents": len(self.dataset.texts),
+                    "stopping": self.stop.is_set()}
+
+    # -- the thread's side ------------------------------------------------------------------
+    def _on_event(self, event: TrainEvent) -> None:
+        with self._lock:
+            if event.kind == "batch":
+                self.status = "running"
+                self.epoch, self.step, self.steps, self.docs_per_s = event.epoch, event.step, event.steps, event.docs_per_s
+                self.losses.append(event.loss)
+            elif event.kind == "epoch":
+                self.history.append(dict(event.extra))
+
+    def run(self) -> None:
+        try:
+            data = prepare(self.dataset, self.text_config, self.config.seed)
+            with self._lock:
+                self.status = "running"
+            if self.stop.is_set():
+                metrics = {}
+            else:
+                metrics = train(self.model_type, self.model_config, data, self.text_config, self.config, self.out,
+                                on_event=self._on_event, stop=self.stop, device=self.device,
+                                after_epoch=mean_self_attention_metrics)
+        except Exception as exc:  # the page shows the message; the traceback goes to the server log
+            traceback.print_exc()
+            self._finish("failed", f"training failed: {exc}")
+            return
+        if not metrics:
+            self._finish("cancelled", "Cancelled before the first epoch finished: nothing was written.")
+        elif self.stop.is_set():
+            self._finish("cancelled", f"Cancelled after epoch {metrics['epochs_run']}. The best epoch so far "
+                                      f"(epoch {metrics['best_epoch']}, validation accuracy "
+                                      f"{metrics['validation_accuracy']:.1%}) was saved as '{self.name}'.", metrics)
+        else:
+            early = (f" Stopped early after {metrics['epochs_run']} of {self.config.epochs} epochs: validation "
+                     f"accuracy had not improved for {self.config.patience}." if metrics["epochs_run"] < self.config.epochs
+                     else "")
+            self._finish("finished", f"Finished: epoch {metrics['best_epoch']} of {metrics['epochs_run']} was best "
+                                     f"(validation {metrics['validation_accuracy']:.1%}, test "
+                                     f"{metrics['test_accuracy']:.1%}); saved as '{self.name}'.{early}", metrics)
+
+    def _finish(self, status: str, message: str, metrics: dict | None = None) -> None:
+        with self._lock:
+            self.status, self.message, self.finished = status, message, time.time()
+            self.metrics = metrics or {}
+
+
+class JobManager:
+    """The jobs of one app process, shared by every session (the app holds one in ``st.cache_resource``)."""
+
+    def __init__(self, max_running: int = MAX_RUNNING):
+        self.max_running = max_running
+        self._jobs: dict[str, TrainingJob] = {}
+        self._lock = threading.Lock()
+
+    def start(self, job: TrainingJob) -> TrainingJob:
+        with self._lock:
+            running = [j for j in self._jobs.values() if j.active]
+            if any(j.out.resolve() == job.out.resolve() for j in running):
+                raise JobError(f"a run named '{job.name}' is training right now; wait for it or choose another name")
+            if len(running) >= self.max_running:
+                raise JobError(f"{len(running)} runs are training already (at most {self.max_running} at once); "
+                               "wait for one to finish or cancel it")
+            self._jobs[job.id] = job
+        threading.Thread(target=job.run, name=f"train-{job.name}", daemon=True).start()
+        return job
+
+    def get(self, job_id: str | None) -> TrainingJob | None:
+        return self._jobs.get(job_id or "")
+
+    def jobs(self) -> list[TrainingJob]:
+        return sorted(self._jobs.values(), key=lambda j: j.started, reverse=True)
+
+    def running(self) -> list[TrainingJob]:
+        return [j for j in self.jobs() if j.active]
+
+
+def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset: Dataset, text_config: TextConfig,
+             config: TrainConfig, replace_existing: bool = False, device: str | None = None) -> TrainingJob:
+    """Validate the name and the model config, and build a job (not started)."""
+    from .models import build_model
+
+    out = validate_run_name(name, root, replace_existing)
+    try:
+        build_model(model_type, {"vocab_size": 10, "num_classes": len(dataset.label_names), **model_config})
+    except (TypeError, ValueError) as exc:
+        raise JobError(f"this model configuration is not valid: {exc}") from None
+    return TrainingJob(name, out, model_type, dict(model_config), dataset, text_config, replace(config), device)

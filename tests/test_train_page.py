@@ -1,0 +1,229 @@
+"""The Train page (AppTest) and the job machinery under it."""
+import json
+import shutil
+import threading
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from hierattn.checkpoint import list_checkpoints, load_classifier
+from hierattn.data import Dataset
+from hierattn.jobs import JobError, JobManager, make_job, validate_run_name
+from hierattn.text import TextConfig
+from hierattn.training import TrainConfig
+
+from .test_app import APP
+
+WORDS = {"pos": "great lovely superb fine", "neg": "awful boring dreadful bad"}
+
+
+def toy_csv(n: int = 30) -> bytes:
+    lines = ["text,label"]
+    for i in range(n):
+        for label, words in WORDS.items():
+            lines.append(f"\"The film was {words.split()[i % 4]}. I saw it on day {i}.\",{label}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+@pytest.fixture
+def train_env(checkpoint_dir, tmp_path, monkeypatch):
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir, root)
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    return root
+
+
+def open_train_page() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.switch_page("pages/train.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Train a model"
+    return at
+
+
+def upload(at: AppTest, raw: bytes, name: str = "films.csv") -> AppTest:
+    at.radio(key="data_source").set_value("upload").run()
+    at.file_uploader(key="upload").set_value((name, raw, "text/csv")).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def configure(at: AppTest, run_name: str, epochs: int) -> AppTest:
+    at.selectbox(key="model_type").set_value("hcan").run()
+    at.number_input(key="hp_hcan_d").set_value(16).run()
+    at.number_input(key="hp_hcan_heads").set_value(2).run()
+    at.number_input(key="epochs").set_value(epochs).run()
+    at.number_input(key="batch_size").set_value(8).run()
+    run_name_box(at).input(run_name).run()
+    return at
+
+
+def run_name_box(at: AppTest):
+    return next(t for t in at.text_input if t.label == "Run name")
+
+
+def wait_for(at: AppTest, condition, seconds: float = 90.0) -> AppTest:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if condition(at):
+            return at
+        time.sleep(0.3)
+    raise AssertionError("the page never showed what was expected")
+
+
+def messages(at: AppTest) -> str:
+    return "\n".join(str(e.value) for kind in ("success", "warning", "error", "info", "caption") for e in getattr(at, kind))
+
+
+def test_upload_preview_train_and_find_it_in_explore(train_env):
+    at = upload(open_train_page(), toy_csv())
+    assert at.selectbox(key="text_column").value == "text" and at.selectbox(key="label_column").value == "label"
+    counts = at.dataframe[1].value
+    assert counts.to_dict("list") == {"label": ["neg", "pos"], "documents": [30, 30]}
+    assert "48 train · 6 validation · 6 test" in messages(at)
+    assert "Device: CPU" in messages(at)
+    configure(at, "films-hcan", epochs=1)
+    at.button(key="start").click().run()
+    assert not at.exception, at.exception
+    assert at.query_params["job"]
+    wait_for(at, lambda a: any("Finished" in s.value for s in a.success))
+    assert "saved as 'films-hcan'" in messages(at)
+    assert [p.name for p in list_checkpoints(train_env)].count("films-hcan") == 1
+    saved = json.loads((train_env / "films-hcan" / "metrics.json").read_text())
+    assert saved["epochs_run"] == 1 and "attention_gini" in saved["history"][0]
+    at.button(key=next(b.key for b in at.button if b.key.startswith("open_"))).click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Explore attention"
+    assert "films-hcan" in at.selectbox(key="model").options and at.selectbox(key="model").value == "films-hcan"
+
+
+def test_cancel_keeps_the_best_epoch_so_far(train_env):
+    at = configure(upload(open_train_page(), toy_csv(60)), "films-cancel", epochs=200)
+    at.button(key="start").click().run()
+    wait_for(at, lambda a: bool(a.get("plotly_chart")) and bool(a.progress))  # progress and curves are live
+    job = next(j for j in __import__("hierattn.ui", fromlist=["job_manager"]).job_manager().jobs()
+               if j.name == "films-cancel")
+    deadline = time.time() + 60
+    while not job.snapshot()["history"] and time.time() < deadline:  # one epoch has finished
+        time.sleep(0.2)
+    at.run()
+    at.button(key=f"cancel_{job.id}").click().run()
+    wait_for(at, lambda a: any("Cancelled after epoch" in w.value for w in a.warning))
+    snap = job.snapshot()
+    assert snap["status"] == "cancelled" and 1 <= snap["metrics"]["epochs_run"] < 200
+    assert load_classifier(train_env / "films-cancel", device="cpu").metrics["epochs_run"] == snap["metrics"]["epochs_run"]
+
+
+def test_a_refresh_finds_the_run_again(train_env):
+    at = configure(upload(open_train_page(), toy_csv()), "films-again", epochs=1)
+    at.button(key="start").click().run()
+    job_id = at.query_params["job"]
+    fresh = AppTest.from_file(APP, default_timeout=60)
+    fresh.query_params["job"] = job_id
+    fresh.run()
+    fresh.switch_page("pages/train.py").run()
+    wait_for(fresh, lambda a: any("films-again" in s.value for s in a.subheader) and bool(a.success))
+
+
+BAD_UPLOADS = [
+    ("photo.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "not a text file"),
+    ("empty.csv", b"text,label\n", "no rows"),
+    ("one.csv", b"text,label\n" + b"".join(b"doc %d,a\n" % i for i in range(40)), "only one label"),
+    ("ids.csv", b"text,label\n" + b"".join(b"doc %d,%d\n" % (i, i) for i in range(500)), "500 distinct values"),
+    ("blank.csv", b"text,label\n" + b"".join(b" ,%d\n" % (i % 2) for i in range(40)), "empty text or label"),
+    ("latin1.csv", b"text,label\ncaf\xe9 au lait,a\n", "not UTF-8"),
+]
+
+
+@pytest.mark.parametrize("name,raw,message", BAD_UPLOADS, ids=[b[0] for b in BAD_UPLOADS])
+def test_bad_uploads_get_a_specific_message_before_training(train_env, name, raw, message):
+    at = upload(open_train_page(), raw, name)
+    assert message in messages(at)
+    assert not [b for b in at.button if b.key == "start"]  # nothing to start from
+
+
+def test_an_upload_over_the_limit_is_refused(train_env, monkeypatch):
+    from hierattn import data
+
+    monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
+    at = upload(open_train_page(), toy_csv(), "big.csv")
+    assert "the limit is" in messages(at)
+
+
+@pytest.mark.parametrize("name,message", [
+    ("../x", "letters, digits"), ("/etc", "letters, digits"), ("con", "reserved"), ("x" * 300, "1 to 64"),
+    ("-x", "starts with a letter"), ("", "letters, digits"), ("tiny-han", "already exists"),
+])
+def test_run_names_are_validated(train_env, name, message):
+    with pytest.raises(JobError, match=message):
+        validate_run_name(name, train_env)
+
+
+def test_a_bad_run_name_is_refused_on_the_page(train_env):
+    at = configure(upload(open_train_page(), toy_csv()), "tiny-han", epochs=1)
+    at.button(key="start").click().run()
+    assert "already exists; tick 'replace'" in messages(at)
+    run_name_box(at).input("../escape").run()
+    at.button(key="start").click().run()
+    assert "letters, digits" in messages(at) and not (train_env.parent / "escape").exists()
+
+
+def _toy_dataset() -> Dataset:
+    texts, labels = [], []
+    for i in range(40):
+        texts.append(f"The film was {list(WORDS.values())[i % 2].split()[i % 4]}. Day {i}.")
+        labels.append(i % 2)
+    return Dataset("toy", texts, labels, ["pos", "neg"])
+
+
+def _job(root, name, epochs=2, **kw):
+    return make_job(name, root, "han", {"embed_dim": 8, "hidden": 4, "attention_dim": 8}, _toy_dataset(),
+                    TextConfig(4, 12), TrainConfig(epochs=epochs, batch_size=8, min_freq=1), device="cpu", **kw)
+
+
+def test_jobs_are_capped_and_never_share_a_checkpoint(tmp_path):
+    manager = JobManager(max_running=1)
+    first = manager.start(_job(tmp_path, "a", epochs=50))
+    with pytest.raises(JobError, match="at most 1 at once"):
+        manager.start(_job(tmp_path, "b"))
+    manager.max_running = 2
+    with pytest.raises(JobError, match="training right now"):
+        manager.start(_job(tmp_path, "a"))
+    first.cancel()
+    deadline = time.time() + 60
+    while first.active and time.time() < deadline:
+        time.sleep(0.1)
+    assert not first.active
+
+
+def test_cancel_before_an_epoch_finishes_writes_nothing(tmp_path):
+    job = _job(tmp_path, "early")
+    job.cancel()
+    job.run()
+    assert job.status == "cancelled" and "nothing was written" in job.message and not (tmp_path / "early").exists()
+
+
+def test_replace_swaps_an_existing_checkpoint_whole(tmp_path):
+    _job(tmp_path, "same", epochs=1).run()
+    first = (tmp_path / "same" / "metrics.json").read_text()
+    with pytest.raises(JobError, match="already exists"):
+        _job(tmp_path, "same")
+    job = _job(tmp_path, "same", epochs=1, replace_existing=True)
+    job.run()
+    assert job.status == "finished" and (tmp_path / "same" / "metrics.json").read_text() != first
+    assert [p.name for p in tmp_path.iterdir()] == ["same"]  # no temporaries left behind
+
+
+def test_two_jobs_train_at_once_without_interfering(tmp_path):
+    jobs = [_job(tmp_path, f"run{i}", epochs=2) for i in range(2)]
+    threads = [threading.Thread(target=j.run) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert all(j.status == "finished" for j in jobs)
+    for j in jobs:
+        assert load_classifier(tmp_path / j.name, device="cpu").metrics["epochs_run"] == 2
