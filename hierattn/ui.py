@@ -181,7 +181,7 @@ def suggest_run_name(dataset_name: str, model_type: str) -> str:
     import re
 
     base = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{dataset_name}-{model_type}").strip("-_") or "run"
-    existing = set(available_checkpoints())
+    existing = set(available_checkpoints()) | {j.name for j in job_manager().running()}
     for n in range(1, 1000):
         if f"{base}-{n}" not in existing:
             return f"{base}-{n}"

@@ -149,8 +149,11 @@ def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_e
     """
     fig = go.Figure()
     if losses:
-        x = [(i + 1) / max(steps_per_epoch, 1) for i in range(len(losses))]
-        fig.add_trace(go.Scatter(x=x, y=list(losses), mode="lines", name="loss (batch)",
+        # At most ~400 points (block means): the page redraws this every second during training.
+        block = -(-len(losses) // 400)
+        y = [sum(losses[i:i + block]) / len(losses[i:i + block]) for i in range(0, len(losses), block)]
+        x = [min(i + block, len(losses)) / max(steps_per_epoch, 1) for i in range(0, len(losses), block)]
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="loss (batch)",
                                  line=dict(color="#aec7e8", width=1), hovertemplate="loss %{y:.3f}<extra></extra>"))
     if history:
         epochs = [h["epoch"] for h in history]

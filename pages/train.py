@@ -69,8 +69,9 @@ def _job_panel(job_id: str):
     panel()
 
 
-if job_id:
-    _job_panel(job_id)
+current = jobs.get(job_id)
+if current is not None:  # e.g. after a refresh: say where the run is
+    st.info(f"Your run `{current.name}` is {current.status}; it is shown at the bottom of this page.")
 
 # 1. Data
 st.header("1. Data")
@@ -177,3 +178,6 @@ if st.button("Start training", type="primary", key="start"):
         st.session_state.job_id = job.id
         st.query_params["job"] = job.id
         st.rerun()
+
+if current is not None:
+    _job_panel(current.id)  # right under the button that started it

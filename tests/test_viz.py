@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from hierattn import viz
@@ -45,3 +46,15 @@ def test_compact_heatmap_is_a_bare_small_multiple():
     fig = viz.attention_heatmap(torch.eye(3), ["a", "b", "c"], "head 1", compact=True)
     assert fig.layout.xaxis.showticklabels is False and fig.data[0].showscale is False
     assert fig.data[0].customdata[0][1] == "a → b"  # tokens still on hover
+
+
+def test_training_chart_keeps_the_live_curve_small():
+    losses = [1.0 / (i + 1) for i in range(2000)]
+    history = [{"epoch": 1, "train_loss": 0.5, "val_accuracy": 0.7}, {"epoch": 2, "train_loss": 0.3, "val_accuracy": 0.8}]
+    fig = viz.training_chart(losses, history, steps_per_epoch=1000)
+    batch = fig.data[0]
+    assert len(batch.y) <= 400 and batch.x[-1] == pytest.approx(2.0)
+    assert batch.y[0] == pytest.approx(sum(losses[:5]) / 5)  # block means, not dropped points
+    assert list(fig.data[2].y) == [0.7, 0.8] and fig.data[2].yaxis == "y2"
+    sharp = viz.attention_sharpness_chart([{"epoch": 1, "attention_gini": 0.4, "attention_diagonality_b3": 0.6}])
+    assert [list(t.y) for t in sharp.data] == [[0.4], [0.6]]
