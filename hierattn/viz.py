@@ -164,7 +164,7 @@ def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_e
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
                       xaxis=dict(title="epoch", rangemode="tozero"), yaxis=dict(title="training loss", rangemode="tozero"),
                       yaxis2=dict(title="validation accuracy", overlaying="y", side="right", tickformat=".0%",
-                                  range=[0, 1], showgrid=False))
+                                  range=[0, 1.02], dtick=0.2, showgrid=False))
     return fig
 
 
