@@ -78,6 +78,7 @@ class TrainingJob:
     stop: multiprocessing.synchronize.Event = field(default_factory=lambda: multiprocessing.get_context("spawn").Event(),
                                                    repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _process: multiprocessing.process.BaseProcess | None = field(default=None, repr=False)
 
     @property
     def active(self) -> bool:
@@ -124,7 +125,13 @@ class TrainingJob:
         events = context.Queue()
         process = context.Process(target=_train_in_child, daemon=True, name=f"train-{self.name}",
                                   args=(self._spec(), events, self.stop))
-        process.start()
+        try:
+            process.start()
+        except Exception as exc:  # e.g. data that cannot be handed to another process
+            traceback.print_exc()
+            self._finish("failed", f"training could not start: {exc}")
+            return
+        self._process = process
         outcome = None
         while outcome is None:
             try:

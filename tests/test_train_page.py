@@ -227,3 +227,29 @@ def test_two_jobs_train_at_once_without_interfering(tmp_path):
     assert all(j.status == "finished" for j in jobs)
     for j in jobs:
         assert load_classifier(tmp_path / j.name, device="cpu").metrics["epochs_run"] == 2
+
+
+def test_a_killed_training_process_is_reported_and_loses_nothing(tmp_path):
+    import os
+    import signal
+
+    _job(tmp_path, "keep", epochs=1).run()
+    kept = (tmp_path / "keep" / "model.safetensors").read_bytes()
+    job = _job(tmp_path, "keep", epochs=500, replace_existing=True)
+    thread = threading.Thread(target=job.run)
+    thread.start()
+    deadline = time.time() + 120
+    while job.snapshot()["status"] != "running" and time.time() < deadline:
+        time.sleep(0.1)
+    os.kill(job._process.pid, signal.SIGKILL)
+    thread.join(60)
+    assert job.status == "failed" and "stopped unexpectedly" in job.message
+    assert (tmp_path / "keep" / "model.safetensors").read_bytes() == kept
+    assert load_classifier(tmp_path / "keep", device="cpu").metrics["epochs_run"] == 1
+
+
+def test_data_that_cannot_reach_the_training_process_fails_clearly(tmp_path):
+    job = _job(tmp_path, "odd")
+    job.dataset = Dataset("odd", [lambda: None] * 40, list(range(2)) * 20, ["a", "b"])  # not picklable
+    job.run()
+    assert job.status == "failed" and "could not start" in job.message
