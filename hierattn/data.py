@@ -10,6 +10,7 @@ import importlib.util
 import io
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -139,9 +140,8 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
     kept = [r for r in rows if str(r.get(text_column) or "").strip() and str(r.get(label_column) or "").strip()]
     if not kept:
         raise DataError(f"every row of {name} has an empty text or label")
-    counts = {}
-    for r in kept:
-        counts[str(r[label_column]).strip()] = counts.get(str(r[label_column]).strip(), 0) + 1
+    labels = [str(r[label_column]).strip() for r in kept]
+    counts = Counter(labels)
     if len(counts) < 2:
         raise DataError(f"{name} has only one label ({next(iter(counts))!r}); a classifier needs at least two")
     if len(counts) > MAX_CLASSES:
@@ -153,8 +153,7 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
         raise DataError(f"every label needs at least {MIN_PER_CLASS} documents for an 80/10/10 split; too few: {examples}")
     label_names = sorted(counts)
     index = {n: i for i, n in enumerate(label_names)}
-    return Dataset(name, [str(r[text_column]) for r in kept], [index[str(r[label_column]).strip()] for r in kept],
-                   label_names)
+    return Dataset(name, [str(r[text_column]) for r in kept], [index[y] for y in labels], label_names)
 
 
 def load_table(path: str | Path, text_column: str = "text", label_column: str = "label") -> Dataset:

@@ -68,8 +68,9 @@ class Explanation:
             return None
         a = self.attentions[name]
         w = a.weights[0]
-        if head_axis(a):
-            h = a.axis(head_axis(a)) - 1
+        axis = head_axis(a)
+        if axis:
+            h = a.axis(axis) - 1
             w = w.mean(h) if head is None else w.select(h, head)
         lengths = self.sentence_lengths
         if level == SENTENCE:
@@ -90,7 +91,7 @@ class Explanation:
         """One (n, n) self-attention matrix over real positions: for ``sentence`` (the index along the
         map's sentence or time axis), else the document's; ``head=None`` averages the heads (rows
         still sum to 1)."""
-        mats = [(s, h, m) for s, h, m in real_matrices(self.attentions[name]) if s == sentence]
+        mats = list(real_matrices(self.attentions[name], group=sentence))
         if not mats:
             raise KeyError(f"{name} has no matrix for sentence {sentence}")
         if head is None:

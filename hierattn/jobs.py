@@ -108,7 +108,6 @@ class TrainingJob:
     def _on_event(self, event: TrainEvent) -> None:
         with self._lock:
             if event.kind == "batch":
-                self.status = "running"
                 self.epoch, self.step, self.steps, self.docs_per_s = event.epoch, event.step, event.steps, event.docs_per_s
                 self.losses.append(event.loss)
             elif event.kind == "epoch":

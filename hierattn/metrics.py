@@ -65,22 +65,34 @@ def matrix_metrics(matrix: torch.Tensor, bandwidths=BANDWIDTHS, per_row_gini: bo
 GROUP_AXES = ("sentence", "time")  # an axis that holds one matrix (per head) per entry
 
 
-def real_matrices(attention: AttentionMap, batch_index: int = 0):
+EVERY = object()  # real_matrices: all groups
+
+
+def real_matrices(attention: AttentionMap, batch_index: int = 0, group=EVERY):
     """Yield ``(group or None, head, matrix)`` for every self-attention matrix of one document,
     cropped to its real queries and keys. ``group`` indexes the map's ``sentence`` (or ``time``)
-    axis; maps without a ``head`` axis have head 0. Padded sentences and steps are skipped."""
+    axis; maps without a ``head`` axis have head 0. Padded sentences and steps are skipped.
+    Passing ``group`` yields only that entry's matrices (``None``: a map without such an axis)."""
     if not attention.is_self_attention:
         raise ValueError("metrics need a self-attention map (with a 'query' axis)")
     weights, mask = attention.weights[batch_index], attention.mask[batch_index]
     axes = attention.axes[1:]
     if "head" not in axes:
         weights, mask = weights.unsqueeze(-3), mask.unsqueeze(-3)
-    group = next((a for a in GROUP_AXES if a in axes), None)
-    if group is None:
-        yield from _heads(weights, mask, None)
+    axis = next((a for a in GROUP_AXES if a in axes), None)
+    if axis is None:
+        if group is EVERY or group is None:
+            yield from _heads(weights, mask, None)
         return
-    for g in range(weights.shape[axes.index(group)]):
-        yield from _heads(weights.select(axes.index(group), g), mask.select(axes.index(group), g), g)
+    dim, size = axes.index(axis), weights.shape[axes.index(axis)]
+    if group is EVERY:
+        wanted = range(size)
+    elif group is not None and 0 <= group < size:
+        wanted = [group]
+    else:
+        return
+    for g in wanted:
+        yield from _heads(weights.select(dim, g), mask.select(dim, g), g)
 
 
 def _heads(weights: torch.Tensor, mask: torch.Tensor, group):

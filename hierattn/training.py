@@ -154,7 +154,6 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
         return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
     vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
     val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
-    test_batches = bucketed_batches(*parts["test"], vocab, 64, shuffle=False)
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
                                      **model_config})
     pretrained_words = _pretrain_embeddings(model, config, train_docs, vocab)
@@ -200,32 +199,11 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
             on_event(TrainEvent("done", 0))
         return {}
     model.load_state_dict(best_state)
-    test_acc, _, test_seconds = evaluate(model, test_batches, device)
-    metrics = {
-        "dataset": data.dataset.name,
-        "model_type": model_type,
-        "validation_accuracy": best_acc,
-        "validation_loss": best_loss,
-        "test_accuracy": test_acc,
-        "best_epoch": best_epoch,
-        "epochs_run": len(history),
-        "history": history,
-        "train_ms_per_document": 1000 * train_seconds / max(train_docs_seen, 1),
-        "inference_ms_per_document": 1000 * test_seconds / max(len(parts["test"][0]), 1),
-        "total_training_seconds": time.perf_counter() - started,
-        "hardware": hardware(),
-        "device": device.type,
-        "num_parameters": sum(p.numel() for p in model.parameters()),
-        "pretrained_words": pretrained_words,
-        "split_sizes": {k: len(v[0]) for k, v in parts.items()},
-        "train_config": asdict(config),
-    }
-    if out is not None:
-        save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
-                        dataset=data.dataset.name)
-    if on_event:
-        on_event(TrainEvent("done", best_epoch, val_accuracy=best_acc))
-    return metrics
+    return _conclude(model, model_type, vocab, data, parts, text_config, config, out, on_event, device,
+                     validation_accuracy=best_acc, validation_loss=best_loss, best_epoch=best_epoch,
+                     epochs_run=len(history), history=history,
+                     train_ms_per_document=1000 * train_seconds / max(train_docs_seen, 1),
+                     total_training_seconds=time.perf_counter() - started, pretrained_words=pretrained_words)
 
 
 def _fit(model_type, model_config, data, parts, text_config, config, out, on_event) -> dict:
@@ -238,25 +216,33 @@ def _fit(model_type, model_config, data, parts, text_config, config, out, on_eve
                              model_config.get("classifier", "logreg"), config.seed)
     train_seconds = time.perf_counter() - started
     device = torch.device("cpu")
-    scores = {}
-    for name in ("validation", "test"):
-        batches = bucketed_batches(*parts[name], vocab, 64, shuffle=False)
-        scores[name] = evaluate(model, batches, device)
+    val_acc, val_loss, _ = evaluate(model, bucketed_batches(*parts["validation"], vocab, 64, shuffle=False), device)
+    return _conclude(model, model_type, vocab, data, parts, text_config, config, out, on_event, device,
+                     validation_accuracy=val_acc, validation_loss=val_loss, best_epoch=1, epochs_run=1, history=[],
+                     train_ms_per_document=1000 * train_seconds / max(len(train_docs), 1),
+                     total_training_seconds=train_seconds, pretrained_words=0)
+
+
+def _conclude(model, model_type, vocab, data, parts, text_config, config, out, on_event, device, **fields) -> dict:
+    """Test the chosen weights, write ``metrics.json`` with the checkpoint, report "done"."""
+    test_acc, _, test_seconds = evaluate(model, bucketed_batches(*parts["test"], vocab, 64, shuffle=False), device)
     metrics = {
-        "dataset": data.dataset.name, "model_type": model_type,
-        "validation_accuracy": scores["validation"][0], "validation_loss": scores["validation"][1],
-        "test_accuracy": scores["test"][0], "best_epoch": 1, "epochs_run": 1, "history": [],
-        "train_ms_per_document": 1000 * train_seconds / max(len(train_docs), 1),
-        "inference_ms_per_document": 1000 * scores["test"][2] / max(len(parts["test"][0]), 1),
-        "total_training_seconds": train_seconds, "hardware": hardware(), "device": "cpu",
-        "num_parameters": sum(p.numel() for p in model.parameters()), "pretrained_words": 0,
-        "split_sizes": {k: len(v[0]) for k, v in parts.items()}, "train_config": asdict(config),
+        "dataset": data.dataset.name,
+        "model_type": model_type,
+        **fields,
+        "test_accuracy": test_acc,
+        "inference_ms_per_document": 1000 * test_seconds / max(len(parts["test"][0]), 1),
+        "hardware": hardware(),
+        "device": device.type,
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+        "split_sizes": {k: len(v[0]) for k, v in parts.items()},
+        "train_config": asdict(config),
     }
     if out is not None:
         save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
                         dataset=data.dataset.name)
     if on_event:
-        on_event(TrainEvent("done", 1, val_accuracy=metrics["validation_accuracy"]))
+        on_event(TrainEvent("done", fields["best_epoch"], val_accuracy=fields["validation_accuracy"]))
     return metrics
 
 

@@ -100,12 +100,6 @@ def parse_upload(raw: bytes, name: str) -> list[dict]:
     return read_rows(raw, name)
 
 
-def table_columns(rows: list[dict]) -> list[str]:
-    from .data import columns
-
-    return columns(rows)
-
-
 def preview(rows: list[dict], columns: list[str], n: int = 10):
     import pandas as pd
 
@@ -141,19 +135,17 @@ def dataset_summary(dataset):
     """(a table of documents per label, the split sizes)."""
     import pandas as pd
 
-    from .data import stratified_split
-
     counts = [0] * len(dataset.label_names)
     for y in dataset.labels:
         counts[y] += 1
-    table = pd.DataFrame({"label": dataset.label_names, "documents": counts})
-    return table, {k: len(v) for k, v in stratified_split(dataset.labels).items()}
+    return pd.DataFrame({"label": dataset.label_names, "documents": counts}), _split_sizes(tuple(dataset.labels))
 
 
-def model_types() -> list[str]:
-    from .models import REGISTRY
+@st.cache_data(max_entries=8, show_spinner=False)
+def _split_sizes(labels: tuple[int, ...]) -> dict[str, int]:  # every rerun of the Train page shows them
+    from .data import stratified_split
 
-    return list(REGISTRY)
+    return {k: len(v) for k, v in stratified_split(list(labels)).items()}
 
 
 _TYPE_LABELS = {"han": "HAN (hierarchical RNN + attention)", "hcan": "HCAN (hierarchical convolutional attention)",
@@ -194,18 +186,6 @@ def device_label() -> str:
 
     device = best_device()
     return f"{'CUDA' if device.type == 'cuda' else 'CPU'} ({hardware()})"
-
-
-def text_config(max_sentences: int, max_words: int):
-    from .text import TextConfig
-
-    return TextConfig(max_sentences=max_sentences, max_words=max_words)
-
-
-def train_config(**kwargs):
-    from .training import TrainConfig
-
-    return TrainConfig(**kwargs)
 
 
 __all__ = ["display_name", "head_axis", "job_manager", "CheckpointError", "available_checkpoints", "checkpoint_root", "explain_cached", "load", "samples"]

@@ -4,8 +4,12 @@ import streamlit as st
 
 from hierattn import ui, viz
 from hierattn.data import BUILTIN, MAX_UPLOAD_MB, DataError
+from hierattn.data import columns as table_columns
 from hierattn.hyperparams import defaults, knobs
 from hierattn.jobs import MAX_RUNNING, JobError, make_job
+from hierattn.models import REGISTRY
+from hierattn.text import TextConfig
+from hierattn.training import TrainConfig
 
 st.title("Train a model")
 jobs = ui.job_manager()
@@ -91,7 +95,7 @@ else:
         except DataError as exc:
             st.error(f"This file cannot be used: {exc}")
             st.stop()
-        columns = ui.table_columns(rows)
+        columns = table_columns(rows)
         st.caption(f"{len(rows):,} rows. The first ten:")
         st.dataframe(ui.preview(rows, columns), hide_index=True, width="stretch")
         c1, c2 = st.columns(2)
@@ -116,7 +120,7 @@ c2.caption(f"Stratified split: {sizes['train']:,} train · {sizes['validation']:
 
 # 2. Model
 st.header("2. Model")
-model_type = st.selectbox("Architecture", ui.model_types(), key="model_type", format_func=ui.model_type_label)
+model_type = st.selectbox("Architecture", list(REGISTRY), key="model_type", format_func=ui.model_type_label)
 config = {}
 model_knobs = knobs(model_type)
 initial = defaults(model_type)
@@ -167,8 +171,8 @@ st.caption(f"Device: {ui.device_label()} · {len(running)} of at most {MAX_RUNNI
 if st.button("Start training", type="primary", key="start"):
     try:
         job = make_job(run_name.strip(), ui.checkpoint_root(), model_type, config, dataset,
-                       ui.text_config(int(max_sentences), int(max_words)),
-                       ui.train_config(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
+                       TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
+                       TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
                                        embeddings=embeddings),
                        replace_existing=replace_existing)
         jobs.start(job)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from hierattn.metrics import attention_metrics, diagonality, gini, matrix_metrics
+from hierattn.metrics import attention_metrics, diagonality, gini, matrix_metrics, real_matrices
 from hierattn.outputs import AttentionMap
 
 
@@ -93,3 +93,16 @@ def test_mean_self_attention_metrics_summarise_a_model():
     assert hcan.training  # left as it was found
     han = build_model("han", {"vocab_size": len(vocab), "num_classes": 2, "embed_dim": 8, "hidden": 4})
     assert mean_self_attention_metrics(han, [encode_documents(docs, vocab)], torch.device("cpu")) == {}
+
+
+def test_real_matrices_can_pick_one_sentence():
+    w = torch.zeros(1, 2, 1, 3, 3)
+    w[0, 0, 0] = torch.eye(3)
+    w[0, 1, 0, :2, :2] = torch.eye(2)
+    mask = torch.zeros(1, 2, 1, 3, 3, dtype=torch.bool)
+    mask[0, 0, 0] = True
+    mask[0, 1, 0, :2, :2] = True
+    a = AttentionMap(w, ("batch", "sentence", "head", "query", "key"), "word", mask)
+    assert [(s, m.shape[0]) for s, _, m in real_matrices(a, group=1)] == [(1, 2)]
+    assert [s for s, _, _ in real_matrices(a)] == [0, 1]
+    assert list(real_matrices(a, group=None)) == [] and list(real_matrices(a, group=5)) == []
