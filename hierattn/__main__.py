@@ -36,7 +36,13 @@ def _train(args) -> int:
             setattr(config, key, getattr(args, key))
     for item in args.set or []:
         key, _, value = item.partition("=")
-        model_config[key] = json.loads(value)
+        if not key or not _:
+            print(f"error: --set takes KEY=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        try:
+            model_config[key] = json.loads(value)
+        except json.JSONDecodeError:  # a bare word such as pooling=max is meant as a string
+            model_config[key] = value
     try:
         ds = load_table(args.file, args.text_column, args.label_column) if args.file else load_builtin(dataset)
     except (DataError, OSError) as exc:

@@ -1,4 +1,5 @@
-"""``python -m hierattn bench``: training throughput and explain latency on this machine."""
+"""``python -m hierattn bench``: training throughput, explain latency and dataset-statistics time
+on this machine."""
 from __future__ import annotations
 
 import json
@@ -99,6 +100,18 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
             seconds, read = explain_latency(classifier, _document_of(tokens, test_texts), 1 if quick else 5)
             results["explain_seconds"][f"{model_type}/{tokens}"] = {"seconds": seconds, "tokens_read": read,
                                                                    "checkpoint": classifier.name}
+    # Dataset statistics page: every self-attention matrix of the bbc-news test split (issue 5: < 1 min).
+    from .stats import split_statistics
+
+    results["statistics_seconds"] = {}
+    count = 16 if quick else len(test_texts)
+    labels = [ds.label_names[ds.labels[i]] for i in split["test"]][:count]
+    for model_type in ("hcan", "sanet"):
+        classifier = _classifier(model_type, Path(checkpoints), vocab, ds.label_names)
+        start = time.perf_counter()
+        rows = split_statistics(classifier, test_texts[:count], labels)
+        results["statistics_seconds"][model_type] = {"seconds": time.perf_counter() - start, "documents": count,
+                                                     "matrices": len(rows), "checkpoint": classifier.name}
     Path(out).write_text(json.dumps(results, indent=2))
     print(format_table(results))
     return results
@@ -113,4 +126,8 @@ def format_table(results: dict) -> str:
         h, c = (results["explain_seconds"][f"{m}/{tokens}"] for m in ("han", "hcan"))
         lines.append(f"| explain latency, ~{tokens:,} tokens ({h['tokens_read']:,} read) | "
                      f"{1000 * h['seconds']:.0f} ms | {1000 * c['seconds']:.0f} ms |")
+    if results.get("statistics_seconds"):
+        lines += ["", "| dataset statistics, bbc-news test split | documents | matrices | time |", "|---|---:|---:|---:|"]
+        for model_type, r in results["statistics_seconds"].items():
+            lines.append(f"| {model_type} `{r['checkpoint']}` | {r['documents']} | {r['matrices']:,} | {r['seconds']:.1f} s |")
     return "\n".join(lines)

@@ -235,6 +235,21 @@ def bucketed_batches(documents: list[Document], labels: list[int], vocab: Vocab,
     return [encode_documents([documents[i] for i in c], vocab, [labels[i] for i in c]) for c in chunks]
 
 
+def streamed_batches(texts: list[str], text_config: TextConfig, vocab: Vocab, batch_size: int = 32,
+                     chunk: int = 512):
+    """Yield ``(positions, documents, batch)`` over ``texts``, tokenising ``chunk`` texts at a time,
+    so a large split is never held tokenised (or padded) all at once. Within a chunk, documents of
+    similar size share a batch; ``positions`` index into ``texts``."""
+    for first in range(0, len(texts), chunk):
+        documents = tokenize_many(texts[first: first + chunk], text_config)
+        order = sorted(range(len(documents)),
+                       key=lambda i: (len(documents[i].sentences), max((len(s.tokens) for s in documents[i].sentences), default=0)))
+        for i in range(0, len(order), batch_size):
+            part = order[i: i + batch_size]
+            docs = [documents[j] for j in part]
+            yield [first + j for j in part], docs, encode_documents(docs, vocab)
+
+
 @dataclass
 class PreparedData:
     dataset: Dataset
@@ -258,3 +273,16 @@ def sample_documents(name: str, per_class: int = 2, seed: int = SEED) -> list[tu
         if len(picked.setdefault(ds.labels[i], [])) < per_class:
             picked[ds.labels[i]].append(i)
     return [(ds.label_names[label], ds.texts[i]) for label in sorted(picked) for i in picked[label]]
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_bytes(frame) -> bytes:
+    """A DataFrame as UTF-8 CSV for download. Text cells that a spreadsheet would run as a formula
+    (starting with = + - @) get a leading apostrophe; numbers are left alone."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or str(safe[column].dtype) in ("category", "string", "str"):
+            safe[column] = safe[column].astype(str).map(lambda v: "'" + v if v.startswith(_FORMULA_START) else v)
+    return safe.to_csv(index=False).encode("utf-8")

@@ -17,6 +17,23 @@ from .models import display_name as _display_name
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def run_through_app() -> None:
+    """Call first in every page file. On a fresh server, a first visitor who opens a page's URL
+    (a shared link) gets that file run on its own, in Streamlit's old ``pages/``-folder mode,
+    because app.py's ``st.navigation`` has not run yet (streamlit issues 9624 and 9992): no
+    navigation, no wide layout. Switch that mode off and rerun; app.py then routes the same URL
+    (a page's hash is that of its URL path in both modes). Only a session's first run is rerun:
+    it carries no click that a rerun could swallow. (AppTest switches the mode back on before
+    every run; its later runs go on in the old mode, as they always did.)"""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        if "_routed" not in st.session_state:
+            st.session_state["_routed"] = True
+            st.rerun()
+
+
 def checkpoint_root() -> Path:
     """``$HIERATTN_CHECKPOINTS`` when set (tests use it), else ``checkpoints/`` beside app.py."""
     return Path(os.environ.get("HIERATTN_CHECKPOINTS", ROOT / "checkpoints"))
@@ -186,6 +203,155 @@ def device_label() -> str:
 
     device = best_device()
     return f"{'CUDA' if device.type == 'cuda' else 'CPU'} ({hardware()})"
+
+
+# -- Compare, Statistics, Evaluation --------------------------------------------------------------
+class _Task:
+    """One computation running in a background thread; the page polls ``done`` and ``total``."""
+
+    def __init__(self, compute):
+        import threading
+
+        self.done, self.total, self.result, self.error = 0, 0, None, None
+        self.thread = threading.Thread(target=self._run, args=(compute,), daemon=True)
+
+    def _run(self, compute):
+        try:
+            self.result = compute(self._progress)
+        except Exception as exc:  # handed to the page that asked, which shows it
+            self.error = exc
+
+    def _progress(self, done: int, total: int):
+        self.done, self.total = done, total
+
+    @property
+    def finished(self) -> bool:
+        return not self.thread.is_alive()
+
+
+class _ResultStore:
+    """Results of long computations over a split, shared by every session and keyed by everything
+    they depend on (checkpoint files' time stamp included); the oldest are dropped beyond
+    ``capacity``. Each runs in a background thread, so a rerun (any click) does not abort it."""
+
+    def __init__(self, capacity: int = 32):
+        import threading
+        from collections import OrderedDict
+
+        self.capacity, self.lock, self.items = capacity, threading.Lock(), OrderedDict()
+        self.running: dict[tuple, _Task] = {}
+
+    def get(self, key):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+            return self.items.get(key)
+
+    def task(self, key, compute) -> _Task:
+        """The task computing ``key``, started if none is running."""
+        with self.lock:
+            task = self.running.get(key)
+            if task is None:
+                task = self.running[key] = _Task(compute)
+                task.thread.start()
+            return task
+
+    def finish(self, key, task: _Task) -> None:
+        """File a finished task's result (a failed one is dropped, so the next request retries)."""
+        with self.lock:
+            if self.running.get(key) is task:
+                del self.running[key]
+            if task.error is None:
+                self.items[key] = task.result
+                self.items.move_to_end(key)
+                while len(self.items) > self.capacity:
+                    self.items.popitem(last=False)
+
+
+@st.cache_resource
+def _results() -> _ResultStore:
+    return _ResultStore()
+
+
+@st.fragment(run_every=1.0)
+def _watch(key: tuple, label: str):
+    task = _results().running.get(key)
+    if task is None or task.finished:
+        st.rerun()  # the whole page, which now finds the result
+    fraction = task.done / task.total if task.total else 0.0
+    st.progress(fraction, text=f"{label} {task.done:,} / {task.total:,} documents" if task.total else label)
+
+
+def computed(key: tuple, compute, label: str):
+    """The result of ``compute(progress)`` for ``key``, computed once for the whole app in a
+    background thread; ``progress(done, total)`` is what the library functions call after each
+    batch. While it runs: a progress bar here, and None (the page skips what depends on it).
+    An exception raised by ``compute`` is raised here, once; the next call tries again."""
+    store = _results()
+    value = store.get(key)
+    if value is not None:
+        return value
+    task = store.task(key, compute)
+    if task.finished:
+        store.finish(key, task)
+        if task.error is not None:
+            raise task.error
+        return task.result
+    _watch(key, label)
+    return None
+
+
+def is_computed(key: tuple) -> bool:
+    return _results().get(key) is not None
+
+
+def result(key: tuple):
+    """A computed result, or None."""
+    return _results().get(key)
+
+
+def is_running(key: tuple) -> bool:
+    return key in _results().running
+
+
+def checkpoint_key(path: Path) -> tuple[str, float]:
+    """What a result computed from a checkpoint depends on: its path and its files' time stamp."""
+    return str(path), _stamp(path)
+
+
+def split_part(dataset_name: str, split: str) -> tuple[list[str], list[str], list[int]]:
+    """(texts, true class names, indices in the data set) of one split of a built-in data set."""
+    from .data import stratified_split
+
+    ds = builtin_dataset(dataset_name)
+    indices = stratified_split(ds.labels)[split]
+    return [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices], indices
+
+
+def checkpoint_options(checkpoints: dict[str, Path]) -> dict[str, str]:
+    """Picker labels: 'name · model · data set', so two checkpoints of one type stay apart."""
+    out = {}
+    for name, path in checkpoints.items():
+        try:
+            c = load(path)
+            out[name] = f"{name} · {display_name(c)}"
+        except CheckpointError:
+            out[name] = f"{name} · (cannot be loaded)"
+    return out
+
+
+EXPLORE_REQUEST = "explore_request"
+
+
+def open_in_explore(checkpoint: str, text: str) -> None:
+    """Hand a checkpoint and a document to the Explore page and go there."""
+    st.session_state[EXPLORE_REQUEST] = {"checkpoint": checkpoint, "text": text}
+    st.switch_page("pages/explore.py")
+
+
+def take_explore_request() -> dict | None:
+    """The request another page left for Explore (once)."""
+    return st.session_state.pop(EXPLORE_REQUEST, None)
 
 
 __all__ = ["display_name", "head_axis", "job_manager", "CheckpointError", "available_checkpoints", "checkpoint_root", "explain_cached", "load", "samples"]

@@ -25,12 +25,14 @@ def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> 
     return fig
 
 
-def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False) -> go.Figure:
+def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False,
+                      zmax: float | None = None) -> go.Figure:
     """A query x key attention matrix: rows (y) attend to columns (x), as in SANet Figure 3.
 
     ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
     Axes are numeric with the labels as tick text, so repeated words stay separate cells.
     ``compact``: a small multiple for a grid of heads (no tick labels, axis titles or colour bar).
+    ``zmax``: the weight of the darkest cell (default: this matrix's largest), to share a scale.
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
@@ -38,10 +40,12 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     ticks = dict(tickmode="array", tickvals=list(range(0, n, every)), ticktext=[_short(l) for l in labels[::every]])
     hover = [[f"{_short(labels[i], 40)} → {_short(labels[j], 40)}" for j in range(n)] for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
-                               colorscale=COLORSCALE, zmin=0, colorbar=dict(title="weight"),
+                               colorscale=COLORSCALE, zmin=0, zmax=zmax, colorbar=dict(title="weight"),
                                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
     side = min(900, max(320, 22 * n + 160))
-    fig.update_layout(title=title, height=side, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+    # The title goes under the cells: above them sit the key labels and the axis title.
+    fig.update_layout(title=dict(text=title, y=0.01, yanchor="bottom", x=0.5, xanchor="center", font=dict(size=14)),
+                      height=side + (30 if title else 0), margin=dict(l=10, r=10, t=10, b=40 if title else 10),
                       xaxis=dict(title=None if compact else "attends to (key)", side="top", tickangle=-60, **ticks),
                       yaxis=dict(title=None if compact else "query", autorange="reversed", **ticks))
     if compact:  # small multiples: cells only, tokens on hover
@@ -96,7 +100,8 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
 
 def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
                   word_weights: Sequence[Sequence[float]] | None,
-                  sentence_weights: Sequence[float] | None, scale: str = "document") -> str:
+                  sentence_weights: Sequence[float] | None, scale: str = "document",
+                  peak: float | None = None, sentence_peak: float | None = None) -> str:
     """The pasted text, each sentence with a bar for its attention, each word shaded by its
     attention (HCAN Figure 4).
 
@@ -106,19 +111,21 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
     ``scale="sentence"``: each sentence's top word is darkest, to read within long documents.
     Sentence bars are relative to the top sentence, with the weight printed beside them. Exact
     weights are in tooltips. Characters between words are shown unshaded; all text is escaped.
+    ``peak`` / ``sentence_peak``: the weights that get the darkest shade and the full bar, in place
+    of this document's own maxima, so two models' documents share one scale (Compare page).
     """
     if scale not in ("document", "sentence"):
         raise ValueError(f"scale must be 'document' or 'sentence', got {scale!r}")
-    top_sentence = max(sentence_weights, default=0.0) if sentence_weights else 0.0
-    top_word = max((w for ws in word_weights for w in ws), default=0.0) if word_weights else 0.0
+    top_sentence = sentence_peak or (max(sentence_weights, default=0.0) if sentence_weights else 0.0)
+    top_word = peak or (max((w for ws in word_weights for w in ws), default=0.0) if word_weights else 0.0)
     rows = []
     for s, (start, end, words) in enumerate(sentences):
         parts, cursor = [], start
         ws = word_weights[s] if word_weights else [0.0] * len(words)
-        peak = (max(ws, default=0.0) if scale == "sentence" else top_word) or 1.0
+        darkest = (max(ws, default=0.0) if scale == "sentence" else top_word) or 1.0
         for (w_start, w_end), w in zip(words, ws):
             parts.append(html.escape(text[cursor:w_start]))
-            alpha = 0.85 * w / peak
+            alpha = min(0.85, 0.85 * w / darkest)
             parts.append(f'<span title="weight {w:.3f}" style="background:rgba({_RGB[0]},{_RGB[1]},{_RGB[2]},'
                          f'{alpha:.3f});color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;'
                          f'padding:0 1px">{html.escape(text[w_start:w_end])}</span>')
@@ -134,6 +141,85 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
         rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
                     f'<div style="flex:1;white-space:pre-wrap">{"".join(parts)}</div></div>')
     return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+
+
+# Two hues for "model A weighs this more" and "model B weighs this more" (colour-blind safe pair).
+A_RGB, B_RGB = (230, 97, 1), (94, 60, 153)
+
+
+def difference_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
+                    differences: Sequence[Sequence[float | None]]) -> str:
+    """The text with each word shaded by a signed difference of importance: orange where model A
+    weighs it more, purple where model B does, white where they agree, grey text where only one
+    model read it (``None``). Shades are relative to the largest absolute difference."""
+    top = max((abs(d) for ds in differences for d in ds if d is not None), default=0.0) or 1.0
+    rows = []
+    for (start, end, words), ds in zip(sentences, differences):
+        parts, cursor = [], start
+        for (w_start, w_end), d in zip(words, ds):
+            parts.append(html.escape(text[cursor:w_start]))
+            word = html.escape(text[w_start:w_end])
+            if d is None:
+                parts.append(f'<span title="read by one model only" style="color:#aaa">{word}</span>')
+            else:
+                rgb = A_RGB if d > 0 else B_RGB
+                alpha = 0.85 * abs(d) / top
+                parts.append(f'<span title="A − B = {d:+.4f}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},'
+                             f'{alpha:.3f});color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;'
+                             f'padding:0 1px">{word}</span>')
+            cursor = w_end
+        parts.append(html.escape(text[cursor:end]))
+        rows.append(f'<div style="margin:2px 0;line-height:1.7;white-space:pre-wrap">{"".join(parts)}</div>')
+    return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+
+
+def word_attention_html(words: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]], chosen: int) -> str:
+    """HCAN Figures 5 and 8: one line per (map, head), the sentence's words shaded by the
+    attention the chosen word (outlined) gives them; darkest = the line's largest weight, exact
+    weights in tooltips. ``rows``: (label, weights over ``words``)."""
+    lines = []
+    for label, weights in rows:
+        top = max(weights, default=0.0) or 1.0
+        cells = []
+        for i, (word, w) in enumerate(zip(words, weights)):
+            alpha = 0.85 * w / top
+            outline = "outline:2px solid #d62728;" if i == chosen else ""
+            cells.append(f'<span title="weight {w:.3f}" style="background:rgba({_RGB[0]},{_RGB[1]},{_RGB[2]},'
+                         f'{alpha:.3f});color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;'
+                         f'padding:0 2px;{outline}">{html.escape(word)}</span>')
+        lines.append(f'<div style="display:flex;gap:8px;margin:3px 0;line-height:1.8"><div style="flex:0 0 150px;'
+                     f'font-size:0.8em;color:#555">{html.escape(label)}</div><div style="flex:1">{" ".join(cells)}</div></div>')
+    return f'<div style="font-size:0.95em">{"".join(lines)}</div>'
+
+
+def plain_text_html(text: str, max_height: int = 320) -> str:
+    """A document as escaped, wrapped text in a scrolling box (no markdown, no HTML from the text)."""
+    return (f'<div style="white-space:pre-wrap;max-height:{max_height}px;overflow-y:auto;border:1px solid #ddd;'
+            f'border-radius:6px;padding:8px;font-size:0.92em">{html.escape(text)}</div>')
+
+
+def confusion_heatmap(matrix, labels: Sequence[str]) -> go.Figure:
+    """A confusion matrix: rows are true classes, columns predicted; counts in the cells, colour by
+    the share of the true class (so small classes stay readable)."""
+    counts = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
+    shares = [[c / (sum(row) or 1) for c in row] for row in counts]
+    names = [_short(l, 24) for l in labels]
+    fig = go.Figure(go.Heatmap(z=shares, x=names, y=names, text=counts, texttemplate="%{text}", colorscale=COLORSCALE,
+                               zmin=0, zmax=1, colorbar=dict(title="share of<br>true class", tickformat=".0%"),
+                               hovertemplate="true %{y}<br>predicted %{x}<br>%{text} documents (%{z:.1%})<extra></extra>"))
+    fig.update_layout(height=min(700, 160 + 48 * len(labels)), margin=dict(l=10, r=10, t=40, b=10),
+                      xaxis=dict(title="predicted", side="top"), yaxis=dict(title="true", autorange="reversed"))
+    return fig
+
+
+def metric_boxes(groups: dict[str, Sequence[float]], metric: str) -> go.Figure:
+    """Box plots of one metric (0..1 values, shown in %) per group, e.g. per level or class."""
+    fig = go.Figure()
+    for name, values in groups.items():
+        fig.add_trace(go.Box(y=[100 * v for v in values], name=_short(name, 24), boxpoints=False, boxmean=True))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
+                      yaxis=dict(title=f"{metric} (%)", rangemode="tozero"))
+    return fig
 
 
 def _short(label: str, limit: int = 18) -> str:

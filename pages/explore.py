@@ -7,6 +7,8 @@ import streamlit as st
 from hierattn import ui, viz
 from hierattn.explain import ExplainError, metrics_table
 
+ui.run_through_app()
+
 SAMPLE_PROMPT = "— write or paste your own —"
 MAX_HEATMAP = 120  # rows and columns drawn at once
 
@@ -18,6 +20,11 @@ if not checkpoints:
              "`python -m hierattn train --preset bbc-news-hcan`.")
     st.stop()
 
+request = ui.take_explore_request()  # a document sent here from another page (Evaluation)
+if request and request["checkpoint"] in checkpoints:
+    st.session_state.model = request["checkpoint"]
+    st.session_state.document = request["text"]
+    st.session_state.sample = SAMPLE_PROMPT
 with st.sidebar:
     name = st.selectbox("Model", list(checkpoints), key="model",
                         help="Every checkpoint directory under checkpoints/.")

@@ -11,6 +11,8 @@ from hierattn.models import REGISTRY
 from hierattn.text import TextConfig
 from hierattn.training import TrainConfig
 
+ui.run_through_app()
+
 st.title("Train a model")
 jobs = ui.job_manager()
 

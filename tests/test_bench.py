@@ -17,4 +17,8 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
             r = results["explain_seconds"][f"{model}/{tokens}"]
             assert r["seconds"] > 0
             assert 0.9 * tokens <= r["tokens_read"] <= 1.1 * tokens, r  # the whole document is read
-    assert "| training throughput" in capsys.readouterr().out
+    for model in ("hcan", "sanet"):
+        r = results["statistics_seconds"][model]
+        assert r["seconds"] > 0 and r["documents"] == 16 and r["matrices"] > 0
+    out = capsys.readouterr().out
+    assert "| training throughput" in out and "| sanet `untrained-sanet` | 16 |" in out

@@ -124,3 +124,16 @@ def test_samples_come_from_the_test_split():
     samples = sample_documents("bbc-news", per_class=1)
     assert [label for label, _ in samples] == ds.label_names
     assert all(text in test for _, text in samples)
+
+
+def test_csv_download_neutralises_formulas():
+    import pandas as pd
+
+    from hierattn.data import csv_bytes
+
+    frame = pd.DataFrame({"label": ["=cmd|' /C calc'!A0", "+1", "sport", "@SUM(A1)"], "score": [-1.5, 2.0, 3.0, 4.0]})
+    frame["level"] = pd.Categorical(["-x", "word", "word", "word"])
+    lines = csv_bytes(frame).decode().splitlines()
+    assert lines[1].startswith("'=cmd|") and lines[2].startswith("'+1,2.0")
+    assert lines[3] == "sport,3.0,word" and lines[4].startswith("'@SUM")
+    assert lines[1].endswith(",-1.5,'-x")  # numbers stay numbers, text starting with - is quoted

@@ -94,3 +94,55 @@ def test_orderings_prefer_the_equal_budget_comparison():
             Row("han", "HAN", 0.75, 1.0, 10.0, 5, "cpu", 3, 3)]
     (check,) = orderings(rows)
     assert (check["better_accuracy"], check["holds"], check["budget"]) == (0.70, False, "3 epochs each")
+
+
+def _split_result(true, predicted, probabilities):
+    from hierattn.evaluation import SplitEvaluation
+
+    return SplitEvaluation("m", "toy", "test", ["a", "b", "c"], list(range(len(true))), true, predicted, probabilities)
+
+
+def test_per_class_report_and_confusion_by_hand():
+    result = _split_result([0, 0, 1, 1, 2], [0, 1, 1, 1, 0],
+                           [[.9, .1, 0], [.3, .7, 0], [0, 1, 0], [.2, .8, 0], [.6, .2, .2]])
+    assert result.accuracy == pytest.approx(3 / 5)
+    report = result.per_class().set_index("class")
+    # a: predicted twice, right once (P 1/2), 2 true, found once (R 1/2); b: P 2/3, R 1; c: never predicted
+    assert report.loc["a", ["precision", "recall", "F1", "support"]].tolist() == pytest.approx([0.5, 0.5, 0.5, 2])
+    assert report.loc["b", ["precision", "recall", "F1"]].tolist() == pytest.approx([2 / 3, 1.0, 0.8])
+    assert report.loc["c", ["precision", "recall", "F1"]].tolist() == [0.0, 0.0, 0.0]
+    assert report.loc["macro mean", "F1"] == pytest.approx((0.5 + 0.8 + 0) / 3)
+    assert result.confusion().tolist() == [[1, 1, 0], [0, 2, 0], [1, 0, 0]]
+    wrong = result.misclassified()
+    assert wrong["document"].tolist() == [1, 4]  # most confident mistake first (0.7, then 0.6)
+    assert wrong["P(true class)"].tolist() == pytest.approx([0.3, 0.2])
+
+
+def test_evaluate_split_predicts_every_document_of_the_split(toy_checkpoints):
+    from hierattn.checkpoint import load_classifier
+    from hierattn.data import stratified_split
+    from hierattn.evaluation import evaluate_split
+
+    root, data = toy_checkpoints
+    classifier = load_classifier(root / "cnn", device="cpu")
+    seen = []
+    result = evaluate_split(classifier, data.dataset, "validation", batch_size=4,
+                            progress=lambda done, total: seen.append(done))
+    assert result.documents == stratified_split(data.dataset.labels)["validation"]
+    assert seen[-1] == len(result.documents) and len(seen) > 1
+    for probs, predicted in zip(result.probabilities, result.predicted):
+        assert sum(probs) == pytest.approx(1.0, abs=1e-5) and predicted == max(range(len(probs)), key=probs.__getitem__)
+    names = classifier.labels
+    assert [names[t] for t in result.true] == [data.dataset.label_names[data.dataset.labels[d]] for d in result.documents]
+
+
+def test_evaluate_split_refuses_other_classes(toy_checkpoints):
+    from dataclasses import replace
+
+    from hierattn.checkpoint import load_classifier
+    from hierattn.evaluation import LabelMismatch, evaluate_split
+
+    root, data = toy_checkpoints
+    other = replace(data.dataset, label_names=["spam", "ham"])
+    with pytest.raises(LabelMismatch, match="trained on the classes pos, neg"):
+        evaluate_split(load_classifier(root / "cnn", device="cpu"), other)

@@ -1,0 +1,217 @@
+"""Compare: two models, one document. Predictions, where each looks (one colour scale), how far
+they agree, and their self-attention over the same sentence and for one word (HCAN Figures 5-8)."""
+import hashlib
+
+import streamlit as st
+
+from hierattn import compare, ui, viz
+from hierattn.explain import ExplainError
+
+ui.run_through_app()
+
+SAMPLE_PROMPT = "— write or paste your own —"
+
+st.title("Compare two models")
+checkpoints = ui.available_checkpoints()
+if len(checkpoints) < 1:
+    st.error(f"No checkpoints found in `{ui.checkpoint_root()}`.")
+    st.stop()
+names = list(checkpoints)
+labels = ui.checkpoint_options(checkpoints)
+
+
+def _default(preferred: str, fallback: int) -> int:
+    return names.index(preferred) if preferred in names else min(fallback, len(names) - 1)
+
+
+with st.sidebar:
+    # HAN against HCAN on the same data is the classic comparison (HCAN paper Figures 6-8).
+    name_a = st.selectbox("Model A", names, index=_default("bbc-news-han", 0), key="compare_a", format_func=labels.get)
+    name_b = st.selectbox("Model B", names, index=_default("bbc-news-hcan", 1), key="compare_b", format_func=labels.get)
+models = {}
+for slot, name in (("A", name_a), ("B", name_b)):
+    try:
+        models[slot] = ui.load(checkpoints[name])
+    except ui.CheckpointError as exc:
+        st.error(f"Model {slot} (`{name}`) cannot be loaded: {exc}")
+        st.stop()
+with st.sidebar:
+    for slot, c in models.items():
+        accuracy = c.metrics.get("test_accuracy")
+        st.caption(f"**{slot}: {ui.display_name(c)}** · `{c.dataset or '?'}`"
+                   + (f" · test accuracy {accuracy:.1%}" if accuracy is not None else ""))
+    if models["A"].dataset != models["B"].dataset:
+        st.warning("The two models were trained on different data sets, so their classes differ.")
+
+samples = ui.samples(models["A"].dataset)
+options = [SAMPLE_PROMPT] + [f"{ds} · {label} · {' '.join(text.split())[:70]}…" for ds, label, text in samples]
+
+
+def _use_sample():
+    i = options.index(st.session_state.compare_sample)
+    if i:
+        st.session_state.compare_document = samples[i - 1][2]
+
+
+def _own_text():
+    st.session_state.compare_sample = SAMPLE_PROMPT
+
+
+if "compare_document" not in st.session_state and samples:
+    st.session_state.compare_document = samples[0][2]
+    st.session_state.compare_sample = options[1]
+st.selectbox("Sample document (test split)", options, key="compare_sample", on_change=_use_sample)
+text = st.text_area("Document", key="compare_document", height=150, on_change=_own_text,
+                    placeholder="Paste a document to see both models read it…")
+if not text or not text.strip():
+    st.info("Paste a document, or choose a sample above, to compare how the two models read it.")
+    st.stop()
+explanations = {}
+for slot, name in (("A", name_a), ("B", name_b)):
+    try:
+        explanations[slot] = ui.explain_cached(checkpoints[name], text)
+    except ExplainError as exc:
+        st.warning(f"Nothing to show: {exc}.")
+        st.stop()
+ex_a, ex_b = explanations["A"], explanations["B"]
+doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+for slot, ex in explanations.items():
+    if ex.document.truncation.truncated:
+        st.caption(f"Model {slot} read part of this document: {ex.document.truncation.message}.")
+
+# 1. Predictions
+columns = st.columns(2)
+for column, (slot, ex) in zip(columns, explanations.items()):
+    with column:
+        st.markdown(f"#### {slot}: {ui.display_name(models[slot])}")
+        st.metric("Prediction", ex.label, help=f"Checkpoint `{ex.classifier_name}`")
+        st.plotly_chart(viz.probability_chart(ex.labels, ex.probabilities), width="stretch", key=f"probs_{slot}")
+
+# 2. Where each model looks, on one colour scale
+st.subheader("Where each model looks")
+importances = {slot: compare.importance(ex) for slot, ex in explanations.items()}
+present = {slot: imp for slot, imp in importances.items() if imp is not None}
+for slot, imp in importances.items():
+    if imp is None:
+        st.info(f"Model {slot} ({ui.display_name(models[slot])}) has no attention: nothing to shade.")
+if present:
+    peak = max(max(imp.words.values()) for imp in present.values())
+    sentence_peak = max(max(imp.sentences.values()) for imp in present.values())
+    view = st.segmented_control("View", ["side by side", "A", "B", "difference"], default="side by side",
+                                key="compare_view", help="The difference map needs both models' attention.")
+    view = view or "side by side"
+    st.caption("Each word is shaded by its share of the document's attention, on one scale for both models "
+               "(darkest = the largest share of either); orange bars: sentence weights. "
+               + " ".join(f"{slot}: {imp.source}." for slot, imp in present.items()))
+
+    def _document(slot):
+        ex, imp = explanations[slot], importances[slot]
+        if imp is None:
+            st.caption(f"{slot} has no attention.")
+            return
+        spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in ex.document.sentences]
+        st.html(viz.document_html(ex.document.text, spans, compare.shading(ex, imp),
+                                  [imp.sentences[s.start] for s in ex.document.sentences], "document",
+                                  peak=peak, sentence_peak=sentence_peak))
+
+    if view == "side by side":
+        left, right = st.columns(2)
+        for column, slot in ((left, "A"), (right, "B")):
+            with column:
+                st.markdown(f"**{slot}: {ui.display_name(models[slot])}**")
+                _document(slot)
+    elif view in ("A", "B"):
+        _document(view)
+    elif len(present) < 2:
+        st.info("The difference map needs attention from both models.")
+
+    # 3. Agreement
+    if len(present) == 2:
+        agree = compare.agreement(importances["A"], importances["B"])
+        if view == "difference":
+            base = ex_a if ex_a.document.num_tokens >= ex_b.document.num_tokens else ex_b
+            spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in base.document.sentences]
+            diffs = [[agree.difference.get((t.start, t.end)) for t in s.tokens] for s in base.document.sentences]
+            st.html(viz.difference_html(base.document.text, spans, diffs))
+            st.caption("Orange: A gives the word a larger share than B; purple: B gives it more; grey: only one "
+                       "model read it. Shares are renormalised over the words both read.")
+        st.subheader("Agreement")
+        table = agree.table()
+        st.dataframe(table.style.format({c: "{:.2f}" for c in table.columns[1:]}, na_rep="—"), hide_index=True,
+                     width="stretch")
+        st.caption("Spearman: rank correlation of the two models' importance over the words (sentences) both read; "
+                   "1 = the same order. Top-k overlap: share of A's k most important words (sentences) that are "
+                   "among B's k most important. — : too few to compute.")
+
+# 4. Self-attention over the same sentence
+def _word_maps(ex):
+    return [n for n in ex.self_attention_names if ex.attentions[n].level == "word" and "time" not in ex.attentions[n].axes]
+
+
+maps = {slot: _word_maps(ex) for slot, ex in explanations.items()}
+if any(maps.values()):
+    st.subheader("Self-attention over the same sentence")
+    common_words = {(t.start, t.end) for s in ex_a.document.sentences for t in s.tokens} & \
+                   {(t.start, t.end) for s in ex_b.document.sentences for t in s.tokens}
+    starts = [s.start for s in ex_a.document.sentences if compare.sentence_index(ex_b, s.start) is not None]
+    if not starts:
+        st.info("The two models share no sentence of this document.")
+    else:
+        first_words = {s.start: " ".join(t.text for t in s.tokens[:8]) for s in ex_a.document.sentences}
+        start = st.selectbox("Sentence", starts, key=f"compare_sentence_{doc_key}",
+                             format_func=lambda st_: f"S{starts.index(st_) + 1}: {first_words[st_]}…")
+        chosen = {}
+        columns = dict(zip(explanations, st.columns(2)))
+        for slot, ex in explanations.items():
+            with columns[slot]:
+                st.markdown(f"**{slot}: {ui.display_name(models[slot])}**")
+                if not maps[slot]:
+                    st.caption("No word self-attention in this model.")
+                    continue
+                c1, c2 = st.columns(2)
+                name = c1.selectbox("Map", maps[slot], key=f"compare_map_{slot}", format_func=compare.map_label)
+                heads = ex.heads(name)
+                head = None
+                if heads > 1:
+                    pick = c2.selectbox("Head", ["mean of heads"] + [f"head {h + 1}" for h in range(heads)],
+                                        key=f"compare_head_{slot}")
+                    head = None if pick.startswith("mean") else int(pick.split()[1]) - 1
+                chosen[slot] = (name, head, compare.sentence_self_attention(ex, name, start, head, common_words))
+        zmax = max((float(m.max()) for _, _, (m, _) in chosen.values() if m.numel()), default=None)
+        for slot, (name, head, (matrix, spans)) in chosen.items():
+            words = [text[a:b] for a, b in spans]
+            title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}")
+            columns[slot].plotly_chart(viz.attention_heatmap(matrix, words, title, zmax=zmax), width="stretch",
+                                       key=f"compare_heat_{slot}")
+            if "sentence" not in explanations[slot].attentions[name].axes:
+                columns[slot].caption("A flat model attends across the whole document: this is the block of its "
+                                      "document-wide matrix for this sentence (rows sum to the share kept inside it).")
+        st.caption("Both heatmaps use the words both models read and one colour scale (darkest = the largest "
+                   "weight of either).")
+
+        # 5. One word's self-attention, per map and head (HCAN Figures 5 and 8)
+        st.subheader("What one word attends to")
+        sentence = ex_a.document.sentences[compare.sentence_index(ex_a, start)]
+        tokens = [t for t in sentence.tokens if (t.start, t.end) in common_words]
+        if tokens:
+            w = st.select_slider("Word", range(len(tokens)), key=f"compare_word_{doc_key}_{start}",
+                                 format_func=lambda i: tokens[i].text, value=0)
+            word = (tokens[w].start, tokens[w].end)
+            st.caption("Each line: the self-attention the chosen word (outlined) gives the words of its sentence, "
+                       "for one map and head; darkest = that line's largest weight. HCAN's two branches are shown "
+                       "separately, as in its Figure 5.")
+            columns = st.columns(2)
+            for column, (slot, ex) in zip(columns, explanations.items()):
+                with column:
+                    st.markdown(f"**{slot}: {ui.display_name(models[slot])}**")
+                    rows = compare.word_self_attention(ex, start, word)
+                    if not rows:
+                        st.caption("No word self-attention in this model.")
+                        continue
+                    own = compare.sentence_index(ex, start)
+                    words = [t.text for t in ex.document.sentences[own].tokens]
+                    index = next(i for i, t in enumerate(ex.document.sentences[own].tokens) if (t.start, t.end) == word)
+                    lines = [(f"{compare.map_label(r['map'])} · head {r['head'] + 1}"
+                              + (f" · {r['elsewhere']:.0%} elsewhere" if r["elsewhere"] > 0.005 else ""), r["weights"])
+                             for r in rows]
+                    st.html(viz.word_attention_html(words, lines, index))

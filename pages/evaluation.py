@@ -1,0 +1,127 @@
+"""Evaluation: accuracy, per-class precision / recall / F1, the confusion matrix and the mistakes of
+one checkpoint on a split; and the results table of every checkpoint of a data set, live."""
+import streamlit as st
+
+from hierattn import evaluation, ui, viz
+from hierattn.data import BUILTIN, csv_bytes
+
+ui.run_through_app()
+
+st.title("Evaluate a model")
+checkpoints = ui.available_checkpoints()
+if not checkpoints:
+    st.error(f"No checkpoints found in `{ui.checkpoint_root()}`.")
+    st.stop()
+names = list(checkpoints)
+labels = ui.checkpoint_options(checkpoints)
+datasets = list(BUILTIN)
+
+with st.sidebar:
+    name = st.selectbox("Model", names, key="eval_model", format_func=labels.get)
+try:
+    classifier = ui.load(checkpoints[name])
+except ui.CheckpointError as exc:
+    st.error(f"This checkpoint cannot be loaded: {exc}")
+    st.stop()
+with st.sidebar:
+    dataset_name = st.selectbox("Data set", datasets, key="eval_dataset",
+                                index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0)
+    split = st.selectbox("Split", evaluation.SPLITS, index=2, key="eval_split",
+                         help="The stratified 80/10/10 split (seed 1234) that training used.")
+dataset = ui.builtin_dataset(dataset_name)
+
+
+def _evaluated(checkpoint: str, split_name: str):
+    c = ui.load(checkpoints[checkpoint])
+    key = ("evaluation", *ui.checkpoint_key(checkpoints[checkpoint]), dataset_name, split_name)
+    return ui.computed(key, lambda progress: evaluation.evaluate_split(c, dataset, split_name, progress=progress),
+                       f"Evaluating {checkpoint} on {dataset_name} ({split_name}):")
+
+
+try:
+    result = _evaluated(name, split)
+except evaluation.LabelMismatch as exc:
+    st.warning(f"Cannot evaluate on `{dataset_name}`: {exc}.")
+    result = None
+
+if result is not None:
+    report = result.per_class()
+    macro = report.loc[report["class"] == "macro mean"].iloc[0]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Accuracy", f"{result.accuracy:.2%}")
+    c2.metric("Macro F1", f"{macro['F1']:.2%}")
+    c3.metric("Documents", f"{len(result.true):,}")
+    c4.metric("Misclassified", f"{sum(t != p for t, p in zip(result.true, result.predicted)):,}")
+    recorded = classifier.metrics.get("test_accuracy")
+    if split == "test" and recorded is not None and dataset_name == classifier.dataset:
+        st.caption(f"Training recorded {recorded:.2%} test accuracy; re-measured here: {result.accuracy:.2%}.")
+    left, right = st.columns([1, 1])
+    with left:
+        st.markdown("**Per class**")
+        st.dataframe(report.style.format({"precision": "{:.1%}", "recall": "{:.1%}", "F1": "{:.1%}",
+                                          "support": "{:,.0f}"}), hide_index=True, width="stretch")
+    with right:
+        st.markdown("**Confusion matrix**")
+        st.plotly_chart(viz.confusion_heatmap(result.confusion(), result.labels), width="stretch")
+
+    st.subheader("Misclassified documents")
+    wrong = result.misclassified()
+    if wrong.empty:
+        st.success("Every document of this split is classified correctly.")
+    else:
+        wrong.insert(1, "beginning", [" ".join(dataset.texts[d].split())[:90] for d in wrong["document"]])
+        st.caption("Most confident mistakes first. Select a row to read the document and open it in Explore.")
+        picked = st.dataframe(wrong.style.format({"confidence": "{:.1%}", "P(true class)": "{:.1%}"}),
+                              hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+                              key=f"eval_wrong_{name}_{dataset_name}_{split}", height=min(320, 35 * (len(wrong) + 1) + 3),
+                              column_config={"beginning": st.column_config.TextColumn(width="large"),
+                                             "document": st.column_config.NumberColumn("doc", width="small")})
+        selected = picked.selection.rows if picked else []
+        if selected:
+            row = wrong.iloc[selected[0]]
+            document = dataset.texts[int(row["document"])]
+            st.markdown(f"**Document {int(row['document'])}**: true `{row['true']}`, predicted `{row['predicted']}` "
+                        f"({row['confidence']:.1%})")
+            st.html(viz.plain_text_html(document))
+            if st.button("Open it in Explore", key="eval_open", type="primary", icon=":material/search:"):
+                ui.open_in_explore(name, document)
+        st.download_button("Download the misclassified documents (CSV)",
+                           csv_bytes(wrong.assign(text=[dataset.texts[d] for d in wrong["document"]])),
+                           f"misclassified-{name}-{dataset_name}-{split}.csv", "text/csv", key="eval_wrong_csv")
+
+# Every checkpoint of the data set, as the README's results table
+st.subheader(f"Results on `{dataset_name}` (test split), every checkpoint")
+matching = []
+for n in names:
+    try:
+        c = ui.load(checkpoints[n])
+    except ui.CheckpointError:
+        continue
+    if sorted(c.labels) == sorted(dataset.label_names):
+        matching.append(n)
+keys = {n: ("evaluation", *ui.checkpoint_key(checkpoints[n]), dataset_name, "test") for n in matching}
+missing = [n for n in matching if not ui.is_computed(keys[n])]
+running = [n for n in missing if ui.is_running(keys[n])]
+if missing and not running and st.button(f"Evaluate the {len(missing)} remaining checkpoint{'s' * (len(missing) > 1)}",
+                                         key="eval_all", help=", ".join(missing)):
+    running = missing
+for n in running:  # started now, or by an earlier click: progress bars until they finish
+    _evaluated(n, "test")
+missing = [n for n in matching if not ui.is_computed(keys[n])]
+done = [n for n in matching if ui.is_computed(keys[n])]
+if done:
+    rows = [evaluation.result_row(ui.load(checkpoints[n]), ui.result(keys[n]).accuracy) for n in done]
+    table = evaluation.results_frame(rows)
+    st.dataframe(table.style.format({"test accuracy": "{:.2%}", "training ms / document": "{:.2f}",
+                                     "parameters": "{:,}"}, na_rep="?"), hide_index=True, width="stretch")
+    checks = evaluation.orderings(rows)
+    if checks:
+        st.markdown("**The papers' orderings, as measured here**")
+        st.dataframe(evaluation.orderings_frame(checks), hide_index=True, width="stretch")
+    if missing:
+        st.caption(f"Not evaluated yet: {', '.join(m for m in missing if m not in running) or 'none'}"
+                   + (f"; running: {', '.join(running)}." if running else "."))
+elif not matching:
+    st.info(f"No checkpoint was trained on the classes of `{dataset_name}`.")
+else:
+    st.caption(f"{len(matching)} checkpoints have the classes of `{dataset_name}`; none is evaluated yet.")

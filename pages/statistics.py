@@ -1,0 +1,134 @@
+"""Dataset statistics: Gini and diagonality of every self-attention matrix over a split, in the
+form of the SANet paper's Table 2, and its topic-versus-sentiment finding checked on our models."""
+import time
+
+import streamlit as st
+
+from hierattn import stats, ui, viz
+from hierattn.data import BUILTIN, csv_bytes
+
+ui.run_through_app()
+
+SPLITS = ("test", "validation", "train")
+
+st.title("Attention statistics over a data set")
+st.caption("For every document of a split: the Gini coefficient (how concentrated) and the diagonality at "
+           "bandwidth b = 1…5 (how local) of each self-attention matrix, as in the SANet paper §5.3 and Table 2. "
+           "Means are over matrices; matrices over a single word are left out.")
+checkpoints = ui.available_checkpoints()
+if not checkpoints:
+    st.error(f"No checkpoints found in `{ui.checkpoint_root()}`.")
+    st.stop()
+names = list(checkpoints)
+labels = ui.checkpoint_options(checkpoints)
+
+
+def _statistics(name: str, dataset: str, split: str, count: int):
+    """(rows, seconds) for a checkpoint on the first ``count`` documents of a split, computed once
+    in the background; None while it runs (a progress bar shows instead)."""
+    classifier = ui.load(checkpoints[name])
+    texts, true, _ = ui.split_part(dataset, split)
+    key = ("statistics", *ui.checkpoint_key(checkpoints[name]), dataset, split, count)
+
+    def compute(progress):
+        start = time.perf_counter()
+        rows = stats.split_statistics(classifier, texts[:count], true[:count], progress=progress)
+        return rows, time.perf_counter() - start
+
+    return ui.computed(key, compute, f"{name} on {dataset} ({split}):")
+
+
+with st.sidebar:
+    default = names.index("bbc-news-hcan") if "bbc-news-hcan" in names else 0
+    name = st.selectbox("Model", names, index=default, key="stats_model", format_func=labels.get)
+try:
+    classifier = ui.load(checkpoints[name])
+except ui.CheckpointError as exc:
+    st.error(f"This checkpoint cannot be loaded: {exc}")
+    st.stop()
+datasets = list(BUILTIN)
+with st.sidebar:
+    dataset = st.selectbox("Data set", datasets, key="stats_dataset",
+                           index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0,
+                           help="A built-in data set. Any model can be run on any text; per-class rows use "
+                                "the data set's labels.")
+    split = st.selectbox("Split", SPLITS, key="stats_split")
+    texts, _, _ = ui.split_part(dataset, split)
+    if st.session_state.get("stats_documents", 0) > len(texts):
+        del st.session_state["stats_documents"]  # a smaller split than the last one chosen
+    count = st.number_input("Documents", 1, len(texts), len(texts), step=100, key="stats_documents",
+                            help="The first documents of the split, in data set order; all of them by default.")
+if classifier.dataset != dataset:
+    st.caption(f"`{name}` was trained on `{classifier.dataset}`; its attention over `{dataset}` is shown.")
+
+result = _statistics(name, dataset, split, count)
+rows, seconds = result if result is not None else (None, None)
+if rows is None:
+    pass  # the progress bar is showing
+elif rows.empty:
+    st.info(f"{ui.display_name(classifier)} has no self-attention, so there are no matrices to measure. "
+            "Pick HCAN, SANet or HA-LSTM.")
+else:
+    st.caption(f"{rows['document'].nunique():,} documents, {len(rows):,} matrices, computed in {seconds:.1f} s "
+               "(kept for the next visit).")
+    grouping = st.segmented_control("Rows of the table", list(stats.GROUPINGS), default="overall",
+                                    key="stats_grouping", help="One column per level, map (HCAN branch, SANet "
+                                    "block), head, head of each map, or true class of the document.") or "overall"
+    by = stats.GROUPINGS[grouping]
+    table = stats.table2(rows, by)
+    metrics_part, count_part = table.drop(index="matrices"), table.loc[["matrices"]]
+    st.dataframe(metrics_part.style.format("{:.2f}"), width="stretch")
+    st.caption("In %, like SANet Table 2. Matrices per column: "
+               + ", ".join(f"{c} {int(v):,}" for c, v in count_part.iloc[0].items()) + ".")
+    metric = st.selectbox("Distribution of", stats.METRICS, key="stats_metric", format_func=stats.METRIC_NAMES.get)
+    if by is None:
+        groups = {"all matrices": rows[metric].tolist()}
+    else:
+        groups = {(f"head {k + 1}" if by == "head" else str(k)): v[metric].tolist()
+                  for k, v in stats.grouped_by(rows, by).groupby(by, observed=True)}
+    st.plotly_chart(viz.metric_boxes(groups, stats.METRIC_NAMES[metric]), width="stretch")
+    left, right = st.columns(2)
+    left.download_button("Download every matrix's metrics (CSV)", csv_bytes(rows),
+                         f"attention-statistics-{name}-{dataset}-{split}.csv", "text/csv", key="stats_csv")
+    right.download_button("Download this table (CSV)", csv_bytes(table.reset_index(names="metric")),
+                          f"attention-table-{name}-{dataset}-{split}-{grouping}.csv", "text/csv", key="stats_table_csv")
+
+st.subheader("Topic versus sentiment")
+st.caption("The SANet paper found self-attention sparser and closer to the diagonal for sentiment than for topic "
+           "classification (its Table 2: topic Gini 63.6%, diagonality b=3 16.1%; sentiment, without Yelp "
+           "Polarity, Gini 87.2%, diagonality b=3 63.5%). Here: two of our checkpoints, each on the test split of "
+           "the data set it was trained on, word-level matrices.")
+on_builtin = [n for n in names if ui.load(checkpoints[n]).dataset in BUILTIN]
+
+
+def _pick(label, wanted, key):
+    return st.selectbox(label, on_builtin, key=key, format_func=labels.get,
+                        index=on_builtin.index(wanted) if wanted in on_builtin else 0)
+
+
+left, right = st.columns(2)
+with left:
+    topic_name = _pick("Topic classifier", "bbc-news-sanet", "stats_topic")
+with right:
+    sentiment_name = _pick("Sentiment classifier", "tweets-sanet", "stats_sentiment")
+pair = {"topic": topic_name, "sentiment": sentiment_name}
+datasets_of = {task: ui.load(checkpoints[n]).dataset for task, n in pair.items()}
+sizes = {task: len(ui.split_part(datasets_of[task], "test")[0]) for task in pair}
+keys = {task: ("statistics", *ui.checkpoint_key(checkpoints[n]), datasets_of[task], "test", sizes[task])
+        for task, n in pair.items()}
+ready = all(ui.is_computed(k) or ui.is_running(k) for k in keys.values())
+if ready or st.button("Compute both", key="stats_pair_go", type="primary",
+                      help=f"{sizes['topic']:,} + {sizes['sentiment']:,} test documents; kept once computed."):
+    results = {task: _statistics(n, datasets_of[task], "test", sizes[task]) for task, n in pair.items()}
+    results = {task: r[0] for task, r in results.items() if r is not None}
+    empty = [pair[t] for t, r in results.items() if (r["level"] == "word").sum() == 0]
+    if len(results) < 2:
+        pass  # progress bars are showing
+    elif empty:
+        st.info(f"No word-level self-attention in {', '.join(empty)}: pick HCAN or SANet checkpoints.")
+    else:
+        table, verdict = stats.topic_versus_sentiment(results["topic"], results["sentiment"])
+        table.columns = [f"{c} · {pair[c.split()[0]]}" if "measured" in c else c for c in table.columns]
+        st.dataframe(table.style.format("{:.2f}"), width="stretch")
+        for claim, holds in verdict.items():
+            st.markdown(f"- {claim}: **{'reproduced' if holds else 'not reproduced'}** with these checkpoints")

@@ -1,0 +1,120 @@
+"""Compare, Dataset statistics and Evaluation pages, headless (AppTest), on the shipped checkpoints."""
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def shipped_checkpoints(monkeypatch):
+    monkeypatch.delenv("HIERATTN_CHECKPOINTS", raising=False)
+
+
+def open_page(page: str, **state) -> AppTest:
+    # Page files run on their own: clicks are not delivered to a page reached with switch_page.
+    at = AppTest.from_file(str(REPO / page), default_timeout=120)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return settle(at.run())
+
+
+def settle(at: AppTest, limit: float = 240) -> AppTest:
+    """Rerun until no background computation shows a progress bar (the page polls them)."""
+    deadline = time.monotonic() + limit
+    while at.get("progress") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        at.run()
+    assert not at.get("progress"), "a computation did not finish"
+    assert not at.exception, at.exception
+    return at
+
+
+def html_blocks(at) -> list[str]:
+    return [e.proto.body for e in at.get("html")]
+
+
+def test_compare_han_and_hcan_side_by_side():
+    at = open_page("pages/compare.py")
+    assert at.selectbox(key="compare_a").value == "bbc-news-han"
+    assert at.selectbox(key="compare_b").value == "bbc-news-hcan"
+    assert [m.label for m in at.metric] == ["Prediction", "Prediction"]
+    assert [s.value for s in at.subheader] == ["Where each model looks", "Agreement",
+                                              "Self-attention over the same sentence", "What one word attends to"]
+    agreement = at.dataframe[0].value
+    assert list(agreement["measure"]) == ["Spearman rank correlation", "top-5 overlap", "top-10 overlap"]
+    words = agreement.iloc[:, 1]
+    assert -1 <= words.iloc[0] <= 1 and all(0 <= v <= 1 for v in words.iloc[1:])
+    blocks = html_blocks(at)
+    assert sum("rgba(31,119,180" in b for b in blocks) >= 3  # both documents and HCAN's word lines
+    assert len(at.get("plotly_chart")) == 3  # two probability charts, HCAN's heatmap (HAN has none)
+
+
+def test_compare_two_self_attention_models_and_the_difference_map():
+    at = open_page("pages/compare.py", compare_a="bbc-news-sanet")
+    assert len(at.get("plotly_chart")) == 4  # both heatmaps, same sentence
+    assert any("block of its document-wide matrix" in c.value for c in at.caption)
+    at.session_state["compare_view"] = "difference"
+    settle(at.run())
+    assert any("A − B" in b for b in html_blocks(at))
+    at.text_area(key="compare_document").input("<script>alert(1)</script> Hello there. The market <b>fell</b>.").run()
+    settle(at)
+    joined = "\n".join(html_blocks(at))
+    assert "<script>" not in joined and "<b>" not in joined
+    assert "&lt;" in joined and "&gt;" in joined  # the pasted tags are shown as text
+
+
+def test_statistics_table_for_a_few_documents():
+    at = open_page("pages/statistics.py", stats_documents=12)
+    assert at.selectbox(key="stats_model").value == "bbc-news-hcan"
+    table = at.dataframe[0].value
+    assert list(table.index) == ["Gini coefficient"] + [f"Diagonality (bandwidth = {b})" for b in range(1, 6)]
+    values = table["all"]
+    assert all(0 < v < 100 for v in values) and list(values.iloc[1:]) == sorted(values.iloc[1:])  # wider band, more
+    assert any("12 documents" in c.value for c in at.caption)
+    assert len(at.get("download_button")) == 2
+    at.session_state["stats_grouping"] = "level"
+    settle(at.run())
+    assert list(at.dataframe[0].value.columns) == ["sentence", "word"]
+
+
+def test_statistics_page_says_when_a_model_has_no_self_attention():
+    at = open_page("pages/statistics.py", stats_model="bbc-news-han", stats_documents=5)
+    assert any("has no self-attention" in i.value for i in at.info)
+
+
+def test_topic_versus_sentiment_panel():
+    at = open_page("pages/statistics.py", stats_model="bbc-news-sanet", stats_documents=3,
+                   stats_topic="bbc-news-sanet", stats_sentiment="tweets-sanet")
+    at.button(key="stats_pair_go").click().run()
+    settle(at)
+    table = at.dataframe[-1].value
+    assert list(table.columns) == ["topic (measured) · bbc-news-sanet", "topic (SANet paper)",
+                                   "sentiment (measured) · tweets-sanet", "sentiment (SANet paper)"]
+    assert table.loc["Gini coefficient", "topic (SANet paper)"] == pytest.approx(63.5667, abs=1e-3)
+    verdicts = [m.value for m in at.markdown if "reproduced" in m.value]
+    assert len(verdicts) == 2
+
+
+def test_evaluation_page_and_opening_a_mistake_in_explore():
+    at = open_page("pages/evaluation.py", eval_model="bbc-news-han")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Documents"] == "223" and metrics["Accuracy"] == "97.31%"  # the README's number
+    report = at.dataframe[0].value
+    assert list(report["class"]) == ["business", "entertainment", "politics", "sports", "tech", "macro mean",
+                                     "weighted mean"]
+    wrong = at.dataframe[1].value
+    assert len(wrong) == int(metrics["Misclassified"]) == 6
+    at.button(key="eval_all").click().run()
+    settle(at)
+    results = at.dataframe[2].value
+    assert set(results["checkpoint"]) == {"bbc-news-han", "bbc-news-hcan", "bbc-news-sanet"}
+    assert list(results["test accuracy"]) == sorted(results["test accuracy"], reverse=True)
+    # the Explore page takes a document handed over by the Evaluation page's button
+    at = open_page("pages/explore.py",
+                   explore_request={"checkpoint": "bbc-news-han", "text": "Petrol duties frozen. Brown says."})
+    assert at.selectbox(key="model").value == "bbc-news-han"
+    assert at.text_area(key="document").value == "Petrol duties frozen. Brown says."
+    assert "explore_request" not in at.session_state
