@@ -177,7 +177,11 @@ if any(maps.values()):
                                         key=f"compare_head_{slot}")
                     head = None if pick.startswith("mean") else int(pick.split()[1]) - 1
                 chosen[slot] = (name, head, compare.sentence_self_attention(ex, name, start, head, common_words))
-        zmax = max((float(m.max()) for _, _, (m, _) in chosen.values() if m.numel()), default=None)
+        shared = st.toggle("One colour scale for both", value=True, key="compare_shared_scale",
+                           help="Off: each heatmap's darkest cell is its own largest weight. A flat model spreads "
+                                "each row over the whole document, so its block for one sentence is pale on a "
+                                "shared scale.")
+        zmax = max((float(m.max()) for _, _, (m, _) in chosen.values() if m.numel()), default=None) if shared else None
         for slot, (name, head, (matrix, spans)) in chosen.items():
             words = [text[a:b] for a, b in spans]
             title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}")
@@ -186,8 +190,8 @@ if any(maps.values()):
             if "sentence" not in explanations[slot].attentions[name].axes:
                 columns[slot].caption("A flat model attends across the whole document: this is the block of its "
                                       "document-wide matrix for this sentence (rows sum to the share kept inside it).")
-        st.caption("Both heatmaps use the words both models read and one colour scale (darkest = the largest "
-                   "weight of either).")
+        st.caption("Both heatmaps use the words both models read" + (" and one colour scale (darkest = the largest "
+                   "weight of either)." if shared else "; each has its own colour scale."))
 
         # 5. One word's self-attention, per map and head (HCAN Figures 5 and 8)
         st.subheader("What one word attends to")

@@ -97,7 +97,9 @@ st.subheader("Topic versus sentiment")
 st.caption("The SANet paper found self-attention sparser and closer to the diagonal for sentiment than for topic "
            "classification (its Table 2: topic Gini 63.6%, diagonality b=3 16.1%; sentiment, without Yelp "
            "Polarity, Gini 87.2%, diagonality b=3 63.5%). Here: two of our checkpoints, each on the test split of "
-           "the data set it was trained on, word-level matrices.")
+           "the data set it was trained on, word-level matrices. Mind the lengths: a row that spreads its weight evenly over k of n words gives "
+           "Gini 1 − k/n, so at equal focus a long document (a flat model over a news article) scores higher than "
+           "a tweet.")
 on_builtin = [n for n in names if ui.load(checkpoints[n]).dataset in BUILTIN]
 
 

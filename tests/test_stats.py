@@ -40,6 +40,10 @@ def test_batched_metrics_of_known_matrices():
     # uniform 4x4: the band |i-j| <= 1 holds 4 + 3 + 3 = 10 of 16 cells
     assert diagonality[1].tolist() == pytest.approx([10 / 16, 14 / 16, 1.0, 1.0, 1.0])
     assert diagonality[0].tolist() == pytest.approx([1.0] * 5)
+    # rows spread evenly over k of n keys: Gini 1 - k/n, so at equal focus longer matrices score higher
+    spread = torch.zeros(10, 10)
+    spread[:, :2] = 0.5
+    assert batched_matrix_metrics(spread[None], torch.ones(1, 10, dtype=torch.bool))[0].item() == pytest.approx(0.8)
 
 
 def _rows(records):
