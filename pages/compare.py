@@ -215,7 +215,7 @@ if any(maps.values()):
                     own = compare.sentence_index(ex, start)
                     words = [t.text for t in ex.document.sentences[own].tokens]
                     index = next(i for i, t in enumerate(ex.document.sentences[own].tokens) if (t.start, t.end) == word)
-                    lines = [(f"{compare.map_label(r['map'])} · head {r['head'] + 1}"
-                              + (f" · {r['elsewhere']:.0%} elsewhere" if r["elsewhere"] > 0.005 else ""), r["weights"])
-                             for r in rows]
+                    lines = [(compare.map_label(r["map"]) + (f" · head {r['head'] + 1}" if ex.heads(r["map"]) > 1 else "")
+                              + (f" · {r['elsewhere']:.1%} to other sentences" if r["elsewhere"] > 0.0005 else ""),
+                              r["weights"]) for r in rows]
                     st.html(viz.word_attention_html(words, lines, index))
