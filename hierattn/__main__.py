@@ -31,7 +31,7 @@ def _train(args) -> int:
         text_config = replace(text_config, **{k: v for k, v in (("max_sentences", args.max_sentences),
                                                                 ("max_words", args.max_words)) if v})
     for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
-                "word_dropout", "embeddings"):
+                "word_dropout", "embeddings", "precision"):
         if getattr(args, key) is not None:
             setattr(config, key, getattr(args, key))
     for item in args.set or []:
@@ -102,9 +102,13 @@ def _evaluate(args) -> int:
 
 
 def _bench(args) -> int:
-    from .bench import run_bench
+    from .bench import format_table, run_bench
 
-    run_bench(args.json, quick=args.quick)
+    results = run_bench(args.json, quick=args.quick)
+    if args.markdown:
+        command = "python -m hierattn bench --json " + args.json + (" --quick" if args.quick else "") + \
+                  " --markdown " + args.markdown
+        Path(args.markdown).write_text(f"# Benchmarks\n\nProduced by `{command}`.\n\n{format_table(results)}\n")
     return 0
 
 
@@ -133,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--min-freq", type=int, help="vocabulary: minimum count of a word in the training split")
     t.add_argument("--embeddings", choices=["random", "word2vec"],
                    help="word2vec: initialise the embeddings with Word2Vec trained on the training split")
+    t.add_argument("--precision", choices=["fp32", "bf16"],
+                   help="bf16: autocast the forward pass to bfloat16 (faster on CPUs and GPUs with bf16 units)")
     t.add_argument("--seed", type=int)
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     t.set_defaults(func=_train)
@@ -159,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--device")
     v.set_defaults(func=_evaluate)
 
-    b = sub.add_parser("bench", help="measure training throughput and explain latency on this machine")
+    b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")
+    b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     b.set_defaults(func=_bench)
 

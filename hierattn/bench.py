@@ -16,33 +16,113 @@ from .models import build_model
 from .text import TextConfig, Vocab, tokenize_many
 from .training import PRESETS, hardware
 
-LATENCY_TOKENS = (100, 1000, 5000)
+LATENCY_TOKENS = (100, 1000, 10000)
 # Explain latency is measured with the caps lifted, so a 5,000-token document is read whole.
 UNCAPPED = TextConfig(max_sentences=2000, max_words=400)
 
 
-def training_throughput(model_type: str, documents, labels, vocab, num_classes: int, batches: int, device) -> float:
-    """Documents per second over ``batches`` training steps (forward, backward, Adam), after one warm-up."""
+def training_throughput(model_type: str, documents, labels, vocab, num_classes: int, batches: int, device,
+                        precision: str = "fp32", reference: bool = False) -> tuple[float, float]:
+    """(documents per second, model FLOPs per document) over ``batches`` training steps (forward,
+    backward, Adam), after one warm-up step.
+
+    ``reference``: train through the path that also returns the attention maps, the straightforward
+    implementation (separate Q/K/V convolutions, explicit masked softmax, weights kept), instead
+    of the training fast path; ``precision="bf16"``: autocast as ``--precision bf16`` does.
+    FLOPs are counted once, on the warm-up step, by ``torch.utils.flop_counter``."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .training import autocast
+
     preset = PRESETS[f"bbc-news-{model_type}"]
     torch.manual_seed(0)
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": num_classes,
                                      **preset.model_config}).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     all_batches = bucketed_batches(documents, labels, vocab, preset.train.batch_size, shuffle=True)
-    timed, docs = 0.0, 0
+    timed, docs, flops_per_doc = 0.0, 0, 0.0
     for i, batch in enumerate(all_batches[: batches + 1]):
         batch = batch.to(device)
+        counter = FlopCounterMode(display=False) if i == 0 else None
         start = time.perf_counter()
-        loss = model(batch, return_attentions=False).loss
-        optimizer.zero_grad()
-        loss.backward()
+        with counter or _nothing(), autocast(device, precision):
+            loss = model(batch, return_attentions=reference).loss
+        with counter or _nothing():
+            optimizer.zero_grad()
+            loss.backward()
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
+        if counter is not None:
+            flops_per_doc = counter.get_total_flops() / len(batch)
         if i:  # the first batch warms up allocators and kernels
             timed += time.perf_counter() - start
             docs += len(batch)
-    return docs / timed
+    return docs / timed, flops_per_doc
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def matmul_peak(dtype: torch.dtype, device, size: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of a size x size matrix product: the machine's limit the training figures are read against."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    a @ b
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return 2 * size ** 3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def tokenisation_rate(texts: list[str]) -> float:
+    """Tokens per second of ``tokenize_many`` over long documents, caps lifted."""
+    tokenize_many(texts[:4], UNCAPPED)  # warm-up: builds the pipeline
+    start = time.perf_counter()
+    documents = tokenize_many(texts, UNCAPPED)
+    return sum(d.num_tokens for d in documents) / (time.perf_counter() - start)
+
+
+def app_memory_mb(checkpoints: str | Path) -> float:
+    """Resident memory (MB) of a fresh process that imports what the app imports and loads every
+    checkpoint in ``checkpoints`` and the tokeniser (Linux: VmRSS)."""
+    import subprocess
+    import sys
+
+    code = ("import streamlit, plotly, pandas, torch\n"
+            "from hierattn.checkpoint import list_checkpoints, load_classifier\n"
+            "from hierattn.explain import explain\n"
+            f"models = [load_classifier(p) for p in list_checkpoints({str(checkpoints)!r})]\n"
+            "[explain(m, 'The market rallied. Shares rose.') for m in models]\n"
+            "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def explore_rerun_seconds(text: str, checkpoint: str, repeats: int) -> float:
+    """Median seconds of an Explore page rerun (AppTest, the shipped checkpoints) for ``text``."""
+    from streamlit.testing.v1 import AppTest
+
+    app = str(Path(__file__).resolve().parent.parent / "pages" / "explore.py")
+    at = AppTest.from_file(app, default_timeout=120)
+    at.session_state["model"] = checkpoint
+    at.session_state["document"] = text
+    at.run()  # the first run explains (cached after)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def _document_of(tokens: int, texts: list[str]) -> str:
@@ -90,9 +170,21 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
     vocab = Vocab.build(docs, min_freq=2)
     results = {"hardware": hardware(), "device": device.type, "torch": torch.__version__,
                "threads": torch.get_num_threads(), "training_docs_per_s": {}, "explain_seconds": {}}
+    steps = 2 if quick else 24
     for model_type in ("han", "hcan"):
-        rate = training_throughput(model_type, docs, labels, vocab, len(ds.label_names), 2 if quick else 24, device)
+        rate, _ = training_throughput(model_type, docs, labels, vocab, len(ds.label_names), steps, device)
         results["training_docs_per_s"][model_type] = rate
+    # HCAN training against its straightforward fp32 reference, in this process (issue 6)
+    peaks = {"fp32": matmul_peak(torch.float32, device), "bf16": matmul_peak(torch.bfloat16, device)}
+    runs = {}
+    for label, precision, reference in (("reference fp32", "fp32", True), ("fast fp32", "fp32", False),
+                                        ("fast bf16", "bf16", False)):
+        rate, flops = training_throughput("hcan", docs, labels, vocab, len(ds.label_names), steps, device,
+                                          precision, reference)
+        runs[label] = {"docs_per_s": rate, "flops_per_doc": flops, "mfu": rate * flops / (peaks[precision] * 1e9)}
+    results["matmul_gflops"] = peaks
+    results["hcan_training"] = runs
+    results["tokens_per_s"] = tokenisation_rate([ds.texts[i] for i in split["test"]][: 16 if quick else None])
     test_texts = [ds.texts[i] for i in split["test"]]
     for model_type in ("han", "hcan"):
         classifier = _classifier(model_type, Path(checkpoints), vocab, ds.label_names)
@@ -112,20 +204,43 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         rows = split_statistics(classifier, test_texts[:count], labels)
         results["statistics_seconds"][model_type] = {"seconds": time.perf_counter() - start, "documents": count,
                                                      "matrices": len(rows), "checkpoint": classifier.name}
+    if not quick:  # a fresh process and a headless page: seconds each, and they need the shipped checkpoints
+        results["app_memory_mb"] = app_memory_mb(checkpoints)
+        results["explore_rerun_seconds"] = explore_rerun_seconds(_document_of(1000, test_texts), "bbc-news-hcan", 5)
     Path(out).write_text(json.dumps(results, indent=2))
     print(format_table(results))
     return results
 
 
 def format_table(results: dict) -> str:
-    lines = [f"hardware: {results['hardware']} (torch {results['torch']})", "",
+    lines = [f"hardware: {results['hardware']} (torch {results['torch']}, {results['threads']} threads)", "",
              "| measurement | HAN | HCAN |", "|---|---:|---:|"]
     r = results["training_docs_per_s"]
     lines.append(f"| training throughput, bbc-news (documents/s) | {r['han']:.1f} | {r['hcan']:.1f} |")
     for tokens in LATENCY_TOKENS:
         h, c = (results["explain_seconds"][f"{m}/{tokens}"] for m in ("han", "hcan"))
-        lines.append(f"| explain latency, ~{tokens:,} tokens ({h['tokens_read']:,} read) | "
+        lines.append(f"| explain latency, ~{tokens:,} tokens ({h['tokens_read']:,} read), median | "
                      f"{1000 * h['seconds']:.0f} ms | {1000 * c['seconds']:.0f} ms |")
+    if "hcan_training" in results:
+        runs, peaks = results["hcan_training"], results["matmul_gflops"]
+        base = runs["reference fp32"]["docs_per_s"]
+        lines += ["", f"Matrix-multiply peak (2048 x 2048): {peaks['fp32']:.0f} GFLOP/s fp32, {peaks['bf16']:.0f} GFLOP/s bf16.",
+                  "", "| HCAN training, bbc-news | documents/s | vs reference | GFLOP / document | MFU |",
+                  "|---|---:|---:|---:|---:|"]
+        for label, run in runs.items():
+            lines.append(f"| {label} | {run['docs_per_s']:.1f} | {run['docs_per_s'] / base:.2f}x | "
+                         f"{run['flops_per_doc'] / 1e9:.2f} | {run['mfu']:.1%} |")
+        han = results["training_docs_per_s"]["han"]
+        best = max(run["docs_per_s"] for run in runs.values())
+        lines.append(f"\nHCAN (fastest path) / HAN training documents per second: {best / han:.2f}")
+    lines += [""]
+    if "tokens_per_s" in results:
+        lines.append(f"- tokenisation, long documents: {results['tokens_per_s']:,.0f} tokens/s")
+    if "app_memory_mb" in results:
+        lines.append(f"- app process with every shipped checkpoint loaded: {results['app_memory_mb']:.0f} MB resident")
+    if "explore_rerun_seconds" in results:
+        lines.append(f"- Explore page rerun, ~1,000-token document, bbc-news-hcan (AppTest), median: "
+                     f"{1000 * results['explore_rerun_seconds']:.0f} ms")
     if results.get("statistics_seconds"):
         lines += ["", "| dataset statistics, bbc-news test split | documents | matrices | time |", "|---|---:|---:|---:|"]
         for model_type, r in results["statistics_seconds"].items():

@@ -22,7 +22,7 @@ import torch
 
 from .checkpoint import Classifier
 from .data import streamed_batches
-from .metrics import BANDWIDTHS, batched_matrix_metrics
+from .metrics import BANDWIDTHS, metric_columns
 from .outputs import AttentionMap
 
 METRICS = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]
@@ -50,35 +50,6 @@ def paper_means() -> dict[str, dict[str, float]]:
     return out
 
 
-def _as_groups(a: AttentionMap) -> tuple[torch.Tensor, torch.Tensor, str | None]:
-    """weights and mask as (batch, group, head, query, key), and the name of the group axis."""
-    w, m, axes = a.weights, a.mask, list(a.axes)
-    if "head" not in axes:
-        w, m = w.unsqueeze(-3), m.unsqueeze(-3)
-        axes.insert(len(axes) - 2, "head")
-    group = next((g for g in ("sentence", "time") if g in axes), None)
-    if group is None:
-        w, m = w.unsqueeze(1), m.unsqueeze(1)
-        axes.insert(1, "group")
-    order = [0, axes.index(group or "group"), axes.index("head"), len(axes) - 2, len(axes) - 1]
-    if len(axes) != 5:
-        raise ValueError(f"unexpected self-attention axes {a.axes}")
-    return w.permute(order), m.permute(order), group
-
-
-def map_rows(name: str, a: AttentionMap, min_size: int = 2) -> dict[str, torch.Tensor]:
-    """Metrics of every real matrix of one batch's self-attention map, as columns."""
-    w, m, group = _as_groups(a)
-    real = m.diagonal(dim1=-2, dim2=-1)  # (batch, group, head, L): a position is real when it sees itself
-    keep = real.sum(-1) >= min_size
-    doc, g, h = keep.nonzero(as_tuple=True)
-    gini, diag = batched_matrix_metrics(w[keep].float(), real[keep])
-    cols = {"batch_index": doc, "group": g if group else torch.full_like(g, -1), "head": h,
-            "size": real[keep].sum(-1), "gini": gini}
-    cols.update({f"diagonality_b{b}": diag[:, i] for i, b in enumerate(BANDWIDTHS)})
-    return cols
-
-
 @torch.inference_mode()
 def split_statistics(classifier: Classifier, texts: list[str], labels: list[str] | None = None,
                      batch_size: int = 32, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
@@ -95,7 +66,7 @@ def split_statistics(classifier: Classifier, texts: list[str], labels: list[str]
             if not a.is_self_attention:
                 continue
             a = AttentionMap(a.weights.float().cpu(), a.axes, a.level, a.mask.cpu())
-            cols = map_rows(name, a)
+            cols = metric_columns(a)
             index = cols.pop("batch_index").tolist()
             frame = pd.DataFrame({k: v.numpy() for k, v in cols.items()})
             frame.insert(0, "document", [positions[i] for i in index])

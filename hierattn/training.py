@@ -32,6 +32,7 @@ class TrainConfig:
     min_freq: int = 2  # vocabulary
     max_vocab: int | None = 20000
     embeddings: str = "random"  # or "word2vec": trained on the training split (HCAN section 4.3)
+    precision: str = "fp32"  # or "bf16": autocast the forward pass (weights and optimizer stay fp32)
 
 
 @dataclass
@@ -267,6 +268,14 @@ def word_dropout(batch: Batch, p: float) -> Batch:
     return replace(batch, word_ids=batch.word_ids.masked_fill(drop, Vocab.unk_id))
 
 
+def autocast(device, precision: str):
+    """bf16 autocast of the forward pass (matrix products and convolutions in bfloat16, reductions
+    and the loss in float32) on the CPU or CUDA; a no-op for fp32."""
+    if precision not in ("fp32", "bf16"):
+        raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
 def _scheduler(optimizer, config: TrainConfig, steps_per_epoch: int):
     if config.lr_schedule == "constant":
         return None
@@ -284,7 +293,8 @@ def _run_epoch(model, batches, optimizer, scheduler, config: TrainConfig, device
         batch = batch.to(device)
         if config.word_dropout > 0:
             batch = word_dropout(batch, config.word_dropout)
-        loss = model(batch, return_attentions=False).loss
+        with autocast(device, config.precision):
+            loss = model(batch, return_attentions=False).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from hierattn.__main__ import main
 
 
@@ -8,15 +10,24 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(bench, "list_checkpoints", lambda root: [])  # untrained models: fast and independent
     out = tmp_path / "bench.json"
-    assert main(["bench", "--json", str(out), "--quick"]) == 0
+    markdown = tmp_path / "BENCHMARKS.md"
+    assert main(["bench", "--json", str(out), "--quick", "--markdown", str(markdown)]) == 0
+    assert markdown.read_text().startswith("# Benchmarks") and "| fast bf16 |" in markdown.read_text()
     results = json.loads(out.read_text())
     assert set(results["training_docs_per_s"]) == {"han", "hcan"}
     assert all(v > 0 for v in results["training_docs_per_s"].values())
-    for tokens in (100, 1000, 5000):
+    for tokens in (100, 1000, 10000):
         for model in ("han", "hcan"):
             r = results["explain_seconds"][f"{model}/{tokens}"]
             assert r["seconds"] > 0
             assert 0.9 * tokens <= r["tokens_read"] <= 1.1 * tokens, r  # the whole document is read
+    runs = results["hcan_training"]
+    assert set(runs) == {"reference fp32", "fast fp32", "fast bf16"}
+    for run in runs.values():
+        assert run["docs_per_s"] > 0 and run["flops_per_doc"] > 1e6 and run["mfu"] > 0  # noisy peaks: no upper bound
+    # the two fp32 paths do the same arithmetic (the fast path skips keeping the weights)
+    assert runs["fast fp32"]["flops_per_doc"] == pytest.approx(runs["reference fp32"]["flops_per_doc"], rel=0.05)
+    assert results["matmul_gflops"]["fp32"] > 0 and results["tokens_per_s"] > 0
     for model in ("hcan", "sanet"):
         r = results["statistics_seconds"][model]
         assert r["seconds"] > 0 and r["documents"] == 16 and r["matrices"] > 0

@@ -24,7 +24,7 @@ def test_batched_metrics_equal_the_per_matrix_reference(prefix):
             real[i, :n] = True
         else:
             real[i, torch.randperm(length)[:n]] = True
-    gini, diagonality = batched_matrix_metrics(weights, real, chunk=7)  # several chunks
+    gini, diagonality = batched_matrix_metrics(weights, real, cells_per_chunk=300)  # several chunks
     for i in range(k):
         idx = real[i].nonzero().squeeze(1)
         ref = matrix_metrics(weights[i][idx][:, idx])

@@ -57,15 +57,15 @@ class HCANLevel(nn.Module):
         self.norm = nn.LayerNorm(c.d)
         self.target = ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout) if c.pooling == "target" else None
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):
         # x: (N, L, d), mask: (N, L) -> vector (N, d), weights {name: (N, h, L, L) or (N, h, L)}
         positions = torch.arange(x.shape[1], device=x.device).clamp(max=self.position.num_embeddings - 1)
         x = self.dropout((x + self.position(positions)) * mask.unsqueeze(-1))
         weights = {}
         name_a = "self" if self.branch_b is None else "self.a"
-        y, weights[name_a] = self.branch_a(x, mask)
+        y, weights[name_a] = self.branch_a(x, mask, need_weights)
         if self.branch_b is not None:
-            y_b, weights["self.b"] = self.branch_b(x, mask)
+            y_b, weights["self.b"] = self.branch_b(x, mask, need_weights)
             y = y * y_b
         y = self.norm(y) * mask.unsqueeze(-1)
         if self.target is None:
@@ -95,9 +95,9 @@ class HCAN(nn.Module):
         real = batch.sentence_mask.view(-1).nonzero().squeeze(1)  # rows of real sentences in (B*S)
         word_mask = batch.word_mask.view(B * S, W)[real]  # (n, W)
         x = self.embedding(batch.word_ids.view(B * S, W)[real])  # (n, W, d)
-        sentence_vectors, word_weights = self.word_level(x, word_mask)  # (n, d)
+        sentence_vectors, word_weights = self.word_level(x, word_mask, return_attentions)  # (n, d)
         sentences = scatter_rows(sentence_vectors, real, B * S).view(B, S, -1)  # (B, S, d)
-        document, sentence_weights = self.sentence_level(sentences, batch.sentence_mask)  # (B, d)
+        document, sentence_weights = self.sentence_level(sentences, batch.sentence_mask, return_attentions)  # (B, d)
         logits = self.classifier(document)
 
         attentions = {}
@@ -115,7 +115,7 @@ class HCAN(nn.Module):
 
     def _flat(self, batch: Batch, return_attentions: bool) -> ClassifierOutput:
         ids, mask = flatten_words(batch)  # (B, T)
-        document, weights = self.word_level(self.embedding(ids), mask)
+        document, weights = self.word_level(self.embedding(ids), mask, return_attentions)
         logits = self.classifier(document)
         attentions = {}
         if return_attentions:

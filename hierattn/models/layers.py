@@ -70,14 +70,35 @@ class ConvMultiHeadSelfAttention(nn.Module):
         self.v = ConvFeatures(d, kernel, value_activation)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor):
-        # x: (N, L, d); mask: (N, L) -> out (N, L, d), weights (N, h, L, L)
-        q, k, v = (split_heads(f(x, mask), self.heads) for f in (self.q, self.k, self.v))
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):
+        # x: (N, L, d); mask: (N, L) -> out (N, L, d), weights (N, h, L, L) or None
+        if not need_weights:
+            return self._fast(x, mask), None
+        q, k, v = (split_heads(t.contiguous(), self.heads) for t in self._qkv(x, mask))
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         pair_mask = mask[:, None, :, None] & mask[:, None, None, :]  # (N, 1, L, L)
         weights = masked_softmax(scores, pair_mask)
         out = (self.dropout(weights) @ v).transpose(1, 2).reshape(x.shape)
         return out * mask.unsqueeze(-1), weights
+
+    def _qkv(self, x: torch.Tensor, mask: torch.Tensor):
+        """Q, K and V (each (N, L, d)) from one convolution with the three kernels stacked: the same
+        numbers as the three ``ConvFeatures``, one pass over the input instead of three."""
+        d = x.shape[-1]
+        convs = (self.q.conv, self.k.conv, self.v.conv)
+        qkv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), torch.cat([c.weight for c in convs]),
+                       torch.cat([c.bias for c in convs]), padding=convs[0].padding).transpose(1, 2)
+        return F.elu(qkv[..., :d]), F.elu(qkv[..., d: 2 * d]), self.v.activation(qkv[..., 2 * d:])
+
+    def _fast(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The same output without the weights (training): PyTorch's fused scaled-dot-product
+        attention. Padded queries attend to the real keys here (not to nothing); their outputs are
+        zeroed below, so real positions get exactly what ``forward`` gives them."""
+        q, k, v = (split_heads(t.contiguous(), self.heads) for t in self._qkv(x, mask))
+        keys = mask | ~mask.any(-1, keepdim=True)  # a sequence with no real position: any keys, output zeroed
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keys[:, None, None, :],
+                                             dropout_p=self.dropout.p if self.training else 0.0)
+        return out.transpose(1, 2).reshape(x.shape) * mask.unsqueeze(-1)
 
 
 class ConvMultiHeadTargetAttention(nn.Module):
