@@ -241,8 +241,38 @@ def format_table(results: dict) -> str:
     if "explore_rerun_seconds" in results:
         lines.append(f"- Explore page rerun, ~1,000-token document, bbc-news-hcan (AppTest), median: "
                      f"{1000 * results['explore_rerun_seconds']:.0f} ms")
+    goals = _goals(results)
+    if goals:
+        lines += ["", "| goal (issue 6) | target | measured | met |", "|---|---|---:|---|"]
+        lines += [f"| {name} | {target} | {measured} | {'yes' if met else '**no**'} |" for name, target, measured, met in goals]
     if results.get("statistics_seconds"):
         lines += ["", "| dataset statistics, bbc-news test split | documents | matrices | time |", "|---|---:|---:|---:|"]
         for model_type, r in results["statistics_seconds"].items():
             lines.append(f"| {model_type} `{r['checkpoint']}` | {r['documents']} | {r['matrices']:,} | {r['seconds']:.1f} s |")
     return "\n".join(lines)
+
+
+def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
+    """Each performance goal with its target, the measured figure and whether it is met."""
+    out = []
+    if "hcan_training" in results:
+        runs = results["hcan_training"]
+        base = runs["reference fp32"]["docs_per_s"]
+        best = max(run["docs_per_s"] for run in runs.values())
+        out.append(("HCAN training vs its straightforward fp32 reference", ">= 3x", f"{best / base:.2f}x", best >= 3 * base))
+        han = results["training_docs_per_s"]["han"]
+        out.append(("HCAN / HAN training documents per second", ">= 1", f"{best / han:.2f}", best >= han))
+    if "hcan/1000" in results["explain_seconds"]:
+        one, ten = results["explain_seconds"]["hcan/1000"]["seconds"], results["explain_seconds"]["hcan/10000"]["seconds"]
+        out.append(("explain, ~1,000 tokens, HCAN, median", "<= 30 ms", f"{1000 * one:.0f} ms", one <= 0.030))
+        out.append(("explain, ~10,000 tokens, HCAN, median", "<= 1 s", f"{1000 * ten:.0f} ms", ten <= 1.0))
+    if "explore_rerun_seconds" in results:
+        t = results["explore_rerun_seconds"]
+        out.append(("Explore page rerun, ~1,000 tokens, median", "<= 300 ms", f"{1000 * t:.0f} ms", t <= 0.3))
+    if "app_memory_mb" in results:
+        mb = results["app_memory_mb"]
+        out.append(("app memory, every shipped checkpoint loaded", "<= 1 GB", f"{mb:.0f} MB", mb <= 1024))
+    if "tokens_per_s" in results:
+        rate = results["tokens_per_s"]
+        out.append(("tokenisation, long documents", ">= 20,000 tokens/s", f"{rate:,.0f} tokens/s", rate >= 20000))
+    return out

@@ -33,3 +33,18 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
         assert r["seconds"] > 0 and r["documents"] == 16 and r["matrices"] > 0
     out = capsys.readouterr().out
     assert "| training throughput" in out and "| sanet `untrained-sanet` | 16 |" in out
+
+
+def test_goals_are_judged_from_the_figures():
+    from hierattn.bench import _goals
+
+    results = {"hcan_training": {"reference fp32": {"docs_per_s": 10.0}, "fast bf16": {"docs_per_s": 31.0}},
+               "training_docs_per_s": {"han": 40.0},
+               "explain_seconds": {"hcan/1000": {"seconds": 0.031}, "hcan/10000": {"seconds": 0.9}},
+               "explore_rerun_seconds": 0.2, "app_memory_mb": 1100.0, "tokens_per_s": 25000.0}
+    met = {name: ok for name, _, _, ok in _goals(results)}
+    assert met == {"HCAN training vs its straightforward fp32 reference": True,
+                   "HCAN / HAN training documents per second": False,
+                   "explain, ~1,000 tokens, HCAN, median": False, "explain, ~10,000 tokens, HCAN, median": True,
+                   "Explore page rerun, ~1,000 tokens, median": True,
+                   "app memory, every shipped checkpoint loaded": False, "tokenisation, long documents": True}

@@ -1,5 +1,7 @@
 import threading
 
+import pytest
+
 from hierattn.checkpoint import load_classifier
 from hierattn.data import Dataset, prepare
 from hierattn.text import TextConfig
@@ -93,3 +95,13 @@ def test_word_dropout_replaces_only_real_words_with_unk():
     assert changed.any() and (dropped.word_ids[changed] == Vocab.unk_id).all()
     assert (dropped.word_ids[~batch.word_mask] == 0).all()  # padding stays padding
     assert torch.equal(word_dropout(batch, 0.0).word_ids, batch.word_ids)
+
+
+def test_bf16_training_runs_and_is_recorded():
+    data = prepare(_toy(), TextConfig(4, 12))
+    metrics = train("hcan", {"d": 16, "heads": 2}, data, TextConfig(4, 12),
+                    TrainConfig(epochs=2, batch_size=8, lr=5e-3, min_freq=1, precision="bf16"), None, device="cpu")
+    assert metrics["train_config"]["precision"] == "bf16" and metrics["validation_accuracy"] > 0.5
+    with pytest.raises(ValueError, match="precision"):
+        train("hcan", {"d": 16, "heads": 2}, data, TextConfig(4, 12),
+              TrainConfig(epochs=1, min_freq=1, precision="fp8"), None, device="cpu")

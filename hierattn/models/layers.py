@@ -85,10 +85,24 @@ class ConvMultiHeadSelfAttention(nn.Module):
         """Q, K and V (each (N, L, d)) from one convolution with the three kernels stacked: the same
         numbers as the three ``ConvFeatures``, one pass over the input instead of three."""
         d = x.shape[-1]
-        convs = (self.q.conv, self.k.conv, self.v.conv)
-        qkv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), torch.cat([c.weight for c in convs]),
-                       torch.cat([c.bias for c in convs]), padding=convs[0].padding).transpose(1, 2)
+        weight, bias = self._stacked()
+        qkv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), weight, bias,
+                       padding=self.q.conv.padding).transpose(1, 2)
         return F.elu(qkv[..., :d]), F.elu(qkv[..., d: 2 * d]), self.v.activation(qkv[..., 2 * d:])
+
+    def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The Q, K and V kernels stacked. Training stacks them on every call (so gradients reach
+        the three convolutions); inference reuses the stack until a parameter changes."""
+        convs = (self.q.conv, self.k.conv, self.v.conv)
+        params = [t for c in convs for t in (c.weight, c.bias)]
+        if self.training or torch.is_grad_enabled():
+            return torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs])
+        key = tuple((t.data_ptr(), t._version) for t in params)
+        if getattr(self, "_stack_key", None) != key:
+            with torch.no_grad():
+                self._stack = (torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs]))
+            self._stack_key = key
+        return self._stack
 
     def _fast(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The same output without the weights (training): PyTorch's fused scaled-dot-product
