@@ -26,12 +26,12 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
     """(documents per second, model FLOPs per document) over ``batches`` training steps (forward,
     backward, Adam), after one warm-up step.
 
-    ``reference``: train through the path that also returns the attention maps, the straightforward
-    implementation (separate Q/K/V convolutions, explicit masked softmax, weights kept), instead
-    of the training fast path; ``precision="bf16"``: autocast as ``--precision bf16`` does.
+    ``reference``: train through HCAN's straightforward implementation (``layers.straightforward``:
+    one convolution per Q, K and V, explicit masked softmax, weights kept) instead of its fast path; ``precision="bf16"``: autocast as ``--precision bf16`` does.
     FLOPs are counted once, on the warm-up step, by ``torch.utils.flop_counter``."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    from .models.layers import straightforward
     from .training import autocast
 
     preset = PRESETS[f"bbc-news-{model_type}"]
@@ -45,8 +45,8 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
         batch = batch.to(device)
         counter = FlopCounterMode(display=False) if i == 0 else None
         start = time.perf_counter()
-        with counter or _nothing(), autocast(device, precision):
-            loss = model(batch, return_attentions=reference).loss
+        with counter or _nothing(), autocast(device, precision), straightforward() if reference else _nothing():
+            loss = model(batch, return_attentions=False).loss
         with counter or _nothing():
             optimizer.zero_grad()
             loss.backward()

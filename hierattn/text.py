@@ -100,6 +100,7 @@ def _nlp():
     return nlp
 
 
+@lru_cache(maxsize=1 << 16)  # words repeat: most tokens of a document hit the cache
 def normalise(surface: str, lowercase: bool = True) -> str:
     return _DROP.sub("", surface.lower() if lowercase else surface)
 

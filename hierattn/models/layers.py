@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +49,36 @@ class ConvFeatures(nn.Module):
         return self.activation(self.conv(x.transpose(1, 2)).transpose(1, 2))
 
 
+_STRAIGHTFORWARD = False
+
+
+@contextmanager
+def straightforward():
+    """Within this block HCAN runs its reference implementation: one convolution per Q, K and V,
+    explicit masked softmax, weights kept, even when no weights are asked for. The bench measures
+    the fast paths against it; the tests check both give the same numbers."""
+    global _STRAIGHTFORWARD
+    before, _STRAIGHTFORWARD = _STRAIGHTFORWARD, True
+    try:
+        yield
+    finally:
+        _STRAIGHTFORWARD = before
+
+
+def stacked_kernels(owner: nn.Module, convs) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernels and biases of ``convs`` stacked along the output channels, so one convolution
+    computes all of them (same numbers, one pass over the input). With gradients on, they are
+    stacked on every call so gradients reach each convolution; at inference the stack is kept on
+    ``owner`` until a parameter changes."""
+    if torch.is_grad_enabled():
+        return torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs])
+    key = tuple((t.data_ptr(), t._version) for c in convs for t in (c.weight, c.bias))
+    if getattr(owner, "_stack_key", None) != key:
+        owner._stack = (torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs]))
+        owner._stack_key = key
+    return owner._stack
+
+
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:  # (N, L, d) -> (N, h, L, d/h)
     n, length, d = x.shape
     return x.view(n, length, heads, d // heads).transpose(1, 2)
@@ -72,9 +103,12 @@ class ConvMultiHeadSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):
         # x: (N, L, d); mask: (N, L) -> out (N, L, d), weights (N, h, L, L) or None
-        if not need_weights:
+        if _STRAIGHTFORWARD:
+            q, k, v = (split_heads(f(x, mask), self.heads) for f in (self.q, self.k, self.v))
+        elif not need_weights:
             return self._fast(x, mask), None
-        q, k, v = (split_heads(t.contiguous(), self.heads) for t in self._qkv(x, mask))
+        else:
+            q, k, v = (split_heads(t.contiguous(), self.heads) for t in self._qkv(x, mask))
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
         pair_mask = mask[:, None, :, None] & mask[:, None, None, :]  # (N, 1, L, L)
         weights = masked_softmax(scores, pair_mask)
@@ -85,24 +119,10 @@ class ConvMultiHeadSelfAttention(nn.Module):
         """Q, K and V (each (N, L, d)) from one convolution with the three kernels stacked: the same
         numbers as the three ``ConvFeatures``, one pass over the input instead of three."""
         d = x.shape[-1]
-        weight, bias = self._stacked()
+        weight, bias = stacked_kernels(self, (self.q.conv, self.k.conv, self.v.conv))
         qkv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), weight, bias,
                        padding=self.q.conv.padding).transpose(1, 2)
         return F.elu(qkv[..., :d]), F.elu(qkv[..., d: 2 * d]), self.v.activation(qkv[..., 2 * d:])
-
-    def _stacked(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The Q, K and V kernels stacked. Training stacks them on every call (so gradients reach
-        the three convolutions); inference reuses the stack until a parameter changes."""
-        convs = (self.q.conv, self.k.conv, self.v.conv)
-        params = [t for c in convs for t in (c.weight, c.bias)]
-        if self.training or torch.is_grad_enabled():
-            return torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs])
-        key = tuple((t.data_ptr(), t._version) for t in params)
-        if getattr(self, "_stack_key", None) != key:
-            with torch.no_grad():
-                self._stack = (torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs]))
-            self._stack_key = key
-        return self._stack
 
     def _fast(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The same output without the weights (training): PyTorch's fused scaled-dot-product
@@ -128,7 +148,16 @@ class ConvMultiHeadTargetAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor):
         # x: (N, L, d); mask: (N, L) -> out (N, d), weights (N, h, L)
-        k, v = split_heads(self.k(x, mask), self.heads), split_heads(self.v(x, mask), self.heads)
+        d = x.shape[-1]
+        if _STRAIGHTFORWARD:
+            k, v = split_heads(self.k(x, mask), self.heads), split_heads(self.v(x, mask), self.heads)
+            return self._attend(x, mask, k, v)
+        kv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), *stacked_kernels(self, (self.k.conv, self.v.conv)),
+                      padding=self.k.conv.padding).transpose(1, 2)  # K and V in one pass, as in self-attention
+        k, v = (split_heads(F.elu(t).contiguous(), self.heads) for t in (kv[..., :d], kv[..., d:]))
+        return self._attend(x, mask, k, v)
+
+    def _attend(self, x, mask, k, v):
         t = split_heads(self.target.expand(x.shape[0], 1, -1), self.heads)  # (N, h, 1, d/h)
         scores = t @ k.transpose(-1, -2) / math.sqrt(k.shape[-1])  # (N, h, 1, L)
         weights = masked_softmax(scores, mask[:, None, None, :])
