@@ -137,3 +137,34 @@ def test_csv_download_neutralises_formulas():
     assert lines[1].startswith("'=cmd|") and lines[2].startswith("'+1,2.0")
     assert lines[3] == "sport,3.0,word" and lines[4].startswith("'@SUM")
     assert lines[1].endswith(",-1.5,'-x")  # numbers stay numbers, text starting with - is quoted
+
+
+def _sklearn_split(labels, seed=1234):
+    from sklearn.model_selection import train_test_split
+
+    idx = list(range(len(labels)))
+    train, hold = train_test_split(idx, test_size=0.2, stratify=labels, random_state=seed)
+    val, test = train_test_split(hold, test_size=0.5, stratify=[labels[i] for i in hold], random_state=seed)
+    return {"train": sorted(train), "validation": sorted(val), "test": sorted(test)}
+
+
+@pytest.mark.parametrize("name", ["bbc-news", "tweets"])
+def test_split_is_scikit_learns_on_the_builtin_data(name):
+    from hierattn.data import load_builtin, stratified_split
+
+    labels = load_builtin(name).labels
+    assert stratified_split(labels) == _sklearn_split(labels)
+
+
+def test_split_is_scikit_learns_on_random_labels():
+    import random
+
+    from hierattn.data import stratified_split
+
+    rng = random.Random(0)
+    for trial in range(40):
+        classes = rng.randint(2, 7)
+        labels = [rng.randrange(classes) for _ in range(rng.randint(10 * classes, 400))]
+        labels += list(range(classes)) * 10  # every class can be split
+        seed = rng.randrange(10_000)
+        assert stratified_split(labels, seed) == _sklearn_split(labels, seed), trial
