@@ -177,7 +177,7 @@ if any(maps.values()):
                                         key=f"compare_head_{slot}")
                     head = None if pick.startswith("mean") else int(pick.split()[1]) - 1
                 chosen[slot] = (name, head, compare.sentence_self_attention(ex, name, start, head, common_words))
-        shared = st.toggle("One colour scale for both", value=True, key="compare_shared_scale",
+        shared = len(chosen) == 2 and st.toggle("One colour scale for both", value=True, key="compare_shared_scale",
                            help="Off: each heatmap's darkest cell is its own largest weight. A flat model spreads "
                                 "each row over the whole document, so its block for one sentence is pale on a "
                                 "shared scale.")
@@ -190,16 +190,18 @@ if any(maps.values()):
             if "sentence" not in explanations[slot].attentions[name].axes:
                 columns[slot].caption("A flat model attends across the whole document: this is the block of its "
                                       "document-wide matrix for this sentence (rows sum to the share kept inside it).")
-        st.caption("Both heatmaps use the words both models read" + (" and one colour scale (darkest = the largest "
-                   "weight of either)." if shared else "; each has its own colour scale."))
+        if len(chosen) == 2:
+            st.caption("Both heatmaps use the words both models read" + (" and one colour scale (darkest = the "
+                       "largest weight of either)." if shared else "; each has its own colour scale."))
 
         # 5. One word's self-attention, per map and head (HCAN Figures 5 and 8)
         st.subheader("What one word attends to")
         sentence = ex_a.document.sentences[compare.sentence_index(ex_a, start)]
         tokens = [t for t in sentence.tokens if (t.start, t.end) in common_words]
         if tokens:
-            w = st.select_slider("Word", range(len(tokens)), key=f"compare_word_{doc_key}_{start}",
-                                 format_func=lambda i: tokens[i].text, value=0)
+            w = 0 if len(tokens) == 1 else st.select_slider(
+                "Word", range(len(tokens)), key=f"compare_word_{doc_key}_{start}", format_func=lambda i: tokens[i].text,
+                value=0)
             word = (tokens[w].start, tokens[w].end)
             st.caption("Each line: the self-attention the chosen word (outlined) gives the words of its sentence, "
                        "for one map and head; darkest = that line's largest weight. HCAN's two branches are shown "

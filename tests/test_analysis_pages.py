@@ -118,3 +118,10 @@ def test_evaluation_page_and_opening_a_mistake_in_explore():
     assert at.selectbox(key="model").value == "bbc-news-han"
     assert at.text_area(key="document").value == "Petrol duties frozen. Brown says."
     assert "explore_request" not in at.session_state
+
+
+def test_compare_with_a_one_word_sentence():
+    at = open_page("pages/compare.py", compare_a="bbc-news-sanet",
+                   compare_document="Markets\nThe market fell sharply today after the bank raised rates.")
+    assert not at.get("select_slider")  # one word: nothing to pick
+    assert sum("outline:2px" in b for b in html_blocks(at)) == 2  # both models' lines for the word

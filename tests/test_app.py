@@ -43,6 +43,7 @@ def test_explore_hcan_shows_everything(app_env):
     table = at.dataframe[0].value
     assert {"gini", "diagonality_b1", "diagonality_b5"} <= set(table.columns)
     assert len(table) == 2 * 2  # sentence 1: two branches x two heads
+    assert table["sentence"].tolist() == [1, 1, 1, 1] and table["sentence"].dtype.kind == "i"  # "1", not "1.000000"
     assert "has no self-attention" not in texts(at)
     # switch to the sentence level and a single head
     at.radio(key="self_level").set_value("sentence").run()
