@@ -3,6 +3,7 @@ on this machine."""
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 import statistics
 import time
 from pathlib import Path
@@ -45,9 +46,9 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
         batch = batch.to(device)
         counter = FlopCounterMode(display=False) if i == 0 else None
         start = time.perf_counter()
-        with counter or _nothing(), autocast(device, precision), straightforward() if reference else _nothing():
+        with counter or nullcontext(), autocast(device, precision), straightforward() if reference else nullcontext():
             loss = model(batch, return_attentions=False).loss
-        with counter or _nothing():
+        with counter or nullcontext():
             optimizer.zero_grad()
             loss.backward()
         optimizer.step()
@@ -59,14 +60,6 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
             timed += time.perf_counter() - start
             docs += len(batch)
     return docs / timed, flops_per_doc
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def matmul_peak(dtype: torch.dtype, device, size: int = 2048, repeats: int = 5) -> float:

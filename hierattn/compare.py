@@ -61,10 +61,9 @@ def _received(ex: Explanation) -> list[float] | None:
             for s, n in enumerate(lengths):
                 total[offsets[s]: offsets[s] + n] += received[s, :n]
         elif "time" in a.axes:  # (time, window slot): slot k at step t holds the state of word t - 1 - k
-            for t in range(min(received.shape[0], len(total))):
-                for k in range(received.shape[1]):
-                    if t - 1 - k >= 0:
-                        total[t - 1 - k] += received[t, k]
+            steps = min(received.shape[0], len(total))
+            for k in range(received.shape[1]):  # word j gets slot k of step j + 1 + k
+                total[: max(steps - 1 - k, 0)] += received[1 + k: steps, k]
         else:  # (key,) over the document's words
             total += received[: len(total)]
     return _normalised(total.tolist())

@@ -47,6 +47,49 @@ def available_checkpoints() -> dict[str, Path]:
     return {p.name: p for p in list_checkpoints(checkpoint_root())}
 
 
+def checkpoints_or_stop() -> dict[str, Path]:
+    """The checkpoints, or an error on the page and a stop when there are none."""
+    checkpoints = available_checkpoints()
+    if not checkpoints:
+        st.error(f"No checkpoints found in `{checkpoint_root()}`. Train one with "
+                 "`python -m hierattn train --preset bbc-news-hcan`.")
+        st.stop()
+    return checkpoints
+
+
+def load_or_stop(path: Path, what: str = "This checkpoint") -> Classifier:
+    """The loaded checkpoint, or a clear error on the page and a stop."""
+    try:
+        return load(path)
+    except CheckpointError as exc:
+        st.error(f"{what} cannot be loaded: {exc}")
+        st.stop()
+
+
+SAMPLE_PROMPT = "— write or paste your own —"
+
+
+def document_input(dataset: str | None, sample_key: str, document_key: str, height: int, placeholder: str) -> str:
+    """A sample picker (test-split documents, the model's data set first) above a text box that
+    holds the document; the first visit shows the first sample, not an empty page. Returns the text."""
+    docs = samples(dataset)
+    options = [SAMPLE_PROMPT] + [f"{ds} · {label} · {' '.join(text.split())[:70]}…" for ds, label, text in docs]
+
+    def use_sample():
+        i = options.index(st.session_state[sample_key])
+        if i:
+            st.session_state[document_key] = docs[i - 1][2]
+
+    def own_text():
+        st.session_state[sample_key] = SAMPLE_PROMPT  # the box no longer holds the chosen sample
+
+    if document_key not in st.session_state and docs:
+        st.session_state[document_key] = docs[0][2]
+        st.session_state[sample_key] = options[1]
+    st.selectbox("Sample document (test split)", options, key=sample_key, on_change=use_sample)
+    return st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder)
+
+
 @st.cache_resource(max_entries=8, show_spinner="Loading model…")
 def _load(path: str, stamp: float) -> Classifier:  # stamp: reload when the files change
     return load_classifier(path)
@@ -319,6 +362,7 @@ def checkpoint_key(path: Path) -> tuple[str, float]:
     return str(path), _stamp(path)
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)  # every rerun of Statistics asks; shared, read-only
 def split_part(dataset_name: str, split: str) -> tuple[list[str], list[str], list[int]]:
     """(texts, true class names, indices in the data set) of one split of a built-in data set."""
     from .data import stratified_split

@@ -126,9 +126,7 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
         for (w_start, w_end), w in zip(words, ws):
             parts.append(html.escape(text[cursor:w_start]))
             alpha = min(0.85, 0.85 * w / darkest)
-            parts.append(f'<span title="weight {w:.3f}" style="background:rgba({_RGB[0]},{_RGB[1]},{_RGB[2]},'
-                         f'{alpha:.3f});color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;'
-                         f'padding:0 1px">{html.escape(text[w_start:w_end])}</span>')
+            parts.append(_shaded(html.escape(text[w_start:w_end]), alpha, _RGB, f"weight {w:.3f}"))
             cursor = w_end
         parts.append(html.escape(text[cursor:end]))
         if sentence_weights:
@@ -164,9 +162,7 @@ def difference_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tupl
             else:
                 rgb = A_RGB if d > 0 else B_RGB
                 alpha = 0.85 * abs(d) / top
-                parts.append(f'<span title="A − B = {d:+.4f}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},'
-                             f'{alpha:.3f});color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;'
-                             f'padding:0 1px">{word}</span>')
+                parts.append(_shaded(word, alpha, rgb, f"A − B = {d:+.4f}"))
             cursor = w_end
         parts.append(html.escape(text[cursor:end]))
         rows.append(f'<div style="margin:2px 0;line-height:1.7;white-space:pre-wrap">{"".join(parts)}</div>')
@@ -184,9 +180,7 @@ def word_attention_html(words: Sequence[str], rows: Sequence[tuple[str, Sequence
         for i, (word, w) in enumerate(zip(words, weights)):
             alpha = 0.85 * w / top
             outline = "outline:2px solid #d62728;" if i == chosen else ""
-            cells.append(f'<span title="weight {w:.3f}" style="background:rgba({_RGB[0]},{_RGB[1]},{_RGB[2]},'
-                         f'{alpha:.3f});color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;'
-                         f'padding:0 2px;{outline}">{html.escape(word)}</span>')
+            cells.append(_shaded(html.escape(word), alpha, _RGB, f"weight {w:.3f}", "0 2px;" + outline))
         lines.append(f'<div style="display:flex;gap:8px;margin:3px 0;line-height:1.8"><div style="flex:0 0 150px;'
                      f'font-size:0.8em;color:#555">{html.escape(label)}</div><div style="flex:1">{" ".join(cells)}</div></div>')
     return f'<div style="font-size:0.95em">{"".join(lines)}</div>'
@@ -220,6 +214,12 @@ def metric_boxes(groups: dict[str, Sequence[float]], metric: str) -> go.Figure:
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
                       yaxis=dict(title=f"{metric} (%)", rangemode="tozero"))
     return fig
+
+
+def _shaded(escaped: str, alpha: float, rgb: tuple[int, int, int], title: str, padding: str = "0 1px") -> str:
+    """One word (already escaped) on a background of ``rgb`` at ``alpha``; white text on dark shades."""
+    return (f'<span title="{title}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.3f});'
+            f'color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;padding:{padding}">{escaped}</span>')
 
 
 def _short(label: str, limit: int = 18) -> str:

@@ -9,13 +9,8 @@ from hierattn.explain import ExplainError
 
 ui.run_through_app()
 
-SAMPLE_PROMPT = "— write or paste your own —"
-
 st.title("Compare two models")
-checkpoints = ui.available_checkpoints()
-if len(checkpoints) < 1:
-    st.error(f"No checkpoints found in `{ui.checkpoint_root()}`.")
-    st.stop()
+checkpoints = ui.checkpoints_or_stop()
 names = list(checkpoints)
 labels = ui.checkpoint_options(checkpoints)
 
@@ -28,13 +23,8 @@ with st.sidebar:
     # HAN against HCAN on the same data is the classic comparison (HCAN paper Figures 6-8).
     name_a = st.selectbox("Model A", names, index=_default("bbc-news-han", 0), key="compare_a", format_func=labels.get)
     name_b = st.selectbox("Model B", names, index=_default("bbc-news-hcan", 1), key="compare_b", format_func=labels.get)
-models = {}
-for slot, name in (("A", name_a), ("B", name_b)):
-    try:
-        models[slot] = ui.load(checkpoints[name])
-    except ui.CheckpointError as exc:
-        st.error(f"Model {slot} (`{name}`) cannot be loaded: {exc}")
-        st.stop()
+models = {slot: ui.load_or_stop(checkpoints[name], f"Model {slot} (`{name}`)")
+          for slot, name in (("A", name_a), ("B", name_b))}
 with st.sidebar:
     for slot, c in models.items():
         accuracy = c.metrics.get("test_accuracy")
@@ -43,26 +33,8 @@ with st.sidebar:
     if models["A"].dataset != models["B"].dataset:
         st.warning("The two models were trained on different data sets, so their classes differ.")
 
-samples = ui.samples(models["A"].dataset)
-options = [SAMPLE_PROMPT] + [f"{ds} · {label} · {' '.join(text.split())[:70]}…" for ds, label, text in samples]
-
-
-def _use_sample():
-    i = options.index(st.session_state.compare_sample)
-    if i:
-        st.session_state.compare_document = samples[i - 1][2]
-
-
-def _own_text():
-    st.session_state.compare_sample = SAMPLE_PROMPT
-
-
-if "compare_document" not in st.session_state and samples:
-    st.session_state.compare_document = samples[0][2]
-    st.session_state.compare_sample = options[1]
-st.selectbox("Sample document (test split)", options, key="compare_sample", on_change=_use_sample)
-text = st.text_area("Document", key="compare_document", height=150, on_change=_own_text,
-                    placeholder="Paste a document to see both models read it…")
+text = ui.document_input(models["A"].dataset, "compare_sample", "compare_document", 150,
+                         "Paste a document to see both models read it…")
 if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to compare how the two models read it.")
     st.stop()

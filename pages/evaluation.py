@@ -8,21 +8,14 @@ from hierattn.data import BUILTIN, csv_bytes
 ui.run_through_app()
 
 st.title("Evaluate a model")
-checkpoints = ui.available_checkpoints()
-if not checkpoints:
-    st.error(f"No checkpoints found in `{ui.checkpoint_root()}`.")
-    st.stop()
+checkpoints = ui.checkpoints_or_stop()
 names = list(checkpoints)
 labels = ui.checkpoint_options(checkpoints)
 datasets = list(BUILTIN)
 
 with st.sidebar:
     name = st.selectbox("Model", names, key="eval_model", format_func=labels.get)
-try:
-    classifier = ui.load(checkpoints[name])
-except ui.CheckpointError as exc:
-    st.error(f"This checkpoint cannot be loaded: {exc}")
-    st.stop()
+classifier = ui.load_or_stop(checkpoints[name])
 with st.sidebar:
     dataset_name = st.selectbox("Data set", datasets, key="eval_dataset",
                                 index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0)

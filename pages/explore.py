@@ -9,30 +9,21 @@ from hierattn.explain import ExplainError, metrics_table
 
 ui.run_through_app()
 
-SAMPLE_PROMPT = "— write or paste your own —"
 MAX_HEATMAP = 120  # rows and columns drawn at once
 
 st.title("Explore attention")
 
-checkpoints = ui.available_checkpoints()
-if not checkpoints:
-    st.error(f"No checkpoints found in `{ui.checkpoint_root()}`. Train one with "
-             "`python -m hierattn train --preset bbc-news-hcan`.")
-    st.stop()
+checkpoints = ui.checkpoints_or_stop()
 
 request = ui.take_explore_request()  # a document sent here from another page (Evaluation)
 if request and request["checkpoint"] in checkpoints:
     st.session_state.model = request["checkpoint"]
     st.session_state.document = request["text"]
-    st.session_state.sample = SAMPLE_PROMPT
+    st.session_state.sample = ui.SAMPLE_PROMPT
 with st.sidebar:
     name = st.selectbox("Model", list(checkpoints), key="model",
                         help="Every checkpoint directory under checkpoints/.")
-try:
-    classifier = ui.load(checkpoints[name])
-except ui.CheckpointError as exc:
-    st.error(f"This checkpoint cannot be loaded: {exc}")
-    st.stop()
+classifier = ui.load_or_stop(checkpoints[name])
 
 with st.sidebar:
     m = classifier.metrics
@@ -43,26 +34,8 @@ with st.sidebar:
     st.caption(f"Reads up to {classifier.text_config.max_sentences} sentences × "
                f"{classifier.text_config.max_words} words.")
 
-samples = ui.samples(classifier.dataset)
-options = [SAMPLE_PROMPT] + [f"{ds} · {label} · {' '.join(text.split())[:70]}…" for ds, label, text in samples]
-
-
-def _use_sample():
-    i = options.index(st.session_state.sample)
-    if i:
-        st.session_state.document = samples[i - 1][2]
-
-
-def _own_text():
-    st.session_state.sample = SAMPLE_PROMPT  # the box no longer holds the chosen sample
-
-
-if "document" not in st.session_state and samples:  # first visit: show a sample, not an empty page
-    st.session_state.document = samples[0][2]
-    st.session_state.sample = options[1]
-st.selectbox("Sample document (test split)", options, key="sample", on_change=_use_sample)
-text = st.text_area("Document", key="document", height=180, on_change=_own_text,
-                    placeholder="Paste a news article, a review or a tweet…")
+text = ui.document_input(classifier.dataset, "sample", "document", 180,
+                         "Paste a news article, a review or a tweet…")
 
 if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to see how the model attends to it.")

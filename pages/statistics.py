@@ -15,10 +15,7 @@ st.title("Attention statistics over a data set")
 st.caption("For every document of a split: the Gini coefficient (how concentrated) and the diagonality at "
            "bandwidth b = 1…5 (how local) of each self-attention matrix, as in the SANet paper §5.3 and Table 2. "
            "Means are over matrices; matrices over a single word are left out.")
-checkpoints = ui.available_checkpoints()
-if not checkpoints:
-    st.error(f"No checkpoints found in `{ui.checkpoint_root()}`.")
-    st.stop()
+checkpoints = ui.checkpoints_or_stop()
 names = list(checkpoints)
 labels = ui.checkpoint_options(checkpoints)
 
@@ -41,11 +38,7 @@ def _statistics(name: str, dataset: str, split: str, count: int):
 with st.sidebar:
     default = names.index("bbc-news-hcan") if "bbc-news-hcan" in names else 0
     name = st.selectbox("Model", names, index=default, key="stats_model", format_func=labels.get)
-try:
-    classifier = ui.load(checkpoints[name])
-except ui.CheckpointError as exc:
-    st.error(f"This checkpoint cannot be loaded: {exc}")
-    st.stop()
+classifier = ui.load_or_stop(checkpoints[name])
 datasets = list(BUILTIN)
 with st.sidebar:
     dataset = st.selectbox("Data set", datasets, key="stats_dataset",
