@@ -11,7 +11,7 @@ import torch
 
 from .checkpoint import Classifier
 from .data import encode_documents
-from .metrics import BANDWIDTHS, attention_metrics, real_matrices
+from .metrics import METRICS, attention_metrics, real_matrices
 from .outputs import SENTENCE, AttentionMap
 from .text import Document, TextConfig, tokenize
 
@@ -165,6 +165,6 @@ def metrics_table(explanation: Explanation, name: str | None = None, sentence: i
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    columns = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]
     where = ["sentence"] + (["time"] if "time" in df.columns else [])
-    return df[["map", "level"] + where + ["head", "size"] + columns]
+    df[where] = df[where].astype("Int64")  # indices with gaps (maps without the axis), not floats
+    return df[["map", "level"] + where + ["head", "size"] + METRICS]

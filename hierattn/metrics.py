@@ -12,6 +12,7 @@ import torch
 from .outputs import AttentionMap
 
 BANDWIDTHS = (1, 2, 3, 4, 5)
+METRICS = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]  # the figures of one matrix, in table order
 
 
 def _values(x: torch.Tensor) -> torch.Tensor:
@@ -117,13 +118,12 @@ def attention_metrics(attention: AttentionMap, batch_index: int = 0) -> list[dic
                        attention.mask[batch_index: batch_index + 1])
     group_axis = next((a for a in GROUP_AXES if a in attention.axes), None)
     cols = metric_columns(one, min_size=1)
-    names = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]
     table = zip(cols["group"].tolist(), cols["head"].tolist(), cols["size"].tolist(),
-                *(cols[n].tolist() for n in names))
+                *(cols[n].tolist() for n in METRICS))
     rows = []
     for group, head, size, *values in table:
         row = {"sentence": None, group_axis or "sentence": group if group_axis else None, "head": head, "size": size}
-        rows.append({**row, **dict(zip(names, values))})
+        rows.append({**row, **dict(zip(METRICS, values))})
     return rows
 
 

@@ -22,10 +22,9 @@ import torch
 
 from .checkpoint import Classifier
 from .data import streamed_batches
-from .metrics import BANDWIDTHS, metric_columns
+from .metrics import BANDWIDTHS, METRICS, metric_columns
 from .outputs import AttentionMap
 
-METRICS = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]
 METRIC_NAMES = {"gini": "Gini coefficient", **{f"diagonality_b{b}": f"Diagonality (bandwidth = {b})" for b in BANDWIDTHS}}
 GROUPINGS = {"overall": None, "level": "level", "map": "map", "head": "head", "map and head": "map_head",
              "class": "label"}

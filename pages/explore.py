@@ -162,7 +162,7 @@ if self_maps:
     else:
         table = table.drop(columns=["head"])
     if group_column:
-        table[group_column] = table[group_column].astype(int) + 1  # S1, S2, … as in the selectors (NaN made it float)
+        table[group_column] = table[group_column] + 1  # S1, S2, … as in the selectors
     st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
                "of the diagonal), per the SANet paper §5.3, for " + ("this sentence." if group_column == "sentence"
                                                                       else "this time step." if group_column
