@@ -372,6 +372,17 @@ def split_part(dataset_name: str, split: str) -> tuple[list[str], list[str], lis
     return [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices], indices
 
 
+def loadable(checkpoints: dict[str, Path]) -> dict[str, Classifier]:
+    """The checkpoints that load, by name (a corrupted one is left out, not an error here)."""
+    out = {}
+    for name, path in checkpoints.items():
+        try:
+            out[name] = load(path)
+        except CheckpointError:
+            continue
+    return out
+
+
 def checkpoint_options(checkpoints: dict[str, Path]) -> dict[str, str]:
     """Picker labels: 'name · model · data set', so two checkpoints of one type stay apart."""
     out = {}

@@ -84,14 +84,7 @@ if result is not None:
 
 # Every checkpoint of the data set, as the README's results table
 st.subheader(f"Results on `{dataset_name}` (test split), every checkpoint")
-matching = []
-for n in names:
-    try:
-        c = ui.load(checkpoints[n])
-    except ui.CheckpointError:
-        continue
-    if sorted(c.labels) == sorted(dataset.label_names):
-        matching.append(n)
+matching = [n for n, c in ui.loadable(checkpoints).items() if sorted(c.labels) == sorted(dataset.label_names)]
 keys = {n: ("evaluation", *ui.checkpoint_key(checkpoints[n]), dataset_name, "test") for n in matching}
 missing = [n for n in matching if not ui.is_computed(keys[n])]
 running = [n for n in missing if ui.is_running(keys[n])]

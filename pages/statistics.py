@@ -93,7 +93,10 @@ st.caption("The SANet paper found self-attention sparser and closer to the diago
            "the data set it was trained on, word-level matrices. Mind the lengths: a row that spreads its weight evenly over k of n words gives "
            "Gini 1 − k/n, so at equal focus a long document (a flat model over a news article) scores higher than "
            "a tweet.")
-on_builtin = [n for n in names if ui.load(checkpoints[n]).dataset in BUILTIN]
+on_builtin = [n for n, c in ui.loadable(checkpoints).items() if c.dataset in BUILTIN]
+if not on_builtin:
+    st.info("No checkpoint here was trained on a built-in data set.")
+    st.stop()
 
 
 def _pick(label, wanted, key):

@@ -125,3 +125,15 @@ def test_compare_with_a_one_word_sentence():
                    compare_document="Markets\nThe market fell sharply today after the bank raised rates.")
     assert not at.get("select_slider")  # one word: nothing to pick
     assert sum("outline:2px" in b for b in html_blocks(at)) == 2  # both models' lines for the word
+
+
+def test_statistics_page_survives_a_corrupted_checkpoint(checkpoint_dir, tmp_path, monkeypatch):
+    import shutil
+
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir, root)
+    (root / "tiny-sanet" / "model.safetensors").write_bytes(b"not a safetensors file")
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    at = open_page("pages/statistics.py", stats_model="tiny-hcan", stats_documents=5)
+    options = at.selectbox(key="stats_topic").options
+    assert "tiny-hcan · HCAN" in options and not any(o.startswith("tiny-sanet") for o in options)
