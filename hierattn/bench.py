@@ -3,6 +3,7 @@ on this machine."""
 from __future__ import annotations
 
 import json
+import random
 from contextlib import nullcontext
 import statistics
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 import torch
 
 from .checkpoint import Classifier, best_device, list_checkpoints, load_classifier
-from .data import bucketed_batches, load_builtin, stratified_split
+from .data import bucketed_batches, encode_documents, load_builtin, stratified_split
 from .explain import explain
 from .models import build_model
 from .text import TextConfig, Vocab, tokenize_many
@@ -23,12 +24,19 @@ UNCAPPED = TextConfig(max_sentences=2000, max_words=400)
 
 
 def training_throughput(model_type: str, documents, labels, vocab, num_classes: int, batches: int, device,
-                        precision: str = "fp32", reference: bool = False) -> tuple[float, float]:
-    """(documents per second, model FLOPs per document) over ``batches`` training steps (forward,
-    backward, Adam), after one warm-up step.
+                        precision: str = "fp32", reference: bool = False,
+                        buckets: bool | None = None) -> tuple[float, float]:
+    """(documents per second, model FLOPs per document) over the first ``batches`` training steps
+    (forward, backward, Adam), after one warm-up step. With ``batches`` at least the number of
+    batches, every path sees the same documents, whatever its batching.
 
-    ``reference``: train through HCAN's straightforward implementation (``layers.straightforward``:
-    one convolution per Q, K and V, explicit masked softmax, weights kept) instead of its fast path; ``precision="bf16"``: autocast as ``--precision bf16`` does.
+    ``reference``: the straightforward implementation the issue measures against: batches of
+    documents drawn at random (padded to their longest document and sentence, no length buckets),
+    and HCAN's reference layers (``layers.straightforward``: every sentence row of the padded batch,
+    one convolution per Q, K and V, explicit masked softmax, weights kept, ``bernoulli_`` dropout).
+    ``buckets``: override the batching alone (default: random for the reference, buckets otherwise),
+    so the bench can show what each change buys. ``precision="bf16"``: autocast as
+    ``--precision bf16`` does.
     FLOPs are counted once, on the warm-up step, by ``torch.utils.flop_counter``."""
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -40,25 +48,39 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": num_classes,
                                      **preset.model_config}).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    all_batches = bucketed_batches(documents, labels, vocab, preset.train.batch_size, shuffle=True)
-    timed, docs, flops_per_doc = 0.0, 0, 0.0
-    for i, batch in enumerate(all_batches[: batches + 1]):
-        batch = batch.to(device)
-        counter = FlopCounterMode(display=False) if i == 0 else None
-        start = time.perf_counter()
-        with counter or nullcontext(), autocast(device, precision), straightforward() if reference else nullcontext():
-            loss = model(batch, return_attentions=False).loss
-        with counter or nullcontext():
+    if not (not reference if buckets is None else buckets):
+        order = random.Random(0).sample(range(len(documents)), len(documents))
+        chunks = [order[i: i + preset.train.batch_size] for i in range(0, len(order), preset.train.batch_size)]
+        all_batches = [encode_documents([documents[i] for i in c], vocab, [labels[i] for i in c]) for c in chunks]
+    else:
+        all_batches = bucketed_batches(documents, labels, vocab, preset.train.batch_size, shuffle=True)
+    all_batches = all_batches[:batches]
+
+    def step(batch, counter=None):
+        with counter or nullcontext():  # entering a FlopCounterMode resets it: once, around both passes
+            with autocast(device, precision), straightforward() if reference else nullcontext():
+                loss = model(batch, return_attentions=False).loss
             optimizer.zero_grad()
             loss.backward()
         optimizer.step()
+
+    step(all_batches[0].to(device))  # warms up allocators and kernels, untimed
+    timed, docs = 0.0, 0
+    for batch in all_batches:
+        batch = batch.to(device)
+        start = time.perf_counter()
+        step(batch)
         if device.type == "cuda":
             torch.cuda.synchronize()
-        if counter is not None:
-            flops_per_doc = counter.get_total_flops() / len(batch)
-        if i:  # the first batch warms up allocators and kernels
-            timed += time.perf_counter() - start
-            docs += len(batch)
+        timed += time.perf_counter() - start
+        docs += len(batch)
+    # FLOPs over the same batches in a second, untimed pass (the counter slows every operation down)
+    flops = 0
+    for batch in all_batches:
+        counter = FlopCounterMode(display=False)
+        step(batch.to(device), counter)
+        flops += counter.get_total_flops()
+    flops_per_doc = flops / docs
     return docs / timed, flops_per_doc
 
 
@@ -210,10 +232,13 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
     # HCAN training against its straightforward fp32 reference, in this process (issue 6)
     peaks = {"fp32": matmul_peak(torch.float32, device), "bf16": matmul_peak(torch.bfloat16, device)}
     runs = {}
-    for label, precision, reference in (("reference fp32", "fp32", True), ("fast fp32", "fp32", False),
-                                        ("fast bf16", "bf16", False)):
+    for label, precision, reference, buckets in (
+            ("reference fp32", "fp32", True, False),  # random batches, reference layers
+            ("reference layers, length buckets", "fp32", True, True),
+            ("fast fp32", "fp32", False, True),  # the training default  # + sentence groups, fused conv, cheap dropout
+            ("fast bf16", "bf16", False, True)):
         rate, flops = training_throughput("hcan", docs, labels, vocab, len(ds.label_names), steps, device,
-                                          precision, reference)
+                                          precision, reference, buckets)
         runs[label] = {"docs_per_s": rate, "flops_per_doc": flops, "mfu": rate * flops / (peaks[precision] * 1e9)}
     results["matmul_gflops"] = peaks
     results["hcan_training"] = runs
@@ -265,9 +290,9 @@ def format_table(results: dict) -> str:
         for label, run in runs.items():
             lines.append(f"| {label} | {run['docs_per_s']:.1f} | {run['docs_per_s'] / base:.2f}x | "
                          f"{run['flops_per_doc'] / 1e9:.2f} | {run['mfu']:.1%} |")
-        han = results["training_docs_per_s"]["han"]
-        best = max(run["docs_per_s"] for run in runs.values())
-        lines.append(f"\nHCAN (fastest path) / HAN training documents per second: {best / han:.2f}")
+        lines.append("\nreference fp32: random batches and HCAN's reference layers (every padded sentence row, "
+                     "one convolution each for Q, K and V, weights kept, `bernoulli_` dropout). Fast: length "
+                     "buckets, sentences grouped by length, one convolution for Q, K and V, cheap dropout.")
     lines += [""]
     if "tokens_per_s" in results:
         lines.append(f"- tokenisation, long documents: {results['tokens_per_s']:,.0f} tokens/s")
@@ -293,10 +318,12 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
     if "hcan_training" in results:
         runs = results["hcan_training"]
         base = runs["reference fp32"]["docs_per_s"]
-        best = max(run["docs_per_s"] for run in runs.values())
-        out.append(("HCAN training vs its straightforward fp32 reference", ">= 3x", f"{best / base:.2f}x", best >= 3 * base))
+        # the shipped training path; bf16 is reported, but it has not matched fp32's accuracy
+        best = runs["fast fp32"]["docs_per_s"] if "fast fp32" in runs else max(r["docs_per_s"] for r in runs.values())
+        out.append(("HCAN training (fast fp32) vs its straightforward fp32 reference", ">= 3x", f"{best / base:.2f}x",
+                    best >= 3 * base))
         han = results["training_docs_per_s"]["han"]
-        out.append(("HCAN / HAN training documents per second", ">= 1", f"{best / han:.2f}", best >= han))
+        out.append(("HCAN (fast fp32) / HAN training documents per second", ">= 1", f"{best / han:.2f}", best >= han))
     if "hcan/1000" in results["explain_seconds"]:
         one, ten = results["explain_seconds"]["hcan/1000"]["seconds"], results["explain_seconds"]["hcan/10000"]["seconds"]
         out.append(("explain, ~1,000 tokens, HCAN, median", "<= 30 ms", f"{1000 * one:.0f} ms", one <= 0.030))

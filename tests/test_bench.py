@@ -22,11 +22,13 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
             assert r["seconds"] > 0
             assert 0.9 * tokens <= r["tokens_read"] <= 1.1 * tokens, r  # the whole document is read
     runs = results["hcan_training"]
-    assert set(runs) == {"reference fp32", "fast fp32", "fast bf16"}
+    assert set(runs) == {"reference fp32", "reference layers, length buckets", "fast fp32", "fast bf16"}
     for run in runs.values():
         assert run["docs_per_s"] > 0 and run["flops_per_doc"] > 1e6 and run["mfu"] > 0  # noisy peaks: no upper bound
-    # the two fp32 paths do the same arithmetic (the fast path skips keeping the weights)
-    assert runs["fast fp32"]["flops_per_doc"] == pytest.approx(runs["reference fp32"]["flops_per_doc"], rel=0.05)
+    # on the same documents the fast path skips padded work: empty sentence rows, and the padding of
+    # short sentences beside long ones (buckets gain little on the two batches of a quick run)
+    flops = [runs[k]["flops_per_doc"] for k in ("reference fp32", "reference layers, length buckets", "fast fp32")]
+    assert flops[0] >= 0.95 * flops[1] and flops[1] > 1.2 * flops[2], flops
     assert results["matmul_gflops"]["fp32"] > 0 and results["tokens_per_s"] > 0
     for model in ("hcan", "sanet"):
         r = results["statistics_seconds"][model]
@@ -38,14 +40,15 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
 def test_goals_are_judged_from_the_figures():
     from hierattn.bench import _goals
 
-    results = {"hcan_training": {"reference fp32": {"docs_per_s": 10.0}, "fast bf16": {"docs_per_s": 31.0}},
+    results = {"hcan_training": {"reference fp32": {"docs_per_s": 10.0}, "fast fp32": {"docs_per_s": 31.0},
+                                 "fast bf16": {"docs_per_s": 50.0}},
                "training_docs_per_s": {"han": 40.0},
                "explain_seconds": {"hcan/1000": {"seconds": 0.031}, "hcan/10000": {"seconds": 0.9}},
                "explore_rerun_seconds": 0.2, "app_memory_mb": 1100.0, "tokens_per_s": 25000.0,
                "cold_start_seconds": None}
     met = {name: ok for name, _, _, ok in _goals(results)}
-    assert met == {"HCAN training vs its straightforward fp32 reference": True,
-                   "HCAN / HAN training documents per second": False,
+    assert met == {"HCAN training (fast fp32) vs its straightforward fp32 reference": True,
+                   "HCAN (fast fp32) / HAN training documents per second": False,
                    "explain, ~1,000 tokens, HCAN, median": False, "explain, ~10,000 tokens, HCAN, median": True,
                    "Explore page rerun, ~1,000 tokens, median": True,
                    "app memory, every shipped checkpoint loaded": False, "tokenisation, long documents": True,

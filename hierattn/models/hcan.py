@@ -25,7 +25,10 @@ from torch import nn
 from ..data import Batch
 from ..outputs import SENTENCE, WORD, AttentionMap, ClassifierOutput
 from .common import classification_output, flatten_words, pair_mask, scatter_rows
-from .layers import ConvMultiHeadSelfAttention, ConvMultiHeadTargetAttention, masked_max
+from .layers import CheapDropout, ConvMultiHeadSelfAttention, ConvMultiHeadTargetAttention, is_straightforward, masked_max
+
+# Sentences grouped by length for the word level: at most this many groups of at least this many.
+MAX_GROUPS, MIN_GROUP = 4, 16
 
 
 @dataclass
@@ -51,7 +54,7 @@ class HCANLevel(nn.Module):
         self.position = nn.Embedding(positions, c.d)
         # Small start: N(0, 1) positions would swamp the sentence vectors they are added to.
         nn.init.normal_(self.position.weight, std=0.02)
-        self.dropout = nn.Dropout(c.dropout)
+        self.dropout = CheapDropout(c.dropout)
         self.branch_a = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, F.elu, c.dropout)
         self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh, c.dropout) if c.parallel else None
         self.norm = nn.LayerNorm(c.d)
@@ -92,10 +95,13 @@ class HCAN(nn.Module):
 
     def _hierarchical(self, batch: Batch, return_attentions: bool) -> ClassifierOutput:
         B, S, W = batch.word_ids.shape
-        real = batch.sentence_mask.view(-1).nonzero().squeeze(1)  # rows of real sentences in (B*S)
+        if is_straightforward():  # every (document, sentence) row, padding sentences included
+            real = torch.arange(B * S, device=batch.word_ids.device)
+        else:
+            real = batch.sentence_mask.view(-1).nonzero().squeeze(1)  # rows of real sentences in (B*S)
         word_mask = batch.word_mask.view(B * S, W)[real]  # (n, W)
         x = self.embedding(batch.word_ids.view(B * S, W)[real])  # (n, W, d)
-        sentence_vectors, word_weights = self.word_level(x, word_mask, return_attentions)  # (n, d)
+        sentence_vectors, word_weights = self._word_level(x, word_mask, return_attentions)  # (n, d)
         sentences = scatter_rows(sentence_vectors, real, B * S).view(B, S, -1)  # (B, S, d)
         document, sentence_weights = self.sentence_level(sentences, batch.sentence_mask, return_attentions)  # (B, d)
         logits = self.classifier(document)
@@ -112,6 +118,29 @@ class HCAN(nn.Module):
             for name, w in sentence_weights.items():  # (B, h, S, S) or (B, h, S)
                 attentions[f"sentence.{name}"] = _document_level_map(w, batch.sentence_mask, SENTENCE)
         return classification_output(logits, batch, attentions)
+
+    def _word_level(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool):
+        """The word level over sentences grouped by length, each group cut to its own longest
+        sentence, so a 12-word sentence does not pay for the 60-word one beside it. Real words get
+        what one padded pass gives them (the level is padding-invariant: see ``ConvFeatures``);
+        maps are padded back to (n, h, W, W) / (n, h, W)."""
+        n, W = mask.shape
+        if is_straightforward() or n < 2 * MIN_GROUP:
+            return self.word_level(x, mask, need_weights)
+        lengths = mask.sum(1)
+        order = lengths.argsort()
+        groups = [g for g in order.tensor_split(min(MAX_GROUPS, n // MIN_GROUP)) if len(g)]
+        widths = lengths[torch.stack([g[-1] for g in groups])].clamp(min=1).tolist()
+        vectors, weights = [], {}
+        for rows, width in zip(groups, widths):
+            v, w = self.word_level(x[rows, :width], mask[rows, :width], need_weights)
+            vectors.append(v)
+            for name, m in w.items():
+                if m is not None:
+                    pad = (0, W - width) * (m.dim() - 2)  # the key axis, and the query axis of a square map
+                    weights.setdefault(name, []).append(F.pad(m, pad))
+        inverse = order.argsort()
+        return torch.cat(vectors)[inverse], {name: torch.cat(m)[inverse] for name, m in weights.items()}
 
     def _flat(self, batch: Batch, return_attentions: bool) -> ClassifierOutput:
         ids, mask = flatten_words(batch)  # (B, T)
