@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -43,15 +44,26 @@ def _train(args) -> int:
             model_config[key] = json.loads(value)
         except json.JSONDecodeError:  # a bare word such as pooling=max is meant as a string
             model_config[key] = value
+    from .checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
+    from .jobs import JobError, validate_run_name
+
     try:
+        if args.name:  # the app's rules for a run name, under the app's checkpoints folder
+            out = validate_run_name(args.name, checkpoint_root(), replace_existing=True)
         ds = load_table(args.file, args.text_column, args.label_column) if args.file else load_builtin(dataset)
-    except (DataError, OSError) as exc:
+        if not args.name:
+            out = Path(args.out) if args.out else checkpoint_root() / (args.preset or f"{ds.name}-{model_type}")
+        refuse_to_replace(out)  # before hours of training, not after
+    except (DataError, JobError, CheckpointError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out or f"checkpoints/{args.preset or f'{ds.name}-{model_type}'}")
     data = prepare(ds, text_config, config.seed)
-    metrics = train(model_type, model_config, data, text_config, config, out, progress=True,
-                    device=args.device)
+    try:
+        metrics = train(model_type, model_config, data, text_config, config, out, progress=True,
+                        device=args.device)
+    except CheckpointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if not metrics:
         print("no epoch finished; nothing written", file=sys.stderr)
         return 1
@@ -61,12 +73,29 @@ def _train(args) -> int:
     return 0
 
 
+def _read_document(path: Path) -> str:
+    """A text file for ``explain --file``: binary files (zero bytes) are refused, as uploads are;
+    bytes that are not UTF-8 in an otherwise text file are replaced, and the user is told."""
+    from .explain import ExplainError
+
+    raw = path.read_bytes()
+    if b"\x00" in raw[:4096] and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ExplainError(f"{path.name} is not a text file (it contains binary bytes)")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16", "replace")
+    text = raw.decode("utf-8-sig", "replace")
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        print(f"note: {path.name} is not valid UTF-8; {text.count(chr(0xFFFD))} undecodable bytes were replaced",
+              file=sys.stderr)
+    return text
+
+
 def _explain(args) -> int:
     from .checkpoint import CheckpointError, load_classifier
     from .explain import ExplainError, explain
 
     try:
-        text = args.text if args.text is not None else Path(args.file).read_bytes().decode("utf-8", "replace")
+        text = args.text if args.text is not None else _read_document(Path(args.file))
         classifier = load_classifier(args.checkpoint, device=args.device)
         result = explain(classifier, text)
     except (CheckpointError, ExplainError, OSError) as exc:
@@ -123,7 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--file", help="your own .csv/.tsv/.jsonl file instead of a built-in data set")
     t.add_argument("--text-column", default="text")
     t.add_argument("--label-column", default="label")
-    t.add_argument("--out", help="checkpoint directory (default checkpoints/<name>)")
+    where = t.add_mutually_exclusive_group()
+    where.add_argument("--name", help="run name: the checkpoint goes to checkpoints/NAME (the Train page's rules)")
+    where.add_argument("--out", help="checkpoint directory (default checkpoints/<preset or data-model>)")
     t.add_argument("--set", action="append", metavar="KEY=JSON", help="model config override, e.g. parallel=false")
     t.add_argument("--max-sentences", type=int, help="sentences read per document (the rest is cut, and reported)")
     t.add_argument("--max-words", type=int, help="words read per sentence")
@@ -172,7 +203,17 @@ def main(argv: list[str] | None = None) -> int:
     b.set_defaults(func=_bench)
 
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001  a bug: one line for the user, the traceback on request
+        if os.environ.get("HIERATTN_DEBUG"):
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {exc} (set HIERATTN_DEBUG=1 to see the traceback)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

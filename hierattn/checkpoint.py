@@ -1,12 +1,18 @@
 """Checkpoints: ``config.json`` + ``model.safetensors`` + ``vocab.json`` + ``metrics.json``.
 
-Written atomically (a temporary sibling directory, then a rename) and read with safetensors
-only: a checkpoint can never execute code, and a half-written one is never seen.
+Written atomically (a temporary sibling directory, then a rename, or on Linux an atomic exchange
+with the old directory) and read with safetensors only: a checkpoint can never execute code, a
+half-written one is never seen, and a process killed at any instant of a save leaves either the
+old checkpoint or the new one in place. Other files in a checkpoint directory (a ``.pt`` pickle,
+say) are never opened. See docs/RELIABILITY.md.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass
@@ -55,7 +61,12 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
                     dtype: torch.dtype = torch.float16) -> Path:
     """Write a checkpoint directory atomically. Weights are stored as ``dtype`` (fp16 keeps it small)."""
     directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CheckpointError(f"cannot create {directory.parent}: {exc.strerror or exc}") from None
+    refuse_to_replace(directory)
+    _remove_stale_temporaries(directory)
     config = {
         "format_version": FORMAT_VERSION,
         "model_type": model_type,
@@ -74,19 +85,92 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2))
         for f in FILES:  # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
             os.chmod(tmp / f, 0o644)
+            _fsync(tmp / f)
         os.chmod(tmp, 0o755)
-        if directory.exists():  # swap: the old one stays whole until the new one is in place
-            old = directory.with_name(f".{directory.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(directory, old)
-            os.replace(tmp, directory)
-            shutil.rmtree(old, ignore_errors=True)
+        if directory.exists():
+            if _exchange(tmp, directory):  # one atomic step: the old checkpoint is now at tmp
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:  # no atomic exchange here: move the old one aside, then the new one in
+                old = directory.with_name(f".{directory.name}.old")
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(directory, old)
+                os.replace(tmp, directory)
+                shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, directory)
+    except (OSError, SafetensorError) as exc:  # safetensors reports its I/O errors as its own type
+        shutil.rmtree(tmp, ignore_errors=True)
+        disk_full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
+        reason = "the disk is full" if disk_full else (getattr(exc, "strerror", None) or str(exc))
+        raise CheckpointError(f"could not write {directory.name}: {reason}; "
+                              f"{'the previous checkpoint is unchanged' if directory.exists() else 'nothing was written'}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def checkpoint_root() -> Path:
+    """``$HIERATTN_CHECKPOINTS`` when set (tests use it), else ``checkpoints/`` beside app.py."""
+    return Path(os.environ.get("HIERATTN_CHECKPOINTS", Path(__file__).resolve().parent.parent / "checkpoints"))
+
+
+def refuse_to_replace(directory: Path) -> None:
+    """CheckpointError unless ``directory`` is new or one of our checkpoints."""
+    directory = Path(directory)
+    if directory.is_symlink() or (directory.exists() and not _is_replaceable(directory)):
+        raise CheckpointError(f"{directory} exists and is not a checkpoint directory; refusing to replace it")
+
+
+def _is_replaceable(directory: Path) -> bool:
+    """A directory a save may replace: one of ours (a config.json and nothing but files), never
+    an arbitrary folder that a mistyped ``--out`` points at."""
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return False
+    return (directory / "config.json").is_file() and all(e.is_file() and not e.is_symlink() for e in entries)
+
+
+def _remove_stale_temporaries(directory: Path) -> None:
+    """Temporary siblings left by a save that was killed (a ``.name.*`` directory). One save per
+    name runs at a time (the job manager refuses a second), so any left now is stale."""
+    old = directory.with_name(f".{directory.name}.old")
+    if old.is_dir() and not old.is_symlink() and not directory.exists():  # killed between the fallback's renames
+        os.replace(old, directory)
+    pattern = re.compile(re.escape(f".{directory.name}.") + r"([a-z0-9_]{8}|old)")  # mkdtemp's names, and ours
+    for stale in directory.parent.iterdir():
+        if pattern.fullmatch(stale.name) and stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file to disk before it is renamed into place, so a crash of the machine (not only of
+    the process) cannot leave a renamed but empty file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False where
+    the system or file system cannot, and the caller falls back to two renames."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_cwd = -100
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _read_json(path: Path):
@@ -103,6 +187,7 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
     directory = Path(directory)
     if not directory.is_dir():
         raise CheckpointError(f"{directory} is not a checkpoint directory")
+    _refuse_links_out(directory)
     config = _read_json(directory / "config.json")
     if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"{directory.name}: unsupported checkpoint format "
@@ -148,10 +233,27 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
                       config.get("dataset"), device)
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def _refuse_links_out(directory: Path) -> None:
+    """A checkpoint is read from where it is listed: a symbolic link (the directory, or one of its
+    files) that leads out of its folder could make the app read any file on the machine."""
+    if directory.is_symlink() and not _inside(directory, directory.parent):
+        raise CheckpointError(f"{directory.name} is a link to {directory.resolve()}, outside "
+                              f"{directory.parent}; it is not loaded")
+    for name in FILES:
+        f = directory / name
+        if f.is_symlink() and not _inside(f, directory):
+            raise CheckpointError(f"{directory.name}: {name} is a link to a file outside the checkpoint; it is not loaded")
+
+
 def list_checkpoints(root: str | Path) -> list[Path]:
-    """Checkpoint directories directly under ``root`` (hidden temporaries excluded), sorted by name."""
+    """Checkpoint directories directly under ``root``, sorted by name: hidden temporaries, folders
+    without a config.json and links leading out of ``root`` are left out."""
     root = Path(root)
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and (p / "config.json").exists())
+                  and (p / "config.json").exists() and not (p.is_symlink() and not _inside(p, root)))

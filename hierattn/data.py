@@ -88,13 +88,21 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 
 def decode_text(raw: bytes, name: str) -> str:
-    """UTF-8 (with or without a BOM) or UTF-16 with a BOM; anything else is refused clearly."""
+    """UTF-8 (with or without a BOM) or UTF-16 (with a BOM, or without one when the zero bytes
+    of ASCII text show its byte order); anything else is refused clearly."""
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             return raw.decode("utf-16")
         except UnicodeDecodeError:
             raise DataError(f"{name} starts like UTF-16 but does not decode as UTF-16") from None
-    if b"\x00" in raw[:4096]:
+    head = raw[:4096]
+    for encoding, zeros in (("utf-16-le", head[1::2]), ("utf-16-be", head[0::2])):
+        if len(head) >= 4 and len(head) % 2 == 0 and zeros.count(0) >= 0.9 * len(zeros):
+            try:
+                return raw.decode(encoding)
+            except UnicodeDecodeError:
+                break
+    if b"\x00" in head:
         raise DataError(f"{name} is not a text file (it contains binary bytes)")
     try:
         return raw.decode("utf-8-sig")
@@ -123,8 +131,16 @@ def read_rows(raw: bytes, name: str) -> list[dict]:
                     raise DataError(f"{name} line {n} is not a JSON object with named fields")
                 rows.append(row)
     else:
+        reader = csv.DictReader(io.StringIO(content, newline=""), delimiter="\t" if suffix == ".tsv" else ",")
         try:
-            rows = list(csv.DictReader(io.StringIO(content, newline=""), delimiter="\t" if suffix == ".tsv" else ","))
+            rows = []
+            for row in reader:
+                if None in row or None in row.values():  # DictReader's marks for too many / too few fields
+                    fields = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+                    raise DataError(f"{name} line {reader.line_num} has {fields} field{'' if fields == 1 else 's'}; the header has "
+                                    f"{len(reader.fieldnames)} (a missing or extra separator, or an unquoted "
+                                    f"{'tab' if suffix == '.tsv' else 'comma'})")
+                rows.append(row)
         except csv.Error as exc:
             raise DataError(f"{name} is not a valid {suffix[1:].upper()} file ({exc})") from None
     if not rows:

@@ -1,7 +1,12 @@
 """Text pipeline: sentences and tokens with their character spans, normalisation, vocabulary.
 
 Normalisation follows HCAN (Gao et al. 2018) section 4.3: lowercase, and drop every character
-that is not alphanumeric except ``.``, ``!`` and ``?``. A token whose normalised form is empty
+that is not alphanumeric except ``.``, ``!`` and ``?``. The paper's data are English; we read
+"alphanumeric" in the Unicode sense, so Hebrew, Arabic, Greek, Cyrillic, Devanagari or CJK words are
+kept (with their vowel signs), and accents on Latin, Greek and Cyrillic letters are folded (``café``
+and ``cafe\u0301`` both become ``cafe``). Emoji and symbols are not alphanumeric and are dropped.
+spaCy's English tokenizer splits on spaces and punctuation, so Chinese or Japanese text, written
+without spaces, becomes one token per run between punctuation marks. A token whose normalised form is empty
 (pure punctuation such as ``,`` or ``"``) is dropped from the model input, but every kept token
 remembers its original surface string and character span, so attention can be painted back onto
 the exact text the user pasted.
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,7 +23,6 @@ from pathlib import Path
 from typing import Iterable
 
 PAD, UNK = "<pad>", "<unk>"
-_DROP = re.compile(r"[^0-9a-z.!?]+")
 # spaCy refuses texts longer than nlp.max_length; anything beyond this is cut and reported.
 MAX_CHARS = 1_000_000
 
@@ -102,28 +107,64 @@ def _nlp():
 
 @lru_cache(maxsize=1 << 16)  # words repeat: most tokens of a document hit the cache
 def normalise(surface: str, lowercase: bool = True) -> str:
-    return _DROP.sub("", surface.lower() if lowercase else surface)
+    if surface.isascii():  # the common case, and the paper's: [0-9a-z.!?] kept
+        surface = surface.lower() if lowercase else surface
+        return "".join(ch for ch in surface if ch.isalnum() or ch in ".!?")
+    kept = []
+    for ch in unicodedata.normalize("NFKD", surface):
+        if unicodedata.combining(ch) and kept and ord(kept[-1]) < 0x500:
+            continue  # an accent on a Latin, Greek or Cyrillic letter
+        kept.append(ch)
+    surface = unicodedata.normalize("NFKC", "".join(kept))  # recompose what stays (Hangul, kana)
+    surface = surface.lower() if lowercase else surface
+    return "".join(ch for ch in surface if ch.isalnum() or ch in ".!?" or unicodedata.category(ch)[0] == "M")
+
+
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _clean(text: str) -> str:
     # Control characters (binary junk) become spaces so character offsets stay aligned with the input.
+    if text.isascii():  # the common case, by a regular expression instead of a Python loop
+        return _ASCII_CONTROL.sub(" ", text)
     return "".join(ch if ch.isprintable() or ch in "\n\t" else " " for ch in text)
+
+
+_CJK_CHARS = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+_CJK_PIECE = re.compile(f"[{_CJK_CHARS}]|[^{_CJK_CHARS}\\s]+")  # one CJK character, or a run of anything else
+_CJK_SENTENCE_END = "。！？!?."
+
+
+def _pieces(tok):
+    """(surface, start) pieces of a spaCy token: itself, or one per character for Chinese and
+    Japanese, which spaCy's English tokenizer leaves in runs as long as a clause (no spaces)."""
+    if not _CJK.search(tok.text):
+        return [(tok.text, tok.idx)]
+    return [(m.group(), tok.idx + m.start()) for m in _CJK_PIECE.finditer(tok.text)]
 
 
 def _to_sentences(spacy_doc, lowercase: bool) -> list[Sentence]:
     sentences = []
     for sent in spacy_doc.sents:
+        # The sentence's span covers all of its characters (leading quotes, symbols), not just its
+        # kept tokens, so a rendering of the sentences loses nothing of the text.
+        raw = sent.text
+        start = sent.start_char + len(raw) - len(raw.lstrip())
         tokens = []
         for tok in sent:
-            norm = normalise(tok.text, lowercase)
-            if norm:
-                tokens.append(Token(tok.text, norm, tok.idx, tok.idx + len(tok.text)))
+            pieces = _pieces(tok)
+            for surface, idx in pieces:
+                norm = normalise(surface, lowercase)
+                if norm:
+                    tokens.append(Token(surface, norm, idx, idx + len(surface)))
+                if len(pieces) > 1 and surface[-1] in _CJK_SENTENCE_END and tokens:  # 。 ends a sentence
+                    sentences.append(Sentence(tuple(tokens), start, idx + len(surface)))
+                    tokens, start = [], idx + len(surface)
         if tokens:
-            # The sentence's span covers all of its characters (leading quotes, symbols), not
-            # just its kept tokens, so a rendering of the sentences loses nothing of the text.
-            raw = sent.text
-            start = sent.start_char + len(raw) - len(raw.lstrip())
-            sentences.append(Sentence(tuple(tokens), start, start + len(raw.strip())))
+            while raw[start - sent.start_char: start - sent.start_char + 1].isspace():  # after a split at 。
+                start += 1
+            sentences.append(Sentence(tuple(tokens), start, sent.start_char + len(raw.rstrip())))
     return sentences
 
 

@@ -4,17 +4,16 @@ Kept apart from ``viz`` (which never imports Streamlit) so figures stay usable i
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 
-from .checkpoint import CheckpointError, Classifier, list_checkpoints, load_classifier
+from .checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
 from .data import BUILTIN, DataError, sample_documents
 from .explain import Explanation, explain, head_axis
 from .models import display_name as _display_name
+from . import viz
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_through_app() -> None:
@@ -34,11 +33,6 @@ def run_through_app() -> None:
             st.rerun()
 
 
-def checkpoint_root() -> Path:
-    """``$HIERATTN_CHECKPOINTS`` when set (tests use it), else ``checkpoints/`` beside app.py."""
-    return Path(os.environ.get("HIERATTN_CHECKPOINTS", ROOT / "checkpoints"))
-
-
 def _stamp(path: Path) -> float:
     return max((f.stat().st_mtime for f in path.iterdir()), default=0.0)
 
@@ -51,7 +45,7 @@ def checkpoints_or_stop() -> dict[str, Path]:
     """The checkpoints, or an error on the page and a stop when there are none."""
     checkpoints = available_checkpoints()
     if not checkpoints:
-        st.error(f"No checkpoints found in `{checkpoint_root()}`. Train one with "
+        st.error(f"No checkpoints found in {viz.md_code(checkpoint_root())}. Train one with "
                  "`python -m hierattn train --preset bbc-news-hcan`.")
         st.stop()
     return checkpoints
@@ -62,7 +56,7 @@ def load_or_stop(path: Path, what: str = "This checkpoint") -> Classifier:
     try:
         return load(path)
     except CheckpointError as exc:
-        st.error(f"{what} cannot be loaded: {exc}")
+        st.error(f"{what} cannot be loaded: {viz.md_text(exc)}")
         st.stop()
 
 
@@ -322,6 +316,7 @@ def _watch(key: tuple, label: str):
     if task is None or task.finished:
         st.rerun()  # the whole page, which now finds the result
     fraction = task.done / task.total if task.total else 0.0
+    label = viz.md_text(label)  # names a checkpoint and a data set: shown as typed
     st.progress(fraction, text=f"{label} {task.done:,} / {task.total:,} documents" if task.total else label)
 
 

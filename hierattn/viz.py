@@ -1,8 +1,10 @@
 """Figures and HTML for attention. Takes plain lists/tensors with documented axes; never a model,
-never Streamlit. Every piece of user text that goes into HTML passes through ``html.escape``."""
+never Streamlit. Every piece of user text that goes into HTML passes through ``html.escape``, into
+plotly text through ``_short``, and into Streamlit markdown through ``md_text`` or ``md_code``."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -12,11 +14,27 @@ COLORSCALE = "Blues"
 _RGB = (31, 119, 180)
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^])")
+
+
+def md_text(value) -> str:
+    """``value`` as literal text inside Streamlit markdown (``st.markdown``, ``st.caption``,
+    ``st.error`` ...): every character markdown, HTML or LaTeX (``$``) would read is backslash-
+    escaped, and line breaks become spaces, so a label such as ``**x**`` or ``$x$`` shows as typed."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def md_code(value) -> str:
+    """``value`` as an inline code span (shown verbatim; a backtick inside would close the span,
+    so it becomes a prime)."""
+    return "`" + " ".join(str(value).replace("`", "ʹ").split()) + "`"
+
+
 def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> go.Figure:
     """Horizontal bars, predicted class highlighted."""
     best = max(range(len(probabilities)), key=probabilities.__getitem__)
     colors = ["#1f77b4" if i == best else "#aec7e8" for i in range(len(labels))]
-    fig = go.Figure(go.Bar(x=list(probabilities), y=list(labels), orientation="h", marker_color=colors,
+    fig = go.Figure(go.Bar(x=list(probabilities), y=[_short(l, 60) for l in labels], orientation="h", marker_color=colors,
                            text=[f"{p:.1%}" for p in probabilities], textposition="auto",
                            hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
     fig.update_layout(xaxis=dict(range=[0, 1], tickformat=".0%", title="probability"),

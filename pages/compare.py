@@ -23,12 +23,12 @@ with st.sidebar:
     # HAN against HCAN on the same data is the classic comparison (HCAN paper Figures 6-8).
     name_a = st.selectbox("Model A", names, index=_default("bbc-news-han", 0), key="compare_a", format_func=labels.get)
     name_b = st.selectbox("Model B", names, index=_default("bbc-news-hcan", 1), key="compare_b", format_func=labels.get)
-models = {slot: ui.load_or_stop(checkpoints[name], f"Model {slot} (`{name}`)")
+models = {slot: ui.load_or_stop(checkpoints[name], f"Model {slot} ({viz.md_code(name)})")
           for slot, name in (("A", name_a), ("B", name_b))}
 with st.sidebar:
     for slot, c in models.items():
         accuracy = c.metrics.get("test_accuracy")
-        st.caption(f"**{slot}: {ui.display_name(c)}** · `{c.dataset or '?'}`"
+        st.caption(f"**{slot}: {ui.display_name(c)}** · {viz.md_code(c.dataset or '?')}"
                    + (f" · test accuracy {accuracy:.1%}" if accuracy is not None else ""))
     if models["A"].dataset != models["B"].dataset:
         st.warning("The two models were trained on different data sets, so their classes differ.")
@@ -43,7 +43,7 @@ for slot, name in (("A", name_a), ("B", name_b)):
     try:
         explanations[slot] = ui.explain_cached(checkpoints[name], text)
     except ExplainError as exc:
-        st.warning(f"Nothing to show: {exc}.")
+        st.warning(f"Nothing to show: {viz.md_text(exc)}.")
         st.stop()
 ex_a, ex_b = explanations["A"], explanations["B"]
 doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]

@@ -34,7 +34,7 @@ def _evaluated(checkpoint: str, split_name: str):
 try:
     result = _evaluated(name, split)
 except evaluation.LabelMismatch as exc:
-    st.warning(f"Cannot evaluate on `{dataset_name}`: {exc}.")
+    st.warning(f"Cannot evaluate on {viz.md_code(dataset_name)}: {viz.md_text(exc)}.")
     result = None
 
 if result is not None:
@@ -73,7 +73,7 @@ if result is not None:
         if selected:
             row = wrong.iloc[selected[0]]
             document = dataset.texts[int(row["document"])]
-            st.markdown(f"**Document {int(row['document'])}**: true `{row['true']}`, predicted `{row['predicted']}` "
+            st.markdown(f"**Document {int(row['document'])}**: true {viz.md_code(row['true'])}, predicted {viz.md_code(row['predicted'])} "
                         f"({row['confidence']:.1%})")
             st.html(viz.plain_text_html(document))
             if st.button("Open it in Explore", key="eval_open", type="primary", icon=":material/search:"):
@@ -105,8 +105,8 @@ if done:
         st.markdown("**The papers' orderings, as measured here**")
         st.dataframe(evaluation.orderings_frame(checks), hide_index=True, width="stretch")
     if missing:
-        st.caption(f"Not evaluated yet: {', '.join(m for m in missing if m not in running) or 'none'}"
-                   + (f"; running: {', '.join(running)}." if running else "."))
+        st.caption(f"Not evaluated yet: {viz.md_text(', '.join(m for m in missing if m not in running) or 'none')}"
+                   + (f"; running: {viz.md_text(', '.join(running))}." if running else "."))
 elif not matching:
     st.info(f"No checkpoint was trained on the classes of `{dataset_name}`.")
 else:

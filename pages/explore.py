@@ -27,10 +27,10 @@ classifier = ui.load_or_stop(checkpoints[name])
 
 with st.sidebar:
     m = classifier.metrics
-    st.caption(f"**{ui.display_name(classifier)}** · trained on `{classifier.dataset or '?'}` · "
+    st.caption(f"**{ui.display_name(classifier)}** · trained on {viz.md_code(classifier.dataset or '?')} · "
                f"{classifier.num_parameters:,} parameters")
     if "test_accuracy" in m:
-        st.caption(f"Test accuracy {m['test_accuracy']:.1%} · classes: {', '.join(classifier.labels)}")
+        st.caption(f"Test accuracy {m['test_accuracy']:.1%} · classes: {viz.md_text(', '.join(classifier.labels))}")
     st.caption(f"Reads up to {classifier.text_config.max_sentences} sentences × "
                f"{classifier.text_config.max_words} words.")
 
@@ -43,7 +43,7 @@ if not text or not text.strip():
 try:
     ex = ui.explain_cached(checkpoints[name], text)
 except ExplainError as exc:
-    st.warning(f"Nothing to show: {exc}.")
+    st.warning(f"Nothing to show: {viz.md_text(exc)}.")
     st.stop()
 doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]  # sentence pickers reset per document
 if ex.document.truncation.truncated:

@@ -52,7 +52,7 @@ with st.sidebar:
     count = st.number_input("Documents", 1, len(texts), len(texts), step=100, key="stats_documents",
                             help="The first documents of the split, in data set order; all of them by default.")
 if classifier.dataset != dataset:
-    st.caption(f"`{name}` was trained on `{classifier.dataset}`; its attention over `{dataset}` is shown.")
+    st.caption(f"{viz.md_code(name)} was trained on {viz.md_code(classifier.dataset)}; its attention over {viz.md_code(dataset)} is shown.")
 
 result = _statistics(name, dataset, split, count)
 rows, seconds = result if result is not None else (None, None)
@@ -123,7 +123,7 @@ if ready or st.button("Compute both", key="stats_pair_go", type="primary",
     if len(results) < 2:
         pass  # progress bars are showing
     elif empty:
-        st.info(f"No word-level self-attention in {', '.join(empty)}: pick HCAN or SANet checkpoints.")
+        st.info(f"No word-level self-attention in {viz.md_text(', '.join(empty))}: pick HCAN or SANet checkpoints.")
     else:
         table, verdict = stats.topic_versus_sentiment(results["topic"], results["sentiment"])
         table.columns = [f"{c} · {pair[c.split()[0]]}" if "measured" in c else c for c in table.columns]

@@ -29,7 +29,7 @@ def _job_panel(job_id: str):
     @st.fragment(run_every=1.0 if was_active else None)
     def panel():
         snap = job.snapshot()
-        st.subheader(f"Run `{snap['name']}`")
+        st.subheader(f"Run {viz.md_code(snap['name'])}")
         if snap["status"] in ("preparing", "running"):
             if snap["status"] == "preparing":
                 st.info(f"Reading and tokenising {snap['documents']:,} documents (spaCy; large data sets take a "
@@ -47,11 +47,11 @@ def _job_panel(job_id: str):
                 job.cancel()
                 st.rerun(scope="fragment")
         elif snap["status"] == "finished":
-            st.success(snap["message"])
+            st.success(viz.md_text(snap["message"]))
         elif snap["status"] == "cancelled":
-            st.warning(snap["message"])
+            st.warning(viz.md_text(snap["message"]))
         else:
-            st.error(snap["message"])
+            st.error(viz.md_text(snap["message"]))
         if snap["losses"] or snap["history"]:
             left, right = st.columns(2)
             left.caption("Training loss and validation accuracy")
@@ -77,7 +77,7 @@ def _job_panel(job_id: str):
 
 current = jobs.get(job_id)
 if current is not None:  # e.g. after a refresh: say where the run is
-    st.info(f"Your run `{current.name}` is {current.status}; it is shown at the bottom of this page.")
+    st.info(f"Your run {viz.md_code(current.name)} is {current.status}; it is shown at the bottom of this page.")
 
 # 1. Data
 st.header("1. Data")
@@ -95,7 +95,7 @@ else:
         try:
             rows = ui.parse_upload(upload.getvalue(), upload.name)
         except DataError as exc:
-            st.error(f"This file cannot be used: {exc}")
+            st.error(f"This file cannot be used: {viz.md_text(exc)}")
             st.stop()
         columns = table_columns(rows)
         st.caption(f"{len(rows):,} rows. The first ten:")
@@ -108,7 +108,7 @@ else:
         try:
             dataset = ui.dataset_from_upload(rows, text_column, label_column, upload.name)
         except DataError as exc:
-            st.error(f"Cannot train on this: {exc}")
+            st.error(f"Cannot train on this: {viz.md_text(exc)}")
             st.stop()
 if dataset is None:
     st.info("Upload a file to go on.")
@@ -179,7 +179,7 @@ if st.button("Start training", type="primary", key="start"):
                        replace_existing=replace_existing)
         jobs.start(job)
     except JobError as exc:
-        st.error(f"Not started: {exc}")
+        st.error(f"Not started: {viz.md_text(exc)}")
     else:
         st.session_state.job_id = job.id
         st.query_params["job"] = job.id

@@ -51,4 +51,13 @@ def app_env(checkpoint_dir, monkeypatch):
 
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def shown(markdown: str) -> str:
+    """Roughly what a reader sees of escaped markdown (``viz.md_text``): the backslashes go."""
+    import re
+
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
 os.chdir(REPO)

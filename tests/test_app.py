@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from .conftest import shown
+
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 DOC = "The striker scored twice. The team won the cup final on Sunday! Fans cheered."
@@ -23,7 +25,7 @@ def run_app(text: str | None = None, model: str | None = None) -> AppTest:
 def texts(at) -> str:
     parts = [e.value for kind in ("markdown", "info", "warning", "error", "caption") for e in getattr(at, kind)]
     parts += [m.label + " " + str(m.value) for m in at.metric]
-    return "\n".join(str(p) for p in parts)
+    return shown("\n".join(str(p) for p in parts))
 
 
 def html_blocks(at) -> list[str]:

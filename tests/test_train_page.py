@@ -13,6 +13,7 @@ from hierattn.jobs import JobError, JobManager, make_job, validate_run_name
 from hierattn.text import TextConfig
 from hierattn.training import TrainConfig
 
+from .conftest import shown
 from .test_app import APP
 
 WORDS = {"pos": "great lovely superb fine", "neg": "awful boring dreadful bad"}
@@ -75,7 +76,8 @@ def wait_for(at: AppTest, condition, seconds: float = 90.0) -> AppTest:
 
 
 def messages(at: AppTest) -> str:
-    return "\n".join(str(e.value) for kind in ("success", "warning", "error", "info", "caption") for e in getattr(at, kind))
+    return shown("\n".join(str(e.value) for kind in ("success", "warning", "error", "info", "caption")
+                           for e in getattr(at, kind)))
 
 
 def test_upload_preview_train_and_find_it_in_explore(train_env):

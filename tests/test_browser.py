@@ -1,0 +1,163 @@
+"""End to end in a real browser (issue 7): ``streamlit run app.py`` on a free port, driven by
+Playwright through Debian's Chromium, on the shipped checkpoints. Screenshots go to
+``$HIERATTN_ARTIFACTS`` (default ``test-artifacts/``).
+
+Under CI (``CI=true``) a missing Playwright or Chromium fails the suite; elsewhere these tests
+skip, saying why."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = Path(os.environ.get("HIERATTN_ARTIFACTS", REPO / "test-artifacts"))
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DOCUMENT = ("Shares in the carmaker fell sharply on Monday after it warned that profits would drop. "
+            "The company blamed higher steel prices and a weak dollar for the slump. "
+            "Analysts said the firm's sales in Europe had also disappointed investors. "
+            "<script>alert('x')</script> The chief executive said he expected a recovery next year.")
+
+
+def _missing(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the browser suite cannot run in CI: {reason}", pytrace=False)
+    pytest.skip(f"BROWSER SUITE SKIPPED: {reason} (pip install playwright; apt-get install -y chromium)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _missing("Playwright is not installed")
+    if not Path(CHROMIUM).exists():
+        _missing(f"no Chromium at {CHROMIUM}")
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}  # the shipped checkpoints
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                               "--server.port", str(port), "--server.address", "127.0.0.1"],
+                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+            break
+        except OSError:
+            if server.poll() is not None:
+                pytest.fail(f"streamlit exited: {server.stderr.read().decode()[-2000:]}")
+            time.sleep(0.2)
+    else:
+        server.kill()
+        pytest.fail("streamlit did not answer within 90 s")
+    yield url
+    server.terminate()
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
+@pytest.fixture(scope="module")
+def browser(app_url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    page = browser.new_page(viewport={"width": 1400, "height": 1800})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    page.close()
+    assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+def settle(page, limit: float = 240) -> None:
+    """Wait until the script has finished and no background computation shows a progress bar."""
+    deadline = time.time() + limit
+    time.sleep(0.5)
+    while time.time() < deadline:
+        busy = page.evaluate("() => !!document.querySelector('[data-testid=stStatusWidget], "
+                             "[data-testid=stProgress], [data-testid=stSkeleton]')")
+        if not busy:
+            time.sleep(0.5)  # a rerun the last one triggered
+            if not page.evaluate("() => !!document.querySelector('[data-testid=stStatusWidget]')"):
+                return
+        time.sleep(0.3)
+    raise AssertionError("the page never settled")
+
+
+def no_exception(page) -> None:
+    boxes = page.locator("[data-testid=stException]")
+    assert boxes.count() == 0, boxes.first.inner_text()
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the selectbox labelled ``label``."""
+    page.locator("[data-testid=stSelectbox]").filter(has_text=label).first.click()
+    page.get_by_role("option", name=option).first.click()
+    settle(page)
+
+
+def test_explore_paste_switch_models_and_heads(app_url, page):
+    page.goto(app_url)
+    settle(page)
+    no_exception(page)
+    page.get_by_role("textbox", name="Document", exact=True).fill(DOCUMENT)
+    page.get_by_role("textbox", name="Document", exact=True).press("Control+Enter")
+    settle(page)
+    no_exception(page)
+    choose(page, "Model", "bbc-news-hcan")
+    assert page.locator(".js-plotly-plot").count() >= 3  # probabilities, distribution, heatmap
+    shaded = page.locator("[data-testid=stHtml] span[style*='background']")
+    assert shaded.count() > 20  # every word of the pasted document is shaded
+    document_view = page.locator("[data-testid=stHtml]").first
+    assert "<script>alert('x')</script>" in " ".join(document_view.inner_text().split()).replace("< ", "<")
+    assert document_view.locator("script").count() == 0  # shown as text, not run
+    page.get_by_text("head 2", exact=True).first.click()  # a target-attention head
+    settle(page)
+    page.get_by_text("Show every head side by side").click()
+    settle(page)
+    assert page.locator(".js-plotly-plot").count() >= 6  # four heads side by side
+    no_exception(page)
+    choose(page, "Model", "bbc-news-han")
+    assert page.locator("[data-testid=stHtml] span[style*='background']").count() > 20
+    assert page.get_by_text("has no self-attention").count() == 1
+    no_exception(page)
+
+
+@pytest.mark.parametrize("path,expect", [
+    ("compare", "Agreement"),
+    ("statistics", "Topic versus sentiment"),
+    ("evaluation", "Misclassified documents"),
+    ("train", "Train a model"),
+])
+def test_every_page_opens_and_draws(app_url, page, path, expect):
+    page.goto(f"{app_url}/{path}")
+    settle(page)
+    no_exception(page)
+    assert page.get_by_text(expect).count() >= 1
+    if path != "train":
+        assert page.locator(".js-plotly-plot").count() >= 1
+    assert page.locator("[data-testid=stSidebarNav], [data-testid=stNavSectionHeader], nav").count() >= 1

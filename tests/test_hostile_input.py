@@ -1,0 +1,382 @@
+"""The hostile-input table of docs/RELIABILITY.md (issue 7): one test per row that earlier test
+files do not already cover (the table names the test of every row). Each row checks the library,
+the CLI (a clear ``error:`` line, a non-zero exit code, no traceback) and, where a page can receive
+the input, the page (a clear message, no exception, nothing rendered unescaped)."""
+import ast
+import json
+import pickle
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from hierattn.__main__ import main
+from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
+from hierattn.data import DataError, csv_bytes, read_rows
+from hierattn.explain import explain
+from hierattn.models import build_model
+from hierattn.text import TextConfig, tokenize
+from hierattn.viz import document_html, md_code, md_text
+
+from .conftest import LABELS, shown
+
+REPO = Path(__file__).resolve().parent.parent
+# What would run as HTML, markdown or LaTeX if it reached the page unescaped.
+PAYLOADS = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "**bold** _it_", "$\\frac{1}{2}$",
+            "[click](javascript:alert(3))", "=cmd|' /C calc'!A0"]
+RAW_MARKS = ["<script", "<img", "**bold**", "_it_", "$\\frac", "](javascript:"]
+
+
+# ---- helpers -------------------------------------------------------------------------------
+def markdown_strings(at: AppTest) -> list[str]:
+    """Every string the page hands to Streamlit's markdown renderer."""
+    out = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "title", "header",
+                                "subheader") for e in getattr(at, kind)]
+    out += [m.label for m in at.metric]  # a metric value is plain text
+    for kind in ("button", "selectbox", "radio", "toggle", "checkbox", "text_area", "text_input", "number_input",
+                 "slider", "select_slider", "multiselect", "expander", "tabs"):
+        out += [getattr(e, "label", "") or "" for e in getattr(at, kind)]
+    return [str(s) for s in out]
+
+
+def unescaped(markdown: str) -> str:
+    """What markdown would interpret in ``markdown``: code spans and backslash escapes removed."""
+    return re.sub(r"\\[!-/:-@\[-`{-~]", "\x00", re.sub(r"`[^`]*`", "`code`", markdown))
+
+
+def assert_nothing_interpreted(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    for s in markdown_strings(at):
+        visible = unescaped(s)
+        for mark in RAW_MARKS:
+            assert mark not in visible, f"{mark!r} reaches the markdown renderer unescaped in {s!r}"
+    for body in (e.proto.body for e in at.get("html")):
+        for mark in ("<script", "<img", "onerror="):
+            assert mark not in body, f"{mark!r} in an HTML block"
+
+
+def _hostile_checkpoint(root: Path, vocab) -> Path:
+    labels = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "**bold** _it_", "$\\frac{1}{2}$"]
+    torch.manual_seed(0)
+    model = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 4, "d": 16, "heads": 2})
+    return save_checkpoint(root / "hostile", model, "hcan", vocab, labels, TextConfig(6, 12), {"test_accuracy": 0.5},
+                           dataset="[click](javascript:alert(3)) **ds**")
+
+
+@pytest.fixture
+def hostile_env(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir, root)
+    _hostile_checkpoint(root, tiny_vocab)
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    return root
+
+
+def cli_fails(argv, capsys, message: str) -> str:
+    assert main(argv) != 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    assert message in captured.err, captured.err
+    return captured.err
+
+
+# ---- text ----------------------------------------------------------------------------------
+def test_a_1_mb_paste_is_read_up_to_the_caps_and_says_so(checkpoint_dir, tmp_path, capsys, monkeypatch):
+    text = ("The team won the cup. " * 50_000)[: 2**20]
+    classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
+    ex = explain(classifier, text)
+    assert ex.document.truncation and "sentences" in ex.document.truncation.message
+    assert "characters were ignored (limit 1,000,000)" in ex.document.truncation.message
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=120).run()
+    at.selectbox(key="model").set_value("tiny-hcan").run()
+    at.text_area(key="document").input(text).run()
+    assert_nothing_interpreted(at)
+    assert any("characters were ignored" in shown(w.value) for w in at.warning)
+    assert at.get("plotly_chart")
+    f = tmp_path / "big.txt"
+    f.write_text(text)
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--file", str(f), "--compact"]) == 0
+    assert json.loads(capsys.readouterr().out)["truncation"]
+
+
+def test_a_50000_sentence_paste(checkpoint_dir, monkeypatch):
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
+    text = "Go. " * 50_000
+    classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
+    ex = explain(classifier, text)
+    assert len(ex.document.sentences) == classifier.text_config.max_sentences
+    assert "of 50000 sentences" in ex.document.truncation.message
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=120).run()
+    at.selectbox(key="model").set_value("tiny-hcan").run()
+    at.text_area(key="document").input(text).run()
+    assert_nothing_interpreted(at)
+    assert any("of 50000 sentences" in shown(w.value) for w in at.warning)
+    assert at.get("plotly_chart")
+
+
+@pytest.mark.parametrize("text", [
+    "Ünïcödé façade — naïve café. Straße!",  # precomposed Latin
+    "Cafe\u0301 au lait. Nin\u0303o here.",  # combining accents after the base letter
+    "The team 🎉🏆 won! 👍🏽 Great game 👨‍👩‍👧.",  # emoji, skin tone, zero-width joiner
+    "東京は晴れです。明日も晴れ。",  # CJK without spaces
+    "שלום עולם. مرحبا بالعالم!",  # right-to-left scripts
+    "Mixed עברית and English. Done.",
+])
+def test_scripts_keep_their_spans(text):
+    """Every word's span points at the characters it was read from, and the document view shows the
+    original text, character for character, around the shading."""
+    import html
+
+    doc = tokenize(text, TextConfig(max_sentences=20, max_words=50))
+    assert doc.sentences and doc.num_tokens
+    for s in doc.sentences:
+        for t in s.tokens:
+            assert text[t.start: t.end] == t.text and t.text.strip()
+    sentences = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in doc.sentences]
+    weights = [[1.0 / len(s.tokens)] * len(s.tokens) for s in doc.sentences]
+    shown = document_html(text, sentences, weights, [1.0 / len(sentences)] * len(sentences))
+    shown = html.unescape(re.sub(r"<[^>]+>", "", shown))
+    rest = iter(shown)  # every character of the text, in order (sentence weight badges in between)
+    assert all(ch in rest for ch in "".join(text.split()))
+
+
+def test_binary_bytes_in_a_file_or_pasted(checkpoint_dir, tmp_path, capsys):
+    f = tmp_path / "junk.bin"
+    f.write_bytes(bytes(range(256)) * 8)
+    cli_fails(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--file", str(f)], capsys,
+              "not a text file")
+    f.write_bytes(b"Caf\xe9 was open. The team won.")  # Latin-1, not UTF-8: read, with a note
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--file", str(f)]) == 0
+    assert "not valid UTF-8; 1 undecodable bytes were replaced" in capsys.readouterr().err
+    with pytest.raises(DataError, match="not a text file"):
+        read_rows(b"\x00\x01\x02\x03" * 100, "junk.csv")
+
+
+# ---- injection -----------------------------------------------------------------------------
+def test_injection_in_a_document_is_shown_not_run(hostile_env):
+    doc = " ".join(PAYLOADS) + " The team won."
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=60).run()
+    at.selectbox(key="model").set_value("tiny-hcan").run()
+    at.text_area(key="document").input(doc).run()
+    assert_nothing_interpreted(at)
+    assert any("&lt;script&gt;" in e.proto.body.replace("<span", "").replace("</span>", "") or "&lt;" in e.proto.body
+               for e in at.get("html"))
+
+
+@pytest.mark.parametrize("page", ["pages/explore.py", "pages/compare.py", "pages/statistics.py", "pages/evaluation.py"])
+def test_injection_in_label_and_data_set_names_is_shown_not_run(hostile_env, page):
+    """A checkpoint whose labels and data set name are HTML, markdown and LaTeX: every page that
+    shows them escapes them."""
+    at = AppTest.from_file(str(REPO / page), default_timeout=120)
+    at.session_state["explore_request"] = None
+    at.run()
+    for key in ("model", "model_a", "stats_model", "eval_model"):
+        boxes = [b for b in at.selectbox if b.key == key]
+        if boxes and "hostile" in boxes[0].options:
+            boxes[0].set_value("hostile").run()
+    if page == "pages/explore.py":
+        at.text_area(key="document").input("The team won. " + PAYLOADS[2]).run()
+    assert_nothing_interpreted(at)
+    assert "hostile" in str([b.value for b in at.selectbox])
+
+
+def test_injection_in_an_uploaded_file_name_and_labels(hostile_env):
+    from .test_train_page import open_train_page, upload
+
+    rows = ["text,label"] + [f"\"Film {i} was fine.\",\"{PAYLOADS[i % 2]}\"" for i in range(30)] + \
+           [f"\"Match {i} was won.\",\"{PAYLOADS[2]}\"" for i in range(30)]
+    at = upload(open_train_page(), ("\n".join(rows) + "\n").encode(), "<img src=x onerror=alert(9)>.csv")
+    assert_nothing_interpreted(at)
+    one_label = ["text,label"] + [f"\"Film {i}.\",\"{PAYLOADS[3]}\"" for i in range(30)]
+    at = upload(open_train_page(), ("\n".join(one_label) + "\n").encode(), "x.csv")
+    assert_nothing_interpreted(at)
+    assert any("only one label" in shown(e.value) for e in at.error)
+
+
+def test_injection_in_a_run_name(hostile_env, capsys):
+    from .test_train_page import configure, open_train_page, toy_csv, upload
+
+    at = configure(upload(open_train_page(), toy_csv()), "<img src=x onerror=alert(1)>", epochs=1)
+    at.button(key="start").click().run()
+    assert_nothing_interpreted(at)
+    assert any("letters, digits" in shown(e.value) for e in at.error)
+    cli_fails(["train", "--preset", "tweets-han", "--name", "<script>"], capsys, "letters, digits")
+
+
+def test_markdown_helpers_escape_everything_markdown_reads():
+    for payload in PAYLOADS:
+        assert not any(mark in unescaped(md_text(payload)) for mark in RAW_MARKS)
+        assert not any(mark in unescaped(md_code(payload)) for mark in RAW_MARKS)
+    assert md_code("a`b") == "`aʹb`" and md_text("line\nbreak") == "line break"
+
+
+def test_no_unsafe_html_is_built_from_user_text():
+    """Scan every page and the UI module: ``unsafe_allow_html=True`` only with a constant string,
+    and ``st.html`` only with a constant or the output of a ``viz.*_html`` function (each of which
+    escapes user text; tests/test_viz.py checks them)."""
+    offenders = []
+    for path in [REPO / "app.py", REPO / "hierattn/ui.py", *sorted((REPO / "pages").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            name = ast.unparse(node.func)
+            unsafe = any(k.arg == "unsafe_allow_html" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                         for k in node.keywords)
+            if unsafe or name.endswith("st.html") or name == "html":
+                arg = node.args[0] if node.args else None
+                ok = isinstance(arg, ast.Constant) or (
+                    isinstance(arg, ast.Call) and re.fullmatch(r"viz\.\w+_html", ast.unparse(arg.func)) and not unsafe)
+                if not ok:
+                    offenders.append(f"{path.name}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert not offenders, offenders
+
+
+def test_html_builders_escape_hostile_text():
+    from hierattn import viz
+
+    text = PAYLOADS[0] + " " + PAYLOADS[1]
+    built = [viz.plain_text_html(text), viz.word_attention_html(text.split(), [(PAYLOADS[1], [0.5] * 4)], 0),
+             viz.document_html(text, [(0, len(text), [(0, 8), (9, 14)])], [[0.5, 0.5]], [1.0]),
+             viz.difference_html(text, [(0, len(text), [(0, 8)])], [[0.2]])]
+    for body in built:
+        assert "<script" not in body and "<img" not in body
+
+
+# ---- uploads -------------------------------------------------------------------------------
+@pytest.mark.parametrize("name,raw,message", [
+    ("empty.csv", b"", "no rows"),
+    ("header.csv", b"text,label\n", "no rows"),
+    ("ragged.csv", b"text,label\nfine,a\ntoo,many,fields\n", "line 3 has 3 fields; the header has 2"),
+    ("short.csv", b"text,label\nfine,a\nalone\n", "line 3 has 1 field; the header has 2"),
+    ("tabs.tsv", b"text\tlabel\nfine\ta\textra\n", "unquoted tab"),
+    ("junk.csv", b"\x89PNG\r\n\x1a\n\x00\x00", "not a text file"),
+])
+def test_malformed_uploads(name, raw, message, tmp_path, capsys):
+    with pytest.raises(DataError, match=re.escape(message)):
+        read_rows(raw, name)
+    (tmp_path / name).write_bytes(raw)
+    cli_fails(["train", "--model", "han", "--file", str(tmp_path / name)], capsys, message)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_uploads_with_or_without_a_byte_order_mark(encoding):
+    raw = "text,label\nCafé ☕ is open,a\n".encode(encoding)
+    assert read_rows(raw, "x.csv") == [{"text": "Café ☕ is open", "label": "a"}]
+
+
+def test_a_formula_cell_from_an_upload_is_neutralised_in_a_download():
+    import pandas as pd
+
+    frame = pd.DataFrame({"label": [PAYLOADS[5], "+1", "-2", "@SUM(A1)", "\t=x", "fine"]})
+    cells = csv_bytes(frame).decode().splitlines()[1:]
+    assert cells[0].startswith("\"'=cmd") or cells[0].startswith("'=cmd")
+    assert all(not c.lstrip("\"").startswith(("=", "+", "-", "@", "\t")) for c in cells)
+
+
+def test_an_upload_over_the_limit_from_the_cli(tmp_path, capsys, monkeypatch):
+    from hierattn import data
+
+    monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
+    f = tmp_path / "big.csv"
+    f.write_bytes(b"text,label\n" + b"x,a\n" * 1000)
+    cli_fails(["train", "--model", "han", "--file", str(f)], capsys, "the limit is")
+
+
+# ---- checkpoints ---------------------------------------------------------------------------
+class _Exploit:
+    """Unpickling this creates a file: proof that a pickle was loaded."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.marker),))
+
+
+def _damage_cases():
+    def truncate(p):
+        data = (p / "model.safetensors").read_bytes()
+        (p / "model.safetensors").write_bytes(data[: len(data) // 2])
+
+    def edit(change):
+        def apply(p):
+            config = json.loads((p / "config.json").read_text())
+            change(config)
+            (p / "config.json").write_text(json.dumps(config))
+        return apply
+
+    return [
+        ("truncated weights", truncate, "model.safetensors is corrupted"),
+        ("config does not match the weights", edit(lambda c: c["model_config"].update(d=32)), "has shape"),
+        ("unknown model type", edit(lambda c: c.update(model_type="gpt5")), "unknown model type"),
+        ("vocabulary of the wrong size", lambda p: (p / "vocab.json").write_text('["<pad>", "<unk>", "x"]'),
+         "vocab.json has 3 words"),
+        ("weights replaced by a link outside", lambda p: ((p / "model.safetensors").unlink(),
+                                                         (p / "model.safetensors").symlink_to("/etc/passwd")),
+         "link to a file outside"),
+    ]
+
+
+@pytest.mark.parametrize("what,damage,message", _damage_cases(), ids=[c[0] for c in _damage_cases()])
+def test_damaged_checkpoints_in_the_cli_and_the_app(what, damage, message, checkpoint_dir, tmp_path, capsys,
+                                                    monkeypatch):
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir / "tiny-hcan", root / "broken")
+    damage(root / "broken")
+    with pytest.raises(CheckpointError, match=message):
+        load_classifier(root / "broken", device="cpu")
+    cli_fails(["explain", "--checkpoint", str(root / "broken"), "--text", "The team won."], capsys, message)
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=60).run()
+    assert not at.exception
+    assert any(message in shown(e.value) for e in at.error), [e.value for e in at.error]
+
+
+def test_an_extra_pickle_in_a_checkpoint_is_never_loaded(checkpoint_dir, tmp_path, capsys):
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir / "tiny-hcan", root / "ck")
+    marker = tmp_path / "pwned"
+    for name in ("model.pt", "pytorch_model.bin", "optimizer.pkl"):
+        (root / "ck" / name).write_bytes(pickle.dumps(_Exploit(marker)))
+    assert list_checkpoints(root) == [root / "ck"]
+    load_classifier(root / "ck", device="cpu")
+    assert main(["explain", "--checkpoint", str(root / "ck"), "--text", "The team won."]) == 0
+    capsys.readouterr()
+    assert not marker.exists()
+    pickle.loads((root / "ck" / "model.pt").read_bytes())  # the file really is an exploit
+    assert marker.exists()
+
+
+def test_a_link_leading_out_of_the_checkpoints_folder(checkpoint_dir, tmp_path, capsys):
+    outside, root = tmp_path / "elsewhere", tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir / "tiny-hcan", outside / "secret")
+    shutil.copytree(checkpoint_dir / "tiny-han", root / "ok")
+    (root / "escape").symlink_to(outside / "secret")
+    (root / "alias").symlink_to(root / "ok")  # a link inside the folder is fine
+    assert [p.name for p in list_checkpoints(root)] == ["alias", "ok"]
+    with pytest.raises(CheckpointError, match="outside"):
+        load_classifier(root / "escape", device="cpu")
+    cli_fails(["explain", "--checkpoint", str(root / "escape"), "--text", "Hi there."], capsys, "outside")
+
+
+def test_saving_never_replaces_a_folder_that_is_not_a_checkpoint(tmp_path, tiny_vocab, capsys):
+    precious = tmp_path / "etc"
+    precious.mkdir()
+    (precious / "passwd").write_text("root:x:0:0")
+    model = build_model("han", {"vocab_size": len(tiny_vocab), "num_classes": 4})
+    with pytest.raises(CheckpointError, match="is not a checkpoint directory; refusing to replace it"):
+        save_checkpoint(precious, model, "han", tiny_vocab, LABELS, TextConfig(), {})
+    assert (precious / "passwd").read_text() == "root:x:0:0"
+    cli_fails(["train", "--preset", "tweets-han", "--out", str(precious)], capsys, "refusing to replace it")
+    assert (precious / "passwd").read_text() == "root:x:0:0"
+
+
+@pytest.mark.parametrize("name,message", [
+    ("../x", "letters, digits"), ("/etc", "letters, digits"), ("con", "reserved"), ("x" * 300, "1 to 64"),
+])
+def test_run_names_in_the_cli(name, message, capsys):
+    cli_fails(["train", "--preset", "tweets-han", "--name", name], capsys, message)
