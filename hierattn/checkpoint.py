@@ -202,7 +202,7 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
     try:
         model_config = dict(config["model_config"])
         labels = [str(x) for x in config["labels"]]
-        text_config = TextConfig(**config["text"])
+        text_config = TextConfig(**{"letters": "ascii", **config["text"]})  # older checkpoints: ASCII letters
         model = build_model(config["model_type"], model_config)
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{directory.name}: config.json does not describe a model ({exc})") from None

@@ -83,6 +83,10 @@ class TextConfig:
     max_sentences: int = 50
     max_words: int = 60
     lowercase: bool = True
+    # "unicode": letters of every script kept, accents folded (see the module docstring).
+    # "ascii": only [0-9a-z.!?] kept, what checkpoints written before it existed were trained on;
+    # they load with it, so the app reads text the way their vocabulary expects.
+    letters: str = "unicode"
 
 
 @lru_cache(maxsize=1)
@@ -106,10 +110,10 @@ def _nlp():
 
 
 @lru_cache(maxsize=1 << 16)  # words repeat: most tokens of a document hit the cache
-def normalise(surface: str, lowercase: bool = True) -> str:
-    if surface.isascii():  # the common case, and the paper's: [0-9a-z.!?] kept
+def normalise(surface: str, lowercase: bool = True, letters: str = "unicode") -> str:
+    if surface.isascii() or letters == "ascii":  # the common case, and the paper's: [0-9a-z.!?] kept
         surface = surface.lower() if lowercase else surface
-        return "".join(ch for ch in surface if ch.isalnum() or ch in ".!?")
+        return "".join(ch for ch in surface if ch.isascii() and (ch.isalnum() or ch in ".!?"))
     kept = []
     for ch in unicodedata.normalize("NFKD", surface):
         if unicodedata.combining(ch) and kept and ord(kept[-1]) < 0x500:
@@ -144,7 +148,7 @@ def _pieces(tok):
     return [(m.group(), tok.idx + m.start()) for m in _CJK_PIECE.finditer(tok.text)]
 
 
-def _to_sentences(spacy_doc, lowercase: bool) -> list[Sentence]:
+def _to_sentences(spacy_doc, config: "TextConfig") -> list[Sentence]:
     sentences = []
     for sent in spacy_doc.sents:
         # The sentence's span covers all of its characters (leading quotes, symbols), not just its
@@ -153,9 +157,9 @@ def _to_sentences(spacy_doc, lowercase: bool) -> list[Sentence]:
         start = sent.start_char + len(raw) - len(raw.lstrip())
         tokens = []
         for tok in sent:
-            pieces = _pieces(tok)
+            pieces = _pieces(tok) if config.letters == "unicode" else [(tok.text, tok.idx)]
             for surface, idx in pieces:
-                norm = normalise(surface, lowercase)
+                norm = normalise(surface, config.lowercase, config.letters)
                 if norm:
                     tokens.append(Token(surface, norm, idx, idx + len(surface)))
                 if len(pieces) > 1 and surface[-1] in _CJK_SENTENCE_END and tokens:  # 。 ends a sentence
@@ -187,7 +191,7 @@ def tokenize(text: str, config: TextConfig = TextConfig()) -> Document:
         raise TypeError(f"expected str, got {type(text).__name__}")
     chars_dropped = max(0, len(text) - MAX_CHARS)
     text = text[:MAX_CHARS]
-    sentences = _to_sentences(_nlp()(_clean(text)), config.lowercase)
+    sentences = _to_sentences(_nlp()(_clean(text)), config)
     return _capped(text, sentences, config, chars_dropped)
 
 
@@ -195,7 +199,7 @@ def tokenize_many(texts: Iterable[str], config: TextConfig = TextConfig(), batch
     """Fast path for data sets: ``nlp.pipe`` over many texts."""
     texts = [t[:MAX_CHARS] for t in texts]
     docs = _nlp().pipe((_clean(t) for t in texts), batch_size=batch_size)
-    return [_capped(t, _to_sentences(d, config.lowercase), config, 0) for t, d in zip(texts, docs)]
+    return [_capped(t, _to_sentences(d, config), config, 0) for t, d in zip(texts, docs)]
 
 
 class Vocab:

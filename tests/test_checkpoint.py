@@ -92,3 +92,15 @@ def test_list_checkpoints_skips_temporaries_and_non_checkpoints(saved, tmp_path)
     (tmp_path / "notes").mkdir()
     assert list_checkpoints(tmp_path) == [path]
     assert list_checkpoints(tmp_path / "missing") == []
+
+
+def test_checkpoints_from_before_unicode_letters_keep_reading_ascii(saved):
+    """A checkpoint records how its text was normalised; one written before the Unicode reading
+    existed loads with the ASCII one its vocabulary was built with."""
+    _, path = saved
+    assert load_classifier(path, device="cpu").text_config.letters == "unicode"
+    _edit_config(path, lambda c: c["text"].pop("letters"))
+    classifier = load_classifier(path, device="cpu")
+    assert classifier.text_config.letters == "ascii"
+    doc = tokenize("Café שלום.", classifier.text_config)
+    assert [t.norm for s in doc.sentences for t in s.tokens] == ["caf", "."]
