@@ -285,3 +285,24 @@ def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
                       xaxis=dict(title="epoch", rangemode="tozero"),
                       yaxis=dict(title="validation mean", tickformat=".0%", range=[0, 1.02]))
     return fig
+
+
+_METHOD_STYLE = {"attention": ("#1f77b4", "solid"), "gradient × input": ("#ff7f0e", "solid"),
+                 "leave-one-out": ("#2ca02c", "solid"), "random": ("#7f7f7f", "dash")}
+
+
+def erasure_chart(steps: Sequence[float], drops: dict[str, Sequence[float]], label: str, x_title: str,
+                  percent_x: bool = False) -> go.Figure:
+    """Erasure curves: the drop in P(``label``) (in points) after removing each method's top words,
+    one line per method, random dashed. ``steps``: words removed, or shares of the document
+    (``percent_x``)."""
+    fig = go.Figure()
+    for method, values in drops.items():
+        color, dash = _METHOD_STYLE.get(method, ("#9467bd", "solid"))
+        fig.add_trace(go.Scatter(x=list(steps), y=[100 * v for v in values], mode="lines+markers", name=method,
+                                 line=dict(color=color, dash=dash), marker=dict(size=5),
+                                 hovertemplate=f"{html.escape(method)}: %{{y:.1f}} points<extra></extra>"))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=1.12),
+                      xaxis=dict(title=x_title, tickformat=".0%" if percent_x else None),
+                      yaxis=dict(title=f"drop in P({_short(label, 30)}), points", zeroline=True))
+    return fig

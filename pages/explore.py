@@ -4,7 +4,7 @@ import hashlib
 
 import streamlit as st
 
-from hierattn import ui, viz
+from hierattn import faithfulness, ui, viz
 from hierattn.explain import ExplainError, metrics_table
 
 ui.run_through_app()
@@ -97,6 +97,21 @@ if word_weights is not None:
                                                              else "the sentence's top word") + "; hover for the weight.")
 if painted:
     st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale))
+
+# 2b. Does the shading drive the prediction? Erasure curves (computed in the background on request)
+if painted and st.toggle("Test the shading: remove the top words and watch the prediction", key="faithfulness",
+                         help="Erasure curves: attention against gradient × input, leave-one-out and random "
+                              "orders. One forward pass per word of the document, in the background."):
+    checkpoint_key = ui.checkpoint_key(checkpoints[name])
+    curves = ui.computed(("erasure", *checkpoint_key, doc_key), lambda progress: faithfulness.erasure_curves(
+        classifier, ex), "Removing words:")
+    if curves is not None:
+        chart, verdict = st.columns([3, 2])
+        chart.plotly_chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), width="stretch")
+        verdict.markdown("\n".join(f"- {viz.md_text(line)}" for line in curves.verdicts()))
+        for method, rho in curves.agreement.items():
+            verdict.metric(f"Spearman, attention vs {method}", "n/a" if rho is None else f"{rho:+.2f}",
+                           help="Rank correlation of the words' attention and their attribution, over this document.")
 
 # 3. Self-attention heatmaps and 4. their metrics
 self_maps = ex.self_attention_names

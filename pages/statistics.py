@@ -4,7 +4,7 @@ import time
 
 import streamlit as st
 
-from hierattn import stats, ui, viz
+from hierattn import faithfulness, stats, ui, viz
 from hierattn.data import BUILTIN, csv_bytes
 
 ui.run_through_app()
@@ -85,6 +85,37 @@ else:
                          f"attention-statistics-{name}-{dataset}-{split}.csv", "text/csv", key="stats_csv")
     right.download_button("Download this table (CSV)", csv_bytes(table.reset_index(names="metric")),
                           f"attention-table-{name}-{dataset}-{split}-{grouping}.csv", "text/csv", key="stats_table_csv")
+
+st.subheader("Is the attention faithful? Erasure over the split")
+st.caption("For each document: remove the top words by attention, by gradient × input, by leave-one-out "
+           "occlusion and in random orders (1/40 up to half of its words), and measure the drop in the "
+           "probability of the class the model predicted. Curves are means over documents; the area is the "
+           "mean drop. Leave-one-out needs one forward pass per word: slow on long articles.")
+left, middle, right = st.columns([1, 1, 2])
+erasure_count = left.number_input("Documents", 10, len(texts), min(100, len(texts)), step=10, key="erasure_documents")
+with_occlusion = middle.toggle("Include leave-one-out", value=classifier.text_config.max_sentences <= 10,
+                               key="erasure_occlusion")
+if right.button("Compute the erasure curves", key="erasure_go") or st.session_state.get("erasure_shown") == (
+        name, dataset, split, erasure_count, with_occlusion):
+    st.session_state["erasure_shown"] = (name, dataset, split, erasure_count, with_occlusion)
+    methods = faithfulness.METHODS if with_occlusion else tuple(m for m in faithfulness.METHODS if m != "leave-one-out")
+    split_texts = texts[:erasure_count]
+    erasure = ui.computed(("split-erasure", *ui.checkpoint_key(checkpoints[name]), dataset, split, erasure_count,
+                           methods), lambda progress: faithfulness.split_erasure(classifier, split_texts, methods=methods,
+                                                                                 progress=progress),
+                          f"Erasure, {name} on {dataset} ({split}):")
+    if erasure is not None and not erasure.documents:
+        st.info("No document of this split has enough words.")
+    elif erasure is not None:
+        chart, numbers = st.columns([3, 2])
+        chart.plotly_chart(viz.erasure_chart(erasure.shares, erasure.drops, "predicted class", "share of words removed",
+                                             percent_x=True), width="stretch")
+        base = erasure.auc.get("random", 0.0)
+        numbers.dataframe({"method": list(erasure.auc), "mean drop (points)": [round(100 * v, 1) for v in erasure.auc.values()],
+                           "vs random (points)": [round(100 * (v - base), 1) for v in erasure.auc.values()]},
+                          hide_index=True)
+        numbers.caption(f"{erasure.documents} documents. Mean Spearman correlation with attention: "
+                        + ", ".join(f"{m} {r:+.2f}" for m, r in erasure.agreement.items()) + ".")
 
 st.subheader("Topic versus sentiment")
 st.caption("The SANet paper found self-attention sparser and closer to the diagonal for sentiment than for topic "

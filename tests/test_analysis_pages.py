@@ -137,3 +137,17 @@ def test_statistics_page_survives_a_corrupted_checkpoint(checkpoint_dir, tmp_pat
     at = open_page("pages/statistics.py", stats_model="tiny-hcan", stats_documents=5)
     options = at.selectbox(key="stats_topic").options
     assert "tiny-hcan · HCAN" in options and not any(o.startswith("tiny-sanet") for o in options)
+
+
+def test_statistics_erasure_curves_over_a_split():
+    at = open_page("pages/statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=20,
+                   erasure_documents=10)
+    assert at.toggle(key="erasure_occlusion").value  # tweets are short: leave-one-out is on by default
+    at.button(key="erasure_go").click().run()
+    settle(at)
+    table = next(d.value for d in at.dataframe if "mean drop (points)" in d.value.columns)
+    assert list(table["method"]) == ["attention", "gradient × input", "leave-one-out", "random"]
+    assert table.loc[table["method"] == "random", "vs random (points)"].item() == 0.0
+    assert any("10 documents" in c.value or "documents. Mean Spearman" in c.value for c in at.caption)
+    at.run()  # the result stays on the page after another rerun
+    assert any("mean drop (points)" in d.value.columns for d in at.dataframe)

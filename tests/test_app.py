@@ -179,3 +179,23 @@ def test_cached_lstm_han_is_shown_like_han(app_env):
     at = run_app(DOC, "tiny-han-cached")
     assert "HAN (Cached LSTM)" in texts(at)
     assert "striker" in html_blocks(at)[0] and len(at.get("plotly_chart")) == 3
+
+
+def test_erasure_curves_on_request(app_env):
+    import time
+
+    at = run_app(DOC, "tiny-hcan")
+    charts = len(at.get("plotly_chart"))
+    at.toggle(key="faithfulness").set_value(True).run()
+    deadline = time.time() + 60
+    while at.get("progress") and time.time() < deadline:
+        time.sleep(0.3)
+        at.run()
+    assert not at.exception, at.exception
+    assert len(at.get("plotly_chart")) == charts + 1
+    verdicts = texts(at)
+    for method in ("attention", "gradient × input", "leave-one-out"):
+        assert f"- {method}: removing its top words (1 to " in verdicts
+    assert "- random: removing random words (1 to " in verdicts
+    assert {m.label for m in at.metric} >= {"Spearman, attention vs gradient × input",
+                                             "Spearman, attention vs leave-one-out"}

@@ -1,0 +1,232 @@
+"""Is the attention faithful? Erasure curves and agreement with two attribution methods.
+
+For one document and one model: rank the words four ways, remove the top k (k = 1..K) and watch
+the probability of the class the model predicted on the whole document fall.
+
+- ``attention``: the word importance of ``compare.importance`` (word x sentence target attention
+  for HAN and HCAN; the attention a word receives for models with only self-attention, a proxy);
+- ``gradient × input``: |(d logit / d embedding) . embedding| per word, the logit of the predicted
+  class, one backward pass (Simonyan et al. 2014; Shrikumar et al. 2017);
+- ``leave-one-out``: the drop in that probability when the word alone is removed (occlusion);
+- ``random``: the mean over several random orders, the baseline every method should beat.
+
+Removing a word takes its token out of the model's input (its sentence closes up; a sentence
+left empty disappears), rather than replacing it with ``<unk>``: the model never saw ``<unk>`` in
+that place, and a removal is what the reader of a heatmap imagines. The area under the curve is
+the mean drop over k = 1..K, in probability points; larger means the ranking found the words the
+prediction depends on. Agreement is the Spearman correlation between the attention ranking and
+each attribution ranking over the document's words.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import torch
+
+from .checkpoint import Classifier
+from .compare import _spearman, importance
+from .data import encode_documents
+from .explain import Explanation
+from .text import Document, Sentence
+
+METHODS = ("attention", "gradient × input", "leave-one-out", "random")
+MAX_K = 20
+RANDOM_DRAWS = 5
+CHUNK = 64  # documents per forward pass when removing words
+MIN_WORDS = 4  # a split's documents shorter than this are left out of its mean curves
+
+
+@dataclass
+class ErasureCurves:
+    """Drops in the predicted class's probability after removing the top k words of each ranking."""
+
+    label: str
+    probability: float  # of ``label`` on the whole document
+    ks: list[int]  # 1..K
+    drops: dict[str, list[float]]  # method -> drop at each k (probability points, 0..1)
+    scores: dict[str, list[float]] = field(default_factory=dict)  # method -> per-word score, reading order
+    agreement: dict[str, float | None] = field(default_factory=dict)  # "gradient × input" / "leave-one-out"
+
+    @property
+    def auc(self) -> dict[str, float]:
+        """Mean drop over k = 1..K for each method."""
+        return {m: sum(d) / len(d) if d else 0.0 for m, d in self.drops.items()}
+
+    def verdicts(self) -> list[str]:
+        """One line per method, from the numbers: its area and how it compares with random."""
+        auc, base = self.auc, self.auc.get("random", 0.0)
+        lines = []
+        for method in (m for m in METHODS if m in auc):
+            which = "random words" if method == "random" else "its top words"
+            line = (f"{method}: removing {which} ({self.ks[0]} to {self.ks[-1]}) lowers P({self.label}) by "
+                    f"{100 * auc[method]:.1f} points on average")
+            if method != "random":
+                gap = auc[method] - base
+                line += (f", {100 * gap:.1f} points more than random" if gap > 0.005 else
+                         f", no more than random ({100 * gap:+.1f} points)")
+            lines.append(line + ".")
+        return lines
+
+
+def _words(document: Document) -> list[tuple[int, int]]:
+    """(sentence, token) of every word the model reads, in reading order."""
+    return [(s, t) for s, sentence in enumerate(document.sentences) for t in range(len(sentence.tokens))]
+
+
+def without(document: Document, removed: set[int]) -> Document:
+    """``document`` with the words at these reading-order positions taken out."""
+    sentences, i = [], 0
+    for s in document.sentences:
+        kept = tuple(t for j, t in enumerate(s.tokens) if i + j not in removed)
+        i += len(s.tokens)
+        if kept:
+            sentences.append(Sentence(kept, s.start, s.end))
+    return Document(document.text, sentences, document.truncation)
+
+
+def probabilities(classifier: Classifier, documents: list[Document], label: int) -> list[float]:
+    """P(label) for each document, CHUNK documents per forward pass."""
+    out = []
+    model = classifier.model
+    for first in range(0, len(documents), CHUNK):
+        batch = encode_documents(documents[first: first + CHUNK], classifier.vocab).to(classifier.device)
+        with torch.inference_mode():
+            logits = model(batch, return_attentions=False).logits.float()
+        p = torch.softmax(logits, -1)[:, label]
+        # a document with no word left gives the model nothing to read: its output is the bias's
+        out += p.tolist()
+    return out
+
+
+def gradient_times_input(classifier: Classifier, document: Document, label: int) -> list[float] | None:
+    """|gradient . embedding| per word (reading order), or None for a model without an embedding
+    table looked up once per word in reading order (TF-IDF)."""
+    embedding = getattr(classifier.model, "embedding", None)
+    if not isinstance(embedding, torch.nn.Embedding):
+        return None
+    captured = {}
+
+    def keep(module, inputs, output):
+        captured["ids"], captured["vectors"] = inputs[0], output
+
+    handle = embedding.register_forward_hook(keep)
+    try:
+        batch = encode_documents([document], classifier.vocab).to(classifier.device)
+        with torch.enable_grad():
+            logits = classifier.model(batch, return_attentions=False).logits
+            # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
+            # cached model shared by other sessions is left exactly as it was
+            (grad,) = torch.autograd.grad(logits[0, label], captured["vectors"])
+    finally:
+        handle.remove()
+    vectors = captured["vectors"]
+    scores = (grad * vectors).sum(-1).abs()[captured["ids"] != 0]  # real words, row-major = reading order
+    n = sum(len(s.tokens) for s in document.sentences)
+    return scores.detach().cpu().tolist() if len(scores) == n else None
+
+
+def leave_one_out(classifier: Classifier, document: Document, label: int, base: float) -> list[float]:
+    n = len(_words(document))
+    return [base - p for p in probabilities(classifier, [without(document, {i}) for i in range(n)], label)]
+
+
+def _top(scores: list[float], k: int) -> set[int]:
+    return set(sorted(range(len(scores)), key=lambda i: -scores[i])[:k])
+
+
+def removal_steps(n: int, steps: int = MAX_K, fractions: bool | None = None) -> list[int]:
+    """How many words to remove at each point of the curve, for a document of ``n`` words: 1, 2,
+    ..., ``steps`` for a short document; for a long one (more than 4 x ``steps`` words, or when
+    ``fractions``), 1/40, 2/40, ..., 20/40 of its words, because 20 words of a 1,000-word article
+    tell little. ``fractions=False`` forces single words."""
+    if fractions is None:
+        fractions = n > 4 * steps
+    if not fractions:
+        return list(range(1, min(steps, n) + 1))
+    return [max(1, round(n * j / (2 * steps))) for j in range(1, steps + 1)]
+
+
+def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, draws: int = RANDOM_DRAWS,
+                   seed: int = 0, fractions: bool | None = None, methods=METHODS) -> ErasureCurves:
+    """The erasure curves of one explained document (``explain(classifier, text)``). ``max_k``: the
+    number of points; ``fractions``: see ``removal_steps``; ``methods``: leave out
+    ``"leave-one-out"`` to save its one forward pass per word on long documents."""
+    document = ex.document
+    n = len(_words(document))
+    label = max(range(len(ex.probabilities)), key=ex.probabilities.__getitem__)
+    base = ex.probabilities[label]
+    ks = removal_steps(n, max_k, fractions)
+    scores: dict[str, list[float]] = {}
+    imp = importance(ex) if "attention" in methods else None
+    if imp is not None:
+        scores["attention"] = list(imp.words.values())
+    gradient = gradient_times_input(classifier, document, label) if "gradient × input" in methods else None
+    if gradient is not None:
+        scores["gradient × input"] = gradient
+    if "leave-one-out" in methods:
+        scores["leave-one-out"] = leave_one_out(classifier, document, label, base)
+    drops = {}
+    for method, s in scores.items():
+        ranked = sorted(range(n), key=lambda i: -s[i])
+        probs = probabilities(classifier, [without(document, set(ranked[:k])) for k in ks], label)
+        drops[method] = [base - p for p in probs]
+    rng = random.Random(seed)
+    random_docs = []
+    for _ in range(draws):
+        order = rng.sample(range(n), n)
+        random_docs += [without(document, set(order[:k])) for k in ks]
+    probs = probabilities(classifier, random_docs, label)
+    drops["random"] = [base - sum(probs[d * len(ks) + j] for d in range(draws)) / draws for j in range(len(ks))]
+    agreement = {}
+    if "attention" in scores:
+        for method in ("gradient × input", "leave-one-out"):
+            if method in scores:
+                agreement[method] = _spearman(scores["attention"], scores[method])
+    return ErasureCurves(ex.labels[label], base, ks, drops, scores, agreement)
+
+
+@dataclass
+class SplitErasure:
+    """Erasure curves averaged over documents (each document's own predicted class), against the
+    share of its words removed."""
+
+    shares: list[float]  # 1/40 .. 1/2 of each document's words
+    drops: dict[str, list[float]]  # method -> mean drop at each share
+    documents: int
+    agreement: dict[str, float]  # method -> mean Spearman with attention
+
+    @property
+    def auc(self) -> dict[str, float]:
+        return {m: sum(d) / len(d) if d else 0.0 for m, d in self.drops.items()}
+
+
+def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, methods=METHODS,
+                  progress=None) -> SplitErasure:
+    """Mean erasure curves over ``texts``, each document's x axis the share of its words removed
+    (1/40 .. 1/2, so documents of any length average point by point; in a short document several
+    shares round to the same count). Documents with fewer than ``MIN_WORDS`` words are skipped.
+    ``progress(done, total)`` is called per document."""
+    from .explain import ExplainError, explain
+
+    sums: dict[str, list[float]] = {}
+    agreement: dict[str, list[float]] = {}
+    used = 0
+    for i, text in enumerate(texts):
+        try:
+            ex = explain(classifier, text)
+        except ExplainError:
+            ex = None
+        if ex is not None and ex.document.num_tokens >= MIN_WORDS:
+            curves = erasure_curves(classifier, ex, steps, seed=i, fractions=True, methods=methods)
+            for method, d in curves.drops.items():
+                sums[method] = [a + b for a, b in zip(sums.get(method, [0.0] * len(d)), d)]
+            for method, rho in curves.agreement.items():
+                if rho is not None:
+                    agreement.setdefault(method, []).append(rho)
+            used += 1
+        if progress:
+            progress(i + 1, len(texts))
+    shares = [j / (2 * steps) for j in range(1, steps + 1)]
+    return SplitErasure(shares, {m: [v / used for v in s] for m, s in sums.items()} if used else {}, used,
+                        {m: sum(v) / len(v) for m, v in agreement.items()})
