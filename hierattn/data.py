@@ -366,5 +366,7 @@ def csv_bytes(frame) -> bytes:
     safe = frame.copy()
     for column in safe.columns:
         if safe[column].dtype == object or str(safe[column].dtype) in ("category", "string", "str"):
-            safe[column] = safe[column].astype(str).map(lambda v: "'" + v if v.startswith(_FORMULA_START) else v)
+            # missing cells stay missing (pandas keeps NaN through astype(str)); only text is prefixed
+            safe[column] = safe[column].astype(str).map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v)
     return safe.to_csv(index=False).encode("utf-8")

@@ -4,6 +4,7 @@ Kept apart from ``viz`` (which never imports Streamlit) so figures stay usable i
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import streamlit as st
@@ -224,8 +225,6 @@ def train_defaults(dataset_name: str) -> dict:
 
 
 def suggest_run_name(dataset_name: str, model_type: str) -> str:
-    import re
-
     base = re.sub(r"[^A-Za-z0-9_-]+", "-", f"{dataset_name}-{model_type}").strip("-_") or "run"
     existing = set(available_checkpoints()) | {j.name for j in job_manager().running()}
     for n in range(1, 1000):
@@ -405,3 +404,20 @@ def take_explore_request() -> dict | None:
 
 
 __all__ = ["display_name", "head_axis", "job_manager", "CheckpointError", "available_checkpoints", "checkpoint_root", "explain_cached", "load", "samples"]
+
+
+def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None) -> None:
+    """A plotly figure with an Export popover under it: PNG, SVG and standalone HTML, each drawn
+    only when its button is clicked. ``collect``: a dict that gathers the page's figures by name
+    (for the one-click report)."""
+    from . import export
+
+    where = container or st
+    where.plotly_chart(fig, width="stretch", key=key)
+    if collect is not None:
+        collect[name] = fig
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
+    with where.popover("Export", icon=":material/download:"):
+        for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml"), ("html", "text/html")):
+            st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt), f"{slug}.{fmt}", mime,
+                               key=f"export_{key or slug}_{fmt}", on_click="ignore")

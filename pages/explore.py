@@ -4,7 +4,7 @@ import hashlib
 
 import streamlit as st
 
-from hierattn import faithfulness, ui, viz
+from hierattn import export, faithfulness, ui, viz
 from hierattn.explain import ExplainError, metrics_table
 
 ui.run_through_app()
@@ -54,11 +54,13 @@ words = [t.text for s in ex.document.sentences for t in s.tokens]  # the documen
 sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
 
 # 1. Prediction
+figures = {}  # every figure drawn below, by name, for the report
+curves = None
 col_label, col_chart = st.columns([1, 2])
 col_label.metric("Prediction", ex.label)
 col_label.caption(f"{max(ex.probabilities):.1%} probability · {len(ex.document.sentences)} sentences · "
                   f"{ex.document.num_tokens} tokens read")
-col_chart.plotly_chart(viz.probability_chart(ex.labels, ex.probabilities), width="stretch")
+ui.chart(viz.probability_chart(ex.labels, ex.probabilities), "probabilities", col_chart, collect=figures)
 
 # 2. The document shaded by target attention
 st.subheader("Where the model looks")
@@ -107,7 +109,8 @@ if painted and st.toggle("Test the shading: remove the top words and watch the p
         classifier, ex), "Removing words:")
     if curves is not None:
         chart, verdict = st.columns([3, 2])
-        chart.plotly_chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), width="stretch")
+        ui.chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), "erasure curves", chart,
+                 collect=figures)
         verdict.markdown("\n".join(f"- {viz.md_text(line)}" for line in curves.verdicts()))
         for method, rho in curves.agreement.items():
             verdict.metric(f"Spearman, attention vs {method}", "n/a" if rho is None else f"{rho:+.2f}",
@@ -153,7 +156,8 @@ if self_maps:
                           help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at a time.") - 1
         shown = slice(first, first + MAX_HEATMAP)
     matrix = ex.self_attention(branch, group, head)[shown, shown]
-    st.plotly_chart(viz.attention_heatmap(matrix, labels[shown], f"{branch} · {head_pick}"), width="stretch")
+    ui.chart(viz.attention_heatmap(matrix, labels[shown], f"{branch} · {head_pick}"), f"self-attention {branch} {head_pick}",
+             collect=figures)
     if heads > 1 and st.toggle("Show every head side by side", key="all_heads"):
         columns = st.columns(min(heads, 4))
         for h in range(heads):
@@ -214,8 +218,26 @@ if word_weights is not None or sentence_weights is not None:
     if word_weights is not None:
         s_idx = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
                                format_func=sentence_labels.__getitem__)
-        left.plotly_chart(viz.distribution_chart(word_weights[s_idx], [t.text for t in ex.document.sentences[s_idx].tokens],
-                                                 "over the words of the sentence"), width="stretch")
+        ui.chart(viz.distribution_chart(word_weights[s_idx], [t.text for t in ex.document.sentences[s_idx].tokens],
+                                        "over the words of the sentence"), "word distribution", left, collect=figures)
     if sentence_weights is not None:
-        right.plotly_chart(viz.distribution_chart(sentence_weights, [f"S{i + 1}" for i in range(len(sentence_weights))],
-                                                  "over the sentences of the document", "sentence"), width="stretch")
+        ui.chart(viz.distribution_chart(sentence_weights, [f"S{i + 1}" for i in range(len(sentence_weights))],
+                                        "over the sentences of the document", "sentence"), "sentence distribution", right,
+                 collect=figures)
+
+# 6. Export the whole analysis
+st.subheader("Export")
+st.caption("Each figure has its own Export button (PNG, SVG, HTML). The report is one HTML file with the "
+           "prediction, the shaded document, every figure shown above (interactive, works offline) and the metrics.")
+stem = f"{name}-{doc_key}"
+report_notes = curves.verdicts() if painted and st.session_state.get("faithfulness") and curves is not None else []
+document_view = viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale) if painted else None
+buttons = st.columns(4)
+buttons[0].download_button("Report (HTML)", lambda: export.report_html(ex, dict(figures), document_view, report_notes),
+                           f"{stem}-report.html", "text/html", key="export_report", type="primary", on_click="ignore")
+buttons[1].download_button("Explanation (JSON)", lambda: export.explanation_json(ex), f"{stem}.json",
+                           "application/json", key="export_json", on_click="ignore")
+buttons[2].download_button("Attention maps (CSV)", lambda: export.attention_csv(ex), f"{stem}-attention.csv",
+                           "text/csv", key="export_attention", on_click="ignore")
+buttons[3].download_button("Metrics (CSV)", lambda: export.metrics_csv(ex), f"{stem}-metrics.csv", "text/csv",
+                           key="export_metrics", on_click="ignore")

@@ -161,3 +161,32 @@ def test_every_page_opens_and_draws(app_url, page, path, expect):
     if path != "train":
         assert page.locator(".js-plotly-plot").count() >= 1
     assert page.locator("[data-testid=stSidebarNav], [data-testid=stNavSectionHeader], nav").count() >= 1
+
+
+def test_exports_download_and_open(app_url, page, browser):
+    page.goto(app_url)
+    settle(page)
+    choose(page, "Model", "bbc-news-hcan")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("button", name="Report (HTML)").click()
+    report = ARTIFACTS / "report.html"
+    download.value.save_as(report)
+    viewer = browser.new_page()
+    viewer.goto(report.as_uri())
+    viewer.wait_for_selector(".js-plotly-plot", timeout=30_000)
+    assert viewer.locator(".js-plotly-plot").count() >= 3  # probabilities, heatmap, distributions
+    assert viewer.get_by_text("Prediction:").count() == 1
+    viewer.close()
+    page.get_by_role("button", name="Export").first.click()  # the probability chart's popover
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("button", name="PNG").first.click()
+    png = ARTIFACTS / "probabilities.png"
+    download.value.save_as(png)
+    assert png.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    with page.expect_download(timeout=60_000) as download:
+        page.get_by_role("button", name="Attention maps (CSV)").click()
+    csv = ARTIFACTS / "attention.csv"
+    download.value.save_as(csv)
+    assert csv.read_text().splitlines()[0].startswith("map,")
+    no_exception(page)
