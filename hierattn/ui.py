@@ -421,3 +421,84 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
         for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml"), ("html", "text/html")):
             st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt), f"{slug}.{fmt}", mime,
                                key=f"export_{key or slug}_{fmt}", on_click="ignore")
+
+
+# ---- shareable views: the Explore state that matters, mirrored in the address bar -----------
+PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
+VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level", "selfhead": "self_head"}  # URL -> key
+
+
+def document_id(text: str, dataset: str | None) -> tuple[str, str]:
+    """("sample", "<data set>:<i>") for a built-in sample (any session can open it), else
+    ("doc", <12-hex hash>), the text kept in this session so a link reopens it here."""
+    import hashlib
+
+    for name, _, sample in samples(dataset):
+        if sample == text:
+            same = [t for n, _, t in samples(name) if n == name]
+            return "sample", f"{name}:{same.index(text)}"
+    digest = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+    st.session_state.setdefault(PASTED, {})[digest] = text
+    return "doc", digest
+
+
+def document_from_id(kind: str, value: str) -> str | None:
+    if kind == "sample":
+        name, _, index = value.partition(":")
+        docs = [t for n, _, t in samples(name) if n == name]
+        return docs[int(index)] if index.isdigit() and int(index) < len(docs) else None
+    return st.session_state.get(PASTED, {}).get(value)
+
+
+def apply_view_from_url(checkpoints: dict) -> str | None:
+    """On a session's first run, set the Explore widgets from ``st.query_params``; returns a
+    message when the link cannot be followed in full (the caller shows it)."""
+    if st.session_state.get("_view_applied"):
+        return None
+    st.session_state["_view_applied"] = True
+    params = st.query_params
+    problems = []
+    if "model" in params:
+        if params["model"] in checkpoints:
+            st.session_state["model"] = params["model"]
+        else:
+            problems.append(f"there is no checkpoint {viz.md_code(params['model'])} here")
+    for kind in ("sample", "doc"):
+        if kind in params:
+            text = document_from_id(kind, params[kind])
+            if text is None:
+                problems.append("the linked document is not here (a pasted document is kept only in the browser "
+                                "session that pasted it: paste it again)" if kind == "doc" else
+                                f"there is no sample {viz.md_code(params[kind])}")
+            else:
+                st.session_state["document"] = text
+                st.session_state["sample"] = SAMPLE_PROMPT
+    for name, key in VIEW_KEYS.items():
+        if name in params:
+            st.session_state[key] = params[name]
+    for name in ("branch", "sentence"):
+        if name in params:
+            st.session_state[f"_pending_{name}"] = params[name]
+    return ("This link could not be followed in full: " + "; ".join(problems) + ".") if problems else None
+
+
+def pending_view(name: str):
+    """A value from the link for a widget whose key is only known later (it depends on the document)."""
+    return st.session_state.pop(f"_pending_{name}", None)
+
+
+def mirror_view(view: dict) -> str:
+    """Write ``view`` (None values left out) to the address bar; returns the full link."""
+    from urllib.parse import urlencode
+
+    clean = {k: str(v) for k, v in view.items() if v is not None}
+    if dict(st.query_params) != clean:
+        st.query_params.from_dict(clean)
+    base = (st.context.url or "").split("?")[0]
+    return f"{base}?{urlencode(clean)}"
+
+
+def keep_valid(key: str, options) -> None:
+    """Forget a widget value (from a link, or from another model) that is not among ``options``."""
+    if key in st.session_state and st.session_state[key] not in list(options):
+        del st.session_state[key]

@@ -15,11 +15,14 @@ st.title("Explore attention")
 
 checkpoints = ui.checkpoints_or_stop()
 
+link_problem = ui.apply_view_from_url(checkpoints)  # a shared link: model, document, head, level, sentence
 request = ui.take_explore_request()  # a document sent here from another page (Evaluation)
 if request and request["checkpoint"] in checkpoints:
     st.session_state.model = request["checkpoint"]
     st.session_state.document = request["text"]
     st.session_state.sample = ui.SAMPLE_PROMPT
+if link_problem:
+    st.warning(link_problem)
 with st.sidebar:
     name = st.selectbox("Model", list(checkpoints), key="model",
                         help="Every checkpoint directory under checkpoints/.")
@@ -72,8 +75,9 @@ if painted:
     count = max(ex.heads(n) for n in (word_map, sentence_map) if n)
     if count > 1:
         noun = "Channel" if axis == "channel" else "Target-attention head"
-        pick = st.radio(noun, [f"mean of {axis}s"] + [f"{axis} {h + 1}" for h in range(count)],
-                        horizontal=True, key="target_head")
+        head_options = [f"mean of {axis}s"] + [f"{axis} {h + 1}" for h in range(count)]
+        ui.keep_valid("target_head", head_options)
+        pick = st.radio(noun, head_options, horizontal=True, key="target_head")
         head_choice = None if pick.startswith("mean") else int(pick.split()[1]) - 1
 word_weights = ex.target_attention("word", head_choice)
 sentence_weights = ex.target_attention("sentence", head_choice)
@@ -91,6 +95,7 @@ if word_map == "word.maxpool":
 spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in ex.document.sentences]
 scale = "document"
 if word_weights is not None:
+    ui.keep_valid("shade_scale", ["document", "sentence"])
     scale = st.radio("Word shading", ["document", "sentence"], horizontal=True, key="shade_scale",
                      format_func={"document": "one scale for the document",
                                   "sentence": "relative to each sentence's top word"}.get)
@@ -121,10 +126,13 @@ self_maps = ex.self_attention_names
 if self_maps:
     st.subheader("Self-attention")
     levels = sorted({ex.attentions[n].level for n in self_maps}, key=["word", "sentence"].index)
+    ui.keep_valid("self_level", levels)
     level = st.radio("Level", levels, horizontal=True, key="self_level",
                      format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to sentences")
     names = [n for n in self_maps if ex.attentions[n].level == level]
     c1, c2, c3 = st.columns(3)
+    if (linked := ui.pending_view("branch")) in names:
+        st.session_state[f"branch_{level}"] = linked
     branch = c1.selectbox("Self-attention", names, key=f"branch_{level}",
                           help="HCAN with two parallel self-attentions has branches a (ELU values) and b (tanh "
                                "values); SANet has one map per block.")
@@ -132,10 +140,14 @@ if self_maps:
     heads = ex.heads(branch)
     head_pick, head = "single head", None
     if heads > 1:
-        head_pick = c2.selectbox("Head", ["mean of heads"] + [f"head {h + 1}" for h in range(heads)], key="self_head")
+        self_heads = ["mean of heads"] + [f"head {h + 1}" for h in range(heads)]
+        ui.keep_valid("self_head", self_heads)
+        head_pick = c2.selectbox("Head", self_heads, key="self_head")
         head = None if head_pick.startswith("mean") else int(head_pick.split()[1]) - 1
     group = None
     if "sentence" in axes:
+        if (linked := ui.pending_view("sentence")) and linked.isdigit() and int(linked) < len(sentence_labels):
+            st.session_state[f"self_sentence_{doc_key}"] = int(linked)
         group = c3.selectbox("Sentence", range(len(sentence_labels)), format_func=sentence_labels.__getitem__,
                              key=f"self_sentence_{doc_key}")
         labels = [t.text for t in ex.document.sentences[group].tokens]
@@ -225,8 +237,19 @@ if word_weights is not None or sentence_weights is not None:
                                         "over the sentences of the document", "sentence"), "sentence distribution", right,
                  collect=figures)
 
-# 6. Export the whole analysis
-st.subheader("Export")
+# 6. Share and export
+kind, document_ref = ui.document_id(text, classifier.dataset)
+self_state = {}
+if self_maps:
+    self_state = {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
+                  "sentence": group if "sentence" in axes else None}
+link = ui.mirror_view({"model": name, kind: document_ref, "head": st.session_state.get("target_head"),
+                       "scale": st.session_state.get("shade_scale"), **self_state})
+st.subheader("Share and export")
+st.caption("The address bar follows this view (model, document, heads, level, sentence); copy it, or the link below. "
+           + ("A pasted document is kept only in this browser session: others who open the link are asked to paste it."
+              if kind == "doc" else "The document is a built-in sample, so the link works for anyone using this app."))
+st.code(link, language=None)
 st.caption("Each figure has its own Export button (PNG, SVG, HTML). The report is one HTML file with the "
            "prediction, the shaded document, every figure shown above (interactive, works offline) and the metrics.")
 stem = f"{name}-{doc_key}"

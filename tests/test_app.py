@@ -199,3 +199,45 @@ def test_erasure_curves_on_request(app_env):
     assert "- random: removing random words (1 to " in verdicts
     assert {m.label for m in at.metric} >= {"Spearman, attention vs gradient × input",
                                              "Spearman, attention vs leave-one-out"}
+
+
+def _open_with(params: dict) -> AppTest:
+    at = AppTest.from_file(str(Path(APP).parent / "pages/explore.py"), default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def test_the_address_bar_reproduces_the_view(app_env):
+    at = run_app(model="tiny-hcan")
+    at.radio(key="target_head").set_value("head 2").run()
+    at.radio(key="self_level").set_value("sentence").run()
+    link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert link["model"] == "tiny-hcan" and link["head"] == "head 2" and link["level"] == "sentence"
+    assert link["sample"].startswith("tweets:")  # a built-in sample: any session can open it
+    again = _open_with(link)  # a new session, as a colleague opening the link
+    assert not again.exception and not again.warning
+    assert again.selectbox(key="model").value == "tiny-hcan"
+    assert again.text_area(key="document").value == at.text_area(key="document").value
+    assert again.radio(key="target_head").value == "head 2" and again.radio(key="self_level").value == "sentence"
+    from urllib.parse import parse_qsl
+
+    copyable = again.get("code")[0].proto.code_text  # the link to copy
+    assert dict(parse_qsl(copyable.split("?", 1)[1])) == link
+
+
+def test_a_pasted_document_link_works_in_its_session_and_says_why_elsewhere(app_env):
+    at = run_app(DOC, "tiny-han")
+    link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert len(link["doc"]) == 12 and "sample" not in link
+    elsewhere = _open_with(link)
+    assert any("paste it again" in shown(w.value) for w in elsewhere.warning)
+    assert elsewhere.selectbox(key="model").value == "tiny-han"
+
+
+def test_a_link_with_values_that_do_not_fit_is_followed_as_far_as_it_can(app_env):
+    at = _open_with({"model": "no-such-model"})
+    assert not at.exception and any("no checkpoint" in shown(w.value) for w in at.warning)
+    at = _open_with({"model": "tiny-hcan", "head": "head 99", "level": "paragraph", "sentence": "x", "sample": "tweets:999"})
+    assert not at.exception and any("no sample" in shown(w.value) for w in at.warning)
+    assert at.radio(key="target_head").value == "mean of heads" and at.radio(key="self_level").value == "word"

@@ -190,3 +190,24 @@ def test_exports_download_and_open(app_url, page, browser):
     download.value.save_as(csv)
     assert csv.read_text().splitlines()[0].startswith("map,")
     no_exception(page)
+
+
+def test_a_shared_link_opens_the_same_view(app_url, page, browser):
+    page.goto(app_url)
+    settle(page)
+    choose(page, "Model", "bbc-news-hcan")
+    page.get_by_text("head 3", exact=True).first.click()
+    settle(page)
+    link = page.url
+    assert "model=bbc-news-hcan" in link and "head=head+3" in link and "sample=bbc-news" in link
+    other = browser.new_page(viewport={"width": 1400, "height": 1800})  # a colleague's browser
+    other.goto(link)
+    settle(other)
+    no_exception(other)
+    assert other.locator("[data-testid=stSidebar] [data-testid=stSelectbox] input").first.input_value() == "bbc-news-hcan"
+    checked = other.locator("[data-testid=stRadio]").filter(has_text="Target-attention head").locator("input:checked")
+    assert checked.count() == 1
+    label = other.locator("[data-testid=stRadio]").filter(has_text="Target-attention head") \
+        .locator("label").filter(has=other.locator("input:checked")).inner_text()
+    assert label.strip() == "head 3"
+    other.close()
