@@ -119,9 +119,13 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
 def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
                   word_weights: Sequence[Sequence[float]] | None,
                   sentence_weights: Sequence[float] | None, scale: str = "document",
-                  peak: float | None = None, sentence_peak: float | None = None) -> str:
+                  peak: float | None = None, sentence_peak: float | None = None,
+                  struck: Sequence[int] = (), marked: Sequence[tuple[int, int]] = ()) -> str:
     """The pasted text, each sentence with a bar for its attention, each word shaded by its
     attention (HCAN Figure 4).
+
+    ``struck``: sentences (indices) shown crossed out and faded, as removed by an edit;
+    ``marked``: word spans outlined in orange, as changed by an edit (Explore's "What if?").
 
     ``sentences``: (start, end, [(word start, word end), ...]) character spans into ``text``.
     ``scale="document"``: one colour scale for the whole document (the darkest word is the
@@ -144,7 +148,10 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
         for (w_start, w_end), w in zip(words, ws):
             parts.append(html.escape(text[cursor:w_start]))
             alpha = min(0.85, 0.85 * w / darkest)
-            parts.append(_shaded(html.escape(text[w_start:w_end]), alpha, _RGB, f"weight {w:.3f}"))
+            word = _shaded(html.escape(text[w_start:w_end]), alpha, _RGB, f"weight {w:.3f}")
+            if any(a < w_end and w_start < b for a, b in marked):
+                word = f'<span style="outline:2px solid #ff7f0e;border-radius:3px">{word}</span>'
+            parts.append(word)
             cursor = w_end
         parts.append(html.escape(text[cursor:end]))
         if sentence_weights:
@@ -154,8 +161,9 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
                    f'width:{50 * sw / (top_sentence or 1):.0f}px;border-radius:2px"></div>{sw:.2f}</div>')
         else:  # no sentence weights (a flat model): the text uses the full width
             bar = ""
+        gone = ";text-decoration:line-through;opacity:0.45" if s in struck else ""
         rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
-                    f'<div style="flex:1;white-space:pre-wrap">{"".join(parts)}</div></div>')
+                    f'<div style="flex:1;white-space:pre-wrap{gone}">{"".join(parts)}</div></div>')
     return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
 
 

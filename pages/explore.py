@@ -4,7 +4,7 @@ import hashlib
 
 import streamlit as st
 
-from hierattn import export, faithfulness, ui, viz
+from hierattn import counterfactual, export, faithfulness, ui, viz
 from hierattn.explain import ExplainError, metrics_table
 
 ui.run_through_app()
@@ -120,6 +120,47 @@ if painted and st.toggle("Test the shading: remove the top words and watch the p
         for method, rho in curves.agreement.items():
             verdict.metric(f"Spearman, attention vs {method}", "n/a" if rho is None else f"{rho:+.2f}",
                            help="Rank correlation of the words' attention and their attribution, over this document.")
+
+# 2c. What if? Edit the document and see the prediction and the attention move
+if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif"):
+    order = st.multiselect("Sentences, in the order the model reads them", range(len(ex.document.sentences)),
+                           default=list(range(len(ex.document.sentences))), format_func=sentence_labels.__getitem__,
+                           key=f"whatif_order_{doc_key}",
+                           help="× on a sentence drops it; add it back and it goes to the end, which reorders.")
+    left, right = st.columns(2)
+    word = left.text_input("Replace the word", key="whatif_word", placeholder="e.g. great")
+    by = right.text_input("with", key="whatif_by", placeholder="e.g. awful")
+    edit = counterfactual.Edit(list(order), [(word.strip(), by.strip())] if word.strip() else [])
+    changes = edit.describe(len(ex.document.sentences))
+    if not changes:
+        st.caption("Drop a sentence (×), put one back (it goes to the end), or replace a word: the prediction and "
+                   "the attention of the edited document appear here beside the original's.")
+    elif not order:
+        st.warning("Every sentence is dropped: there is nothing left to classify.")
+    else:
+        edited = counterfactual.apply(ex.document, edit)
+        try:
+            after = ui.explain_cached(checkpoints[name], edited.text)
+        except ExplainError as exc:
+            after = None
+            st.warning(f"The edited document cannot be read: {viz.md_text(exc)}.")
+        if after is not None:
+            st.caption("Edit: " + viz.md_text("; ".join(changes)) + ".")
+            before_p = ex.probabilities[ex.labels.index(ex.label)]
+            now_p = after.probabilities[after.labels.index(ex.label)]
+            m1, m2 = st.columns(2)
+            m1.metric("Before", ex.label, f"{before_p:.1%}", delta_color="off")
+            m2.metric("After", after.label, f"{now_p - before_p:+.1%} P({ex.label})",
+                      delta_color="normal" if after.label == ex.label else "inverse")
+            if painted:
+                b1, b2 = st.columns(2)
+                b1.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale,
+                                          struck=[i for i in range(len(ex.document.sentences)) if i not in order]))
+                after_spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in after.document.sentences]
+                b2.html(viz.document_html(after.document.text, after_spans, after.target_attention("word", head_choice),
+                                          after.target_attention("sentence", head_choice), scale, marked=edited.replaced))
+                st.caption("Left: the original, dropped sentences struck through. Right: the edited document as the "
+                           "model reads it, replaced words outlined; both shaded by the same head.")
 
 # 3. Self-attention heatmaps and 4. their metrics
 self_maps = ex.self_attention_names

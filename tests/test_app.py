@@ -1,4 +1,5 @@
 """Headless runs of the app (Streamlit AppTest) against tiny checkpoints built in a fixture."""
+import re
 from pathlib import Path
 
 import pytest
@@ -241,3 +242,22 @@ def test_a_link_with_values_that_do_not_fit_is_followed_as_far_as_it_can(app_env
     at = _open_with({"model": "tiny-hcan", "head": "head 99", "level": "paragraph", "sentence": "x", "sample": "tweets:999"})
     assert not at.exception and any("no sample" in shown(w.value) for w in at.warning)
     assert at.radio(key="target_head").value == "mean of heads" and at.radio(key="self_level").value == "word"
+
+
+def test_what_if_drops_a_sentence_and_replaces_a_word(app_env):
+    at = run_app(DOC, "tiny-hcan")
+    at.toggle(key="whatif").set_value(True).run()
+    order = next(m for m in at.multiselect if m.key.startswith("whatif_order_"))
+    assert order.value == [0, 1, 2]
+    order.set_value([2, 0]).run()
+    at.text_input(key="whatif_word").input("Fans").run()
+    at.text_input(key="whatif_by").input("<b>squad</b>").run()
+    assert not at.exception
+    assert "Edit: dropped S2; new order S3 S1; 'Fans' → '<b>squad</b>'." in texts(at)
+    assert {m.label for m in at.metric} >= {"Before", "After"}
+    before, after = html_blocks(at)[-2:]
+    assert "line-through" in before and "outline:2px solid" in after
+    assert "&lt;b&gt;squad&lt;/b&gt;" in re.sub(r"</?span[^>]*>", "", after) and "<b>squad" not in after
+    order = next(m for m in at.multiselect if m.key.startswith("whatif_order_"))
+    order.set_value([]).run()
+    assert "Every sentence is dropped" in texts(at)
