@@ -163,6 +163,67 @@ def cold_start_seconds(port: int = 8597, timeout: float = 120.0) -> float | None
             browser.close()
 
 
+def long_document_render_seconds(text: str, checkpoints: tuple[str, ...], port: int = 8598,
+                                 timeout: float = 180.0) -> dict[str, float] | None:
+    """Seconds from pasting ``text`` (Ctrl+Enter) into Explore in headless Chromium to the page
+    finished and drawn (no script running, the document view and a heatmap on screen), for each
+    checkpoint. None without Playwright and Chromium."""
+    import shutil
+    import subprocess
+    import sys
+    import urllib.request
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        return None
+    root = Path(__file__).resolve().parent.parent
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                               "--server.port", str(port)], cwd=root, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    busy = "() => !!document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]')"
+    out = {}
+    try:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            try:
+                urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            for checkpoint in checkpoints:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(f"http://localhost:{port}/?model={checkpoint}")
+                page.wait_for_selector(".js-plotly-plot", timeout=timeout * 1000)
+                page.wait_for_function(f"() => !({busy[6:]})", timeout=timeout * 1000)
+                box = page.get_by_role("textbox", name="Document", exact=True)
+                box.fill(text)
+                read = page.get_by_text("tokens read").first
+                before = read.inner_text()
+                start = time.perf_counter()
+                box.press("Control+Enter")
+                # done: the prediction's caption names the new document, nothing runs, the charts are drawn
+                page.wait_for_function(
+                    f"""before => {{ const c = [...document.querySelectorAll('[data-testid=stCaptionContainer]')]
+                                     .find(e => e.innerText.includes('tokens read'));
+                                   return c && c.innerText !== before && !({busy[6:]})
+                                          && document.querySelectorAll('.js-plotly-plot').length >= 2; }}""",
+                    arg=before, timeout=timeout * 1000)
+                page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+                out[checkpoint] = time.perf_counter() - start
+                page.close()
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait()
+    return out
+
+
 def explore_rerun_seconds(text: str, checkpoint: str, repeats: int) -> float:
     """Median seconds of an Explore page rerun (AppTest, the shipped checkpoints) for ``text``."""
     from streamlit.testing.v1 import AppTest
@@ -265,6 +326,10 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
     if not quick:  # a fresh process and a headless page: seconds each, and they need the shipped checkpoints
         results["app_memory_mb"] = app_memory_mb(checkpoints)
         results["explore_rerun_seconds"] = explore_rerun_seconds(_document_of(1000, test_texts), "bbc-news-hcan", 5)
+        long_text = _document_of(10000, test_texts)
+        results["long_document_render_seconds"] = long_document_render_seconds(
+            long_text, ("bbc-news-hcan", "bbc-news-sanet"))
+        results["long_document_words"] = len(long_text.split())
         starts = [cold_start_seconds() for _ in range(3)]
         results["cold_start_seconds"] = None if None in starts else statistics.median(starts)
     Path(out).write_text(json.dumps(results, indent=2))
@@ -298,6 +363,10 @@ def format_table(results: dict) -> str:
         lines.append(f"- tokenisation, long documents: {results['tokens_per_s']:,.0f} tokens/s")
     if "app_memory_mb" in results:
         lines.append(f"- app process with every shipped checkpoint loaded: {results['app_memory_mb']:.0f} MB resident")
+    if results.get("long_document_render_seconds"):
+        lines.append(f"- Explore in headless Chromium, a {results['long_document_words']:,}-word document pasted, "
+                     "until the page is drawn: " + ", ".join(f"{c} {t:.1f} s" for c, t in
+                                                              results["long_document_render_seconds"].items()))
     if "explore_rerun_seconds" in results:
         lines.append(f"- Explore page rerun, ~1,000-token document, bbc-news-hcan (AppTest), median: "
                      f"{1000 * results['explore_rerun_seconds']:.0f} ms")

@@ -314,3 +314,16 @@ def erasure_chart(steps: Sequence[float], drops: dict[str, Sequence[float]], lab
                       xaxis=dict(title=x_title, tickformat=".0%" if percent_x else None),
                       yaxis=dict(title=f"drop in P({_short(label, 30)}), points", zeroline=True))
     return fig
+
+
+def block_overview(matrix, block: int):
+    """An (n, n) attention matrix summarised in blocks of ``block`` positions: cell (i, j) is the
+    attention that the queries of block i give, on average, to all the keys of block j. Rows still
+    sum to one, so the overview reads like the matrix it summarises. Returns a nested list."""
+    import numpy as np
+
+    m = np.asarray(matrix.tolist() if hasattr(matrix, "tolist") else matrix, dtype=np.float64)
+    n = m.shape[0]
+    edges = list(range(0, n, block)) + [n]
+    keys = np.add.reduceat(m, edges[:-1], axis=1)  # (n, blocks): summed over each key block
+    return [keys[a:b].mean(0).tolist() for a, b in zip(edges[:-1], edges[1:])]

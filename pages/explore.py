@@ -10,6 +10,8 @@ from hierattn.explain import ExplainError, metrics_table
 ui.run_through_app()
 
 MAX_HEATMAP = 120  # rows and columns drawn at once
+MAX_BLOCKS = 100  # an overview of a longer matrix has at most this many blocks a side
+PAGE = 40  # sentences of the document view per page
 
 st.title("Explore attention")
 
@@ -103,7 +105,18 @@ if word_weights is not None:
                 else "") + "Blue: word weight, darkest = " + ("the document's largest weight" if scale == "document"
                                                              else "the sentence's top word") + "; hover for the weight.")
 if painted:
-    st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale))
+    pages = -(-len(spans) // PAGE)
+    if pages > 1:  # a long document: the view pages by sentence, the scale stays the document's
+        page = st.number_input(f"Page (sentences {PAGE} at a time, {len(spans)} in all)", 1, pages, 1, key=f"page_{doc_key}")
+        part = slice((page - 1) * PAGE, page * PAGE)
+        peak = max((w for ws in word_weights or [] for w in ws), default=None)
+        top = max(sentence_weights, default=None) if sentence_weights else None
+        page_spans = spans[part]
+        page_words = word_weights[part] if word_weights else None
+        page_sentences = sentence_weights[part] if sentence_weights else None
+        st.html(viz.document_html(ex.document.text, page_spans, page_words, page_sentences, scale, peak, top))
+    else:
+        st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale))
 
 # 2b. Does the shading drive the prediction? Erasure curves (computed in the background on request)
 if painted and st.toggle("Test the shading: remove the top words and watch the prediction", key="faithfulness",
@@ -149,9 +162,8 @@ if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif")
             before_p = ex.probabilities[ex.labels.index(ex.label)]
             now_p = after.probabilities[after.labels.index(ex.label)]
             m1, m2 = st.columns(2)
-            m1.metric("Before", ex.label, f"{before_p:.1%}", delta_color="off")
-            m2.metric("After", after.label, f"{now_p - before_p:+.1%} P({ex.label})",
-                      delta_color="normal" if after.label == ex.label else "inverse")
+            m1.metric(f"Before · P({viz.md_text(ex.label)}) = {before_p:.1%}", ex.label)
+            m2.metric(f"After · P({viz.md_text(ex.label)}) = {now_p:.1%}", after.label, f"{now_p - before_p:+.1%}")
             if painted:
                 b1, b2 = st.columns(2)
                 b1.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale,
@@ -204,9 +216,17 @@ if self_maps:
     else:
         labels = sentence_labels
     shown = slice(0, len(labels))
-    if len(labels) > MAX_HEATMAP:  # a flat model's document-wide matrix: show a window of it
-        first = st.slider("First position shown", 1, len(labels) - MAX_HEATMAP + 1, 1, key="self_window",
-                          help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at a time.") - 1
+    if len(labels) > MAX_HEATMAP:  # a document-wide matrix over many words: an overview in blocks, then zoom
+        block = -(-len(labels) // MAX_BLOCKS)
+        full = ex.self_attention(branch, group, head)
+        starts = list(range(0, len(labels), block))
+        block_names = [f"{a + 1}–{min(a + block, len(labels))}: {labels[a]}" for a in starts]
+        ui.chart(viz.attention_heatmap(viz.block_overview(full, block), block_names,
+                                       f"overview: {len(labels)} positions in blocks of {block}"),
+                 f"self-attention overview {branch} {head_pick}", collect=figures)
+        first = st.slider("Zoom: first position shown at full resolution", 1, len(labels) - MAX_HEATMAP + 1, 1,
+                          key="self_window", help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at full "
+                                                  "resolution below. The overview above shows all of it in blocks.") - 1
         shown = slice(first, first + MAX_HEATMAP)
     matrix = ex.self_attention(branch, group, head)[shown, shown]
     ui.chart(viz.attention_heatmap(matrix, labels[shown], f"{branch} · {head_pick}"), f"self-attention {branch} {head_pick}",

@@ -254,10 +254,49 @@ def test_what_if_drops_a_sentence_and_replaces_a_word(app_env):
     at.text_input(key="whatif_by").input("<b>squad</b>").run()
     assert not at.exception
     assert "Edit: dropped S2; new order S3 S1; 'Fans' → '<b>squad</b>'." in texts(at)
-    assert {m.label for m in at.metric} >= {"Before", "After"}
+    labels = [shown(m.label) for m in at.metric]
+    assert any(label.startswith("Before · P(") for label in labels) and any(label.startswith("After · P(") for label in labels)
     before, after = html_blocks(at)[-2:]
     assert "line-through" in before and "outline:2px solid" in after
     assert "&lt;b&gt;squad&lt;/b&gt;" in re.sub(r"</?span[^>]*>", "", after) and "<b>squad" not in after
     order = next(m for m in at.multiselect if m.key.startswith("whatif_order_"))
     order.set_value([]).run()
     assert "Every sentence is dropped" in texts(at)
+
+
+@pytest.fixture
+def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
+    """Tiny checkpoints with caps high enough for long documents: hierarchical and flat HCAN."""
+    import shutil
+
+    import torch
+
+    from hierattn.checkpoint import save_checkpoint
+    from hierattn.models import build_model
+    from hierattn.text import TextConfig
+
+    from .conftest import LABELS
+
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir / "tiny-han", root / "tiny-han")
+    torch.manual_seed(0)
+    for name, config in (("long-hcan", {}), ("long-flat", {"hierarchical": False})):
+        model = build_model("hcan", {"vocab_size": len(tiny_vocab), "num_classes": 4, "d": 16, "heads": 2, **config})
+        save_checkpoint(root / name, model, "hcan", tiny_vocab, LABELS, TextConfig(max_sentences=200, max_words=30), {})
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+
+
+def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
+    text = " ".join(f"The team won match number {i} on Sunday." for i in range(150))  # 150 sentences, 1,200 words
+    at = run_app(text, "long-hcan")
+    pager = next(n for n in at.number_input if n.key.startswith("page_"))
+    assert pager.max == 4 and "150 in all" in pager.label
+    first = re.sub(r"<[^>]+>", "", html_blocks(at)[0])
+    assert "match number 0 " in first and "match number 40 " not in first
+    pager.set_value(2).run()
+    second = re.sub(r"<[^>]+>", "", html_blocks(at)[0])
+    assert "match number 40 " in second and "match number 0 " not in second
+    at.selectbox(key="model").set_value("long-flat").run()
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert any("overview: 1350 positions in blocks of 14" in t for t in titles)  # 150 x 9 tokens
+    assert at.slider(key="self_window").max == 1350 - 120 + 1

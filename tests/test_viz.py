@@ -58,3 +58,16 @@ def test_training_chart_keeps_the_live_curve_small():
     assert list(fig.data[2].y) == [0.7, 0.8] and fig.data[2].yaxis == "y2"
     sharp = viz.attention_sharpness_chart([{"epoch": 1, "attention_gini": 0.4, "attention_diagonality_b3": 0.6}])
     assert [list(t.y) for t in sharp.data] == [[0.4], [0.6]]
+
+
+def test_block_overview_keeps_rows_summing_to_one():
+    import torch
+
+    from hierattn.viz import block_overview
+
+    torch.manual_seed(0)
+    m = torch.softmax(torch.randn(10, 10), -1)
+    blocks = block_overview(m, 4)  # blocks 0-3, 4-7, 8-9
+    assert len(blocks) == 3 and all(len(r) == 3 for r in blocks)
+    assert all(abs(sum(r) - 1) < 1e-6 for r in blocks)  # float32 softmax rows
+    assert blocks[2][1] == __import__("pytest").approx(m[8:10, 4:8].sum(1).mean().item(), abs=1e-6)
