@@ -6,5 +6,6 @@ page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":materi
                       st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
                       st.Page("pages/statistics.py", title="Dataset statistics", icon=":material/bar_chart:"),
                       st.Page("pages/evaluation.py", title="Evaluation", icon=":material/fact_check:"),
-                      st.Page("pages/train.py", title="Train", icon=":material/model_training:")])
+                      st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+                      st.Page("pages/tour.py", title="Tour", icon=":material/school:")])
 page.run()

@@ -151,3 +151,24 @@ def test_statistics_erasure_curves_over_a_split():
     assert any("10 documents" in c.value or "documents. Mean Spearman" in c.value for c in at.caption)
     at.run()  # the result stays on the page after another rerun
     assert any("mean drop (points)" in d.value.columns for d in at.dataframe)
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4])
+def test_tour_steps_run_on_the_shipped_checkpoints(step):
+    at = open_page("pages/tour.py", tour_step=step)
+    verdicts = [s.value for s in at.success]
+    assert len(verdicts) == 1 and verdicts[0].startswith("**What to notice.**")
+    assert html_blocks(at) or at.get("plotly_chart")
+    if step == 2:
+        assert "differs between the branches" in verdicts[0] and at.info  # and what we cannot show
+    if step == 3:
+        assert verdicts[0].count("shown") == 2  # each finding is judged, either way
+
+
+def test_tour_numbers_come_from_the_document():
+    from hierattn import tour
+
+    text = tour.SUPPLEMENTARY_A[1]
+    a = open_page("pages/tour.py", tour_step=4, tour4_doc=1)
+    b = open_page("pages/tour.py", tour_step=4, tour4_doc=3)
+    assert a.success[0].value != b.success[0].value and text

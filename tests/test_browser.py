@@ -152,14 +152,23 @@ def test_explore_paste_switch_models_and_heads(app_url, page):
     ("statistics", "Topic versus sentiment"),
     ("evaluation", "Misclassified documents"),
     ("train", "Train a model"),
+    ("tour", "What to notice"),
 ])
 def test_every_page_opens_and_draws(app_url, page, path, expect):
     page.goto(f"{app_url}/{path}")
     settle(page)
     no_exception(page)
     assert page.get_by_text(expect).count() >= 1
-    if path != "train":
+    if path not in ("train", "tour"):
         assert page.locator(".js-plotly-plot").count() >= 1
+    if path == "tour":  # every step draws and judges its claim
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        for step in ("2 · Two self-attentions", "3 · Diagonal or columnar", "4 · HAN and HCAN"):
+            page.get_by_text(step, exact=True).click()
+            settle(page)
+            no_exception(page)
+            assert page.get_by_text("What to notice").count() >= 1
+            page.screenshot(path=str(ARTIFACTS / f"tour-{step[0]}.png"), full_page=True)
     assert page.locator("[data-testid=stSidebarNav], [data-testid=stNavSectionHeader], nav").count() >= 1
 
 
