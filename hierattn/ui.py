@@ -425,6 +425,7 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
 
 # ---- shareable views: the Explore state that matters, mirrored in the address bar -----------
 PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
+EXPLORE_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence"}
 VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level", "selfhead": "self_head"}  # URL -> key
 
 
@@ -492,8 +493,10 @@ def mirror_view(view: dict) -> str:
     from urllib.parse import urlencode
 
     clean = {k: str(v) for k, v in view.items() if v is not None}
-    if dict(st.query_params) != clean:
-        st.query_params.from_dict(clean)
+    # parameters that belong to other pages (the Train page's job id) stay; Explore's are replaced
+    others = {k: v for k, v in st.query_params.to_dict().items() if k not in EXPLORE_PARAMS}
+    if st.query_params.to_dict() != {**others, **clean}:
+        st.query_params.from_dict({**others, **clean})
     base = (st.context.url or "").split("?")[0]
     return f"{base}?{urlencode(clean)}"
 

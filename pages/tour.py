@@ -22,9 +22,10 @@ if missing:
 models = {n: ui.load_or_stop(checkpoints[n]) for n in NEEDED[step]}
 
 
-def shaded(ex, head=None):
+def shading(ex) -> tuple:
+    """viz.document_html's arguments for an explained document, shaded by its target attention."""
     spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in ex.document.sentences]
-    return viz.document_html(ex.document.text, spans, ex.target_attention("word", head), ex.target_attention("sentence", head))
+    return ex.document.text, spans, ex.target_attention("word"), ex.target_attention("sentence")
 
 
 if step == 1:
@@ -37,7 +38,7 @@ if step == 1:
                         format_func=lambda i: f"{docs[i][0]} · {' '.join(docs[i][1].split()[:10])}…")
     ex = ui.explain_cached(checkpoints["bbc-news-hcan"], docs[pick][1])
     st.metric("Prediction (bbc-news-hcan)", ex.label, f"{max(ex.probabilities):.1%}", delta_color="off")
-    st.html(shaded(ex))
+    st.html(viz.document_html(*shading(ex)))
     c = tour.concentration(ex)
     st.success("**What to notice.** A handful of words per sentence carry the weight, and the words that name the "
                "topic are among them. Here the top 10% of words hold "
@@ -118,9 +119,9 @@ else:
     hcan = ui.explain_cached(checkpoints["tweets-hcan"], tour.SUPPLEMENTARY_A[pick])
     left, right = st.columns(2)
     left.markdown(f"**HAN** ({viz.md_text(han.label)})")
-    left.html(shaded(han))
+    left.html(viz.document_html(*shading(han)))
     right.markdown(f"**HCAN** ({viz.md_text(hcan.label)})")
-    right.html(shaded(hcan))
+    right.html(viz.document_html(*shading(hcan)))
     c_han, c_hcan = tour.concentration(han), tour.concentration(hcan)
     st.success("**What to notice.** " + viz.md_text(tour.han_hcan_verdict(c_han, c_hcan)))
     weights = compare.importance(hcan).words  # span -> weight

@@ -220,3 +220,35 @@ def test_a_shared_link_opens_the_same_view(app_url, page, browser):
         .locator("label").filter(has=other.locator("input:checked")).inner_text()
     assert label.strip() == "head 3"
     other.close()
+
+
+def test_erasure_what_if_and_a_long_document(app_url, page):
+    page.goto(f"{app_url}/?model=tweets-hcan")
+    settle(page)
+    charts = page.locator(".js-plotly-plot").count()
+    page.get_by_text("Test the shading").click()
+    settle(page)
+    assert page.locator(".js-plotly-plot").count() == charts + 1  # the erasure curves
+    assert page.get_by_text("random: removing random words").count() == 1
+    page.get_by_text("What if? Drop or reorder").click()
+    settle(page)
+    import re
+
+    word = re.findall(r"[A-Za-z]{3,}", page.get_by_role("textbox", name="Document", exact=True).input_value())[0]
+    page.get_by_label("Replace the word").fill(word)
+    page.get_by_label("Replace the word").press("Enter")
+    page.get_by_label("with").fill("terrible")
+    page.get_by_label("with").press("Enter")
+    settle(page)
+    assert page.locator("[data-testid=stHtml] span[style*='outline']").count() >= 1  # the replaced word, marked
+    no_exception(page)
+    long_text = " ".join(f"Sentence {i} says the market rose again today." for i in range(1200))  # 9,600 words
+    page.goto(f"{app_url}/?model=bbc-news-sanet")
+    settle(page)
+    box = page.get_by_role("textbox", name="Document", exact=True)
+    box.fill(long_text)
+    box.press("Control+Enter")
+    settle(page)
+    assert page.get_by_text("Long document").count() >= 1
+    assert page.get_by_text("positions in blocks of").count() >= 1  # the overview of a 1,000-word matrix
+    no_exception(page)

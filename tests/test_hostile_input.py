@@ -219,8 +219,8 @@ def test_markdown_helpers_escape_everything_markdown_reads():
 
 def test_no_unsafe_html_is_built_from_user_text():
     """Scan every page and the UI module: ``unsafe_allow_html=True`` only with a constant string,
-    and ``st.html`` only with a constant or the output of a ``viz.*_html`` function (each of which
-    escapes user text; tests/test_viz.py checks them)."""
+    and ``st.html`` (or a column's ``.html``) only with a constant or the output of a
+    ``viz.*_html`` function (each of which escapes user text; tests/test_viz.py checks them)."""
     offenders = []
     for path in [REPO / "app.py", REPO / "hierattn/ui.py", *sorted((REPO / "pages").glob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text())):
@@ -229,7 +229,8 @@ def test_no_unsafe_html_is_built_from_user_text():
             name = ast.unparse(node.func)
             unsafe = any(k.arg == "unsafe_allow_html" and not (isinstance(k.value, ast.Constant) and not k.value.value)
                          for k in node.keywords)
-            if unsafe or name.endswith("st.html") or name == "html":
+            is_html = isinstance(node.func, ast.Attribute) and node.func.attr == "html" and name != "viz.html"
+            if unsafe or is_html:  # st.html, and a column's or a container's .html
                 arg = node.args[0] if node.args else None
                 ok = isinstance(arg, ast.Constant) or (
                     isinstance(arg, ast.Call) and re.fullmatch(r"viz\.\w+_html", ast.unparse(arg.func)) and not unsafe)
