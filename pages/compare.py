@@ -57,7 +57,7 @@ for column, (slot, ex) in zip(columns, explanations.items()):
     with column:
         st.markdown(f"#### {slot}: {ui.display_name(models[slot])}")
         st.metric("Prediction", ex.label, help=f"Checkpoint `{ex.classifier_name}`")
-        st.plotly_chart(viz.probability_chart(ex.labels, ex.probabilities), width="stretch", key=f"probs_{slot}")
+        ui.chart(viz.probability_chart(ex.labels, ex.probabilities), f"probabilities {slot}", key=f"probs_{slot}")
 
 # 2. Where each model looks, on one colour scale
 st.subheader("Where each model looks")
@@ -157,8 +157,8 @@ if any(maps.values()):
         for slot, (name, head, (matrix, spans)) in chosen.items():
             words = [text[a:b] for a, b in spans]
             title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}")
-            columns[slot].plotly_chart(viz.attention_heatmap(matrix, words, title, zmax=zmax), width="stretch",
-                                       key=f"compare_heat_{slot}")
+            ui.chart(viz.attention_heatmap(matrix, words, title, zmax=zmax), f"self-attention {slot}", columns[slot],
+                     key=f"compare_heat_{slot}")
             if "sentence" not in explanations[slot].attentions[name].axes:
                 columns[slot].caption("A flat model attends across the whole document: this is the block of its "
                                       "document-wide matrix for this sentence (rows sum to the share kept inside it).")

@@ -55,7 +55,7 @@ if result is not None:
                                           "support": "{:,.0f}"}), hide_index=True, width="stretch")
     with right:
         st.markdown("**Confusion matrix**")
-        st.plotly_chart(viz.confusion_heatmap(result.confusion(), result.labels), width="stretch")
+        ui.chart(viz.confusion_heatmap(result.confusion(), result.labels), f"confusion {name} {split}")
 
     st.subheader("Misclassified documents")
     wrong = result.misclassified()

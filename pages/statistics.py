@@ -79,7 +79,7 @@ else:
     else:
         groups = {(f"head {k + 1}" if by == "head" else str(k)): v[metric].tolist()
                   for k, v in stats.grouped_by(rows, by).groupby(by, observed=True)}
-    st.plotly_chart(viz.metric_boxes(groups, stats.METRIC_NAMES[metric]), width="stretch")
+    ui.chart(viz.metric_boxes(groups, stats.METRIC_NAMES[metric]), f"{metric} {name} {dataset} {split}")
     left, right = st.columns(2)
     left.download_button("Download every matrix's metrics (CSV)", csv_bytes(rows),
                          f"attention-statistics-{name}-{dataset}-{split}.csv", "text/csv", key="stats_csv")
@@ -108,8 +108,8 @@ if right.button("Compute the erasure curves", key="erasure_go") or st.session_st
         st.info("No document of this split has enough words.")
     elif erasure is not None:
         chart, numbers = st.columns([3, 2])
-        chart.plotly_chart(viz.erasure_chart(erasure.shares, erasure.drops, "predicted class", "share of words removed",
-                                             percent_x=True), width="stretch")
+        ui.chart(viz.erasure_chart(erasure.shares, erasure.drops, "predicted class", "share of words removed",
+                                   percent_x=True), f"erasure {name} {dataset} {split}", chart)
         base = erasure.auc.get("random", 0.0)
         numbers.dataframe({"method": list(erasure.auc), "mean drop (points)": [round(100 * v, 1) for v in erasure.auc.values()],
                            "vs random (points)": [round(100 * (v - base), 1) for v in erasure.auc.values()]},

@@ -74,7 +74,9 @@ def test_statistics_table_for_a_few_documents():
     values = table["all"]
     assert all(0 < v < 100 for v in values) and list(values.iloc[1:]) == sorted(values.iloc[1:])  # wider band, more
     assert any("12 documents" in c.value for c in at.caption)
-    assert len(at.get("download_button")) == 2
+    downloads = {b.key for b in at.get("download_button")}
+    assert {"stats_csv", "stats_table_csv"} <= downloads  # the two tables
+    assert {k.rsplit("_", 1)[1] for k in downloads if k.startswith("export_gini")} == {"png", "svg", "html"}  # the box plot
     at.session_state["stats_grouping"] = "level"
     settle(at.run())
     assert list(at.dataframe[0].value.columns) == ["sentence", "word"]
