@@ -505,3 +505,16 @@ def keep_valid(key: str, options) -> None:
     """Forget a widget value (from a link, or from another model) that is not among ``options``."""
     if key in st.session_state and st.session_state[key] not in list(options):
         del st.session_state[key]
+
+
+def table_downloads(frame, stem: str, key: str, container=None) -> None:
+    """A table's CSV (formula cells neutralised) and JSON (one object per row), built on click."""
+    from .data import csv_bytes
+
+    where = container or st
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-").lower() or "table"
+    with where.popover("Download table", icon=":material/table:"):
+        st.download_button("CSV", lambda: csv_bytes(frame), f"{slug}.csv", "text/csv", key=f"{key}_csv",
+                           on_click="ignore")
+        st.download_button("JSON", lambda: frame.to_json(orient="records", force_ascii=False, indent=1).encode(),
+                           f"{slug}.json", "application/json", key=f"{key}_json", on_click="ignore")

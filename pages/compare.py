@@ -111,6 +111,7 @@ if present:
         table = agree.table()
         st.dataframe(table.style.format({c: "{:.2f}" for c in table.columns[1:]}, na_rep="—"), hide_index=True,
                      width="stretch")
+        ui.table_downloads(table, "agreement", "agreement_table")
         st.caption("Spearman: rank correlation of the two models' importance over the words (sentences) both read; "
                    "1 = the same order. Top-k overlap: share of A's k most important words (sentences) that are "
                    "among B's k most important. — : too few to compute.")

@@ -53,6 +53,7 @@ if result is not None:
         st.markdown("**Per class**")
         st.dataframe(report.style.format({"precision": "{:.1%}", "recall": "{:.1%}", "F1": "{:.1%}",
                                           "support": "{:,.0f}"}), hide_index=True, width="stretch")
+        ui.table_downloads(report, f"per-class-{name}-{dataset_name}-{split}", "report_table")
     with right:
         st.markdown("**Confusion matrix**")
         ui.chart(viz.confusion_heatmap(result.confusion(), result.labels), f"confusion {name} {split}")
@@ -100,10 +101,12 @@ if done:
     table = evaluation.results_frame(rows)
     st.dataframe(table.style.format({"test accuracy": "{:.2%}", "training ms / document": "{:.2f}",
                                      "parameters": "{:,}"}, na_rep="?"), hide_index=True, width="stretch")
+    ui.table_downloads(table, f"results-{dataset_name}", "results_table")
     checks = evaluation.orderings(rows)
     if checks:
         st.markdown("**The papers' orderings, as measured here**")
         st.dataframe(evaluation.orderings_frame(checks), hide_index=True, width="stretch")
+        ui.table_downloads(evaluation.orderings_frame(checks), f"orderings-{dataset_name}", "orderings_table")
     if missing:
         st.caption(f"Not evaluated yet: {viz.md_text(', '.join(m for m in missing if m not in running) or 'none')}"
                    + (f"; running: {viz.md_text(', '.join(running))}." if running else "."))

@@ -261,6 +261,7 @@ if self_maps:
                                                                       else "the document-wide matrix."))
     st.dataframe(table.style.format({c: "{:.1%}" for c in table.columns if c == "gini" or c.startswith("diag")}),
                  hide_index=True, width="stretch")
+    ui.table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
 
 # MahNN: one strip per channel (its Figure 3) and the semantical attention over hidden dimensions
 if word_map and ui.head_axis(ex.attentions[word_map]) == "channel":

@@ -71,6 +71,7 @@ else:
     table = stats.table2(rows, by)
     metrics_part, count_part = table.drop(index="matrices"), table.loc[["matrices"]]
     st.dataframe(metrics_part.style.format("{:.2f}"), width="stretch")
+    ui.table_downloads(metrics_part.reset_index(names="metric"), f"table-{name}-{dataset}-{split}", "stats_part_table")
     st.caption("In %, like SANet Table 2. Matrices per column: "
                + ", ".join(f"{c} {int(v):,}" for c, v in count_part.iloc[0].items()) + ".")
     metric = st.selectbox("Distribution of", stats.METRICS, key="stats_metric", format_func=stats.METRIC_NAMES.get)
@@ -159,5 +160,6 @@ if ready or st.button("Compute both", key="stats_pair_go", type="primary",
         table, verdict = stats.topic_versus_sentiment(results["topic"], results["sentiment"])
         table.columns = [f"{c} · {pair[c.split()[0]]}" if "measured" in c else c for c in table.columns]
         st.dataframe(table.style.format("{:.2f}"), width="stretch")
+        ui.table_downloads(table.reset_index(names="metric"), "topic-versus-sentiment", "tvs_table")
         for claim, holds in verdict.items():
             st.markdown(f"- {claim}: **{'reproduced' if holds else 'not reproduced'}** with these checkpoints")

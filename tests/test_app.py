@@ -300,3 +300,10 @@ def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
     titles = [c.proto.spec for c in at.get("plotly_chart")]
     assert any("overview: 1350 positions in blocks of 14" in t for t in titles)  # 150 x 9 tokens
     assert at.slider(key="self_window").max == 1350 - 120 + 1
+
+
+def test_tables_download_as_csv_and_json(app_env):
+    at = run_app(DOC, "tiny-hcan")
+    keys = {b.key for b in at.get("download_button")}
+    assert {"metrics_table_csv", "metrics_table_json", "export_json", "export_attention", "export_metrics",
+            "export_report"} <= keys
