@@ -425,7 +425,8 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
 
 # ---- shareable views: the Explore state that matters, mirrored in the address bar -----------
 PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
-EXPLORE_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence"}
+# every page's view parameters: a page writes its own and drops the others', keeping the rest (a job id)
+VIEW_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence", "a", "b"}
 VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level", "selfhead": "self_head"}  # URL -> key
 
 
@@ -451,19 +452,26 @@ def document_from_id(kind: str, value: str) -> str | None:
     return st.session_state.get(PASTED, {}).get(value)
 
 
-def apply_view_from_url(checkpoints: dict) -> str | None:
-    """On a session's first run, set the Explore widgets from ``st.query_params``; returns a
-    message when the link cannot be followed in full (the caller shows it)."""
-    if st.session_state.get("_view_applied"):
+def apply_view_from_url(checkpoints: dict, models: dict[str, str] | None = None, document_key: str = "document",
+                        sample_key: str = "sample", widgets: dict[str, str] | None = None) -> str | None:
+    """On a session's first visit to a page, set its widgets from ``st.query_params``; returns a
+    message when the link cannot be followed in full (the caller shows it). ``models``: URL
+    parameter -> checkpoint picker key (Explore: ``model``; Compare: ``a`` and ``b``);
+    ``widgets``: URL parameter -> widget key."""
+    models = {"model": "model"} if models is None else models
+    widgets = VIEW_KEYS if widgets is None else widgets
+    flag = f"_view_applied_{document_key}"
+    if st.session_state.get(flag):
         return None
-    st.session_state["_view_applied"] = True
+    st.session_state[flag] = True
     params = st.query_params
     problems = []
-    if "model" in params:
-        if params["model"] in checkpoints:
-            st.session_state["model"] = params["model"]
-        else:
-            problems.append(f"there is no checkpoint {viz.md_code(params['model'])} here")
+    for param, key in models.items():
+        if param in params:
+            if params[param] in checkpoints:
+                st.session_state[key] = params[param]
+            else:
+                problems.append(f"there is no checkpoint {viz.md_code(params[param])} here")
     for kind in ("sample", "doc"):
         if kind in params:
             text = document_from_id(kind, params[kind])
@@ -472,14 +480,15 @@ def apply_view_from_url(checkpoints: dict) -> str | None:
                                 "session that pasted it: paste it again)" if kind == "doc" else
                                 f"there is no sample {viz.md_code(params[kind])}")
             else:
-                st.session_state["document"] = text
-                st.session_state["sample"] = SAMPLE_PROMPT
-    for name, key in VIEW_KEYS.items():
+                st.session_state[document_key] = text
+                st.session_state[sample_key] = SAMPLE_PROMPT
+    for name, key in widgets.items():
         if name in params:
             st.session_state[key] = params[name]
-    for name in ("branch", "sentence"):
-        if name in params:
-            st.session_state[f"_pending_{name}"] = params[name]
+    if document_key == "document":  # Explore's widgets whose keys depend on the document
+        for name in ("branch", "sentence"):
+            if name in params:
+                st.session_state[f"_pending_{name}"] = params[name]
     return ("This link could not be followed in full: " + "; ".join(problems) + ".") if problems else None
 
 
@@ -493,8 +502,8 @@ def mirror_view(view: dict) -> str:
     from urllib.parse import urlencode
 
     clean = {k: str(v) for k, v in view.items() if v is not None}
-    # parameters that belong to other pages (the Train page's job id) stay; Explore's are replaced
-    others = {k: v for k, v in st.query_params.to_dict().items() if k not in EXPLORE_PARAMS}
+    # parameters that are not views (the Train page's job id) stay; view parameters are this page's
+    others = {k: v for k, v in st.query_params.to_dict().items() if k not in VIEW_PARAMS}
     if st.query_params.to_dict() != {**others, **clean}:
         st.query_params.from_dict({**others, **clean})
     base = (st.context.url or "").split("?")[0]

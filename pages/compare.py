@@ -19,6 +19,10 @@ def _default(preferred: str, fallback: int) -> int:
     return names.index(preferred) if preferred in names else min(fallback, len(names) - 1)
 
 
+link_problem = ui.apply_view_from_url(checkpoints, {"a": "compare_a", "b": "compare_b"}, "compare_document",
+                                      "compare_sample", {})
+if link_problem:
+    st.warning(link_problem)
 with st.sidebar:
     # HAN against HCAN on the same data is the classic comparison (HCAN paper Figures 6-8).
     name_a = st.selectbox("Model A", names, index=_default("bbc-news-han", 0), key="compare_a", format_func=labels.get)
@@ -46,6 +50,10 @@ for slot, name in (("A", name_a), ("B", name_b)):
         st.warning(f"Nothing to show: {viz.md_text(exc)}.")
         st.stop()
 ex_a, ex_b = explanations["A"], explanations["B"]
+kind, document_ref = ui.document_id(text, models["A"].dataset)
+with st.sidebar:
+    st.caption("Link to this comparison (the address bar follows it too):")
+    st.code(ui.mirror_view({"a": name_a, "b": name_b, kind: document_ref}), language=None)
 doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
 for slot, ex in explanations.items():
     if ex.document.truncation.truncated:

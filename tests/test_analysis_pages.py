@@ -174,3 +174,15 @@ def test_tour_numbers_come_from_the_document():
     a = open_page("pages/tour.py", tour_step=4, tour4_doc=1)
     b = open_page("pages/tour.py", tour_step=4, tour4_doc=3)
     assert a.success[0].value != b.success[0].value and text
+
+
+def test_a_compare_link_reopens_the_comparison():
+    at = open_page("pages/compare.py", compare_a="tweets-han", compare_b="tweets-hcan")
+    link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert link["a"] == "tweets-han" and link["b"] == "tweets-hcan" and "sample" in link
+    again = AppTest.from_file(str(REPO / "pages/compare.py"), default_timeout=120)
+    for k, v in link.items():
+        again.query_params[k] = v
+    again = settle(again.run())
+    assert again.selectbox(key="compare_a").value == "tweets-han" and again.selectbox(key="compare_b").value == "tweets-hcan"
+    assert again.text_area(key="compare_document").value == at.text_area(key="compare_document").value
