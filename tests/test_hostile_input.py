@@ -58,6 +58,16 @@ def assert_nothing_interpreted(at: AppTest) -> None:
             assert mark not in body, f"{mark!r} in an HTML block"
 
 
+def explored_with_a_warning(text: str, warning: str) -> None:
+    """Paste ``text`` on Explore with tiny-hcan: the page says ``warning``, draws, interprets nothing."""
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=120).run()
+    at.selectbox(key="model").set_value("tiny-hcan").run()
+    at.text_area(key="document").input(text).run()
+    assert_nothing_interpreted(at)
+    assert any(warning in shown(w.value) for w in at.warning)
+    assert at.get("plotly_chart")
+
+
 def _hostile_checkpoint(root: Path, vocab) -> Path:
     labels = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "**bold** _it_", "$\\frac{1}{2}$"]
     torch.manual_seed(0)
@@ -94,12 +104,7 @@ def test_a_1_mb_paste_is_read_up_to_the_caps_and_says_so(checkpoint_dir, tmp_pat
     assert ex.document.truncation and "sentences" in ex.document.truncation.message
     assert "characters were ignored (limit 1,000,000)" in ex.document.truncation.message
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
-    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=120).run()
-    at.selectbox(key="model").set_value("tiny-hcan").run()
-    at.text_area(key="document").input(text).run()
-    assert_nothing_interpreted(at)
-    assert any("characters were ignored" in shown(w.value) for w in at.warning)
-    assert at.get("plotly_chart")
+    explored_with_a_warning(text, "characters were ignored")
     f = tmp_path / "big.txt"
     f.write_text(text)
     assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--file", str(f), "--compact"]) == 0
@@ -113,12 +118,7 @@ def test_a_50000_sentence_paste(checkpoint_dir, monkeypatch):
     ex = explain(classifier, text)
     assert len(ex.document.sentences) == classifier.text_config.max_sentences
     assert "of 50000 sentences" in ex.document.truncation.message
-    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=120).run()
-    at.selectbox(key="model").set_value("tiny-hcan").run()
-    at.text_area(key="document").input(text).run()
-    assert_nothing_interpreted(at)
-    assert any("of 50000 sentences" in shown(w.value) for w in at.warning)
-    assert at.get("plotly_chart")
+    explored_with_a_warning(text, "of 50000 sentences")
 
 
 @pytest.mark.parametrize("text", [
