@@ -35,6 +35,14 @@ MAX_K = 20
 RANDOM_DRAWS = 5
 CHUNK = 64  # documents per forward pass when removing words
 MIN_WORDS = 4  # a split's documents shorter than this are left out of its mean curves
+# Leave-one-out costs one forward pass per word: about 30 s for a 1,000-word article on a 2-core
+# CPU with HCAN. Interactive views leave it out above this length and say so.
+LEAVE_ONE_OUT_MAX_WORDS = 1000
+
+
+def interactive_methods(words: int) -> tuple[str, ...]:
+    """The methods worth waiting for on a document of ``words`` words."""
+    return METHODS if words <= LEAVE_ONE_OUT_MAX_WORDS else tuple(m for m in METHODS if m != "leave-one-out")
 
 
 @dataclass
@@ -129,6 +137,17 @@ def gradient_times_input(classifier: Classifier, document: Document, label: int)
 def leave_one_out(classifier: Classifier, document: Document, label: int, base: float) -> list[float]:
     n = len(_words(document))
     return [base - p for p in probabilities(classifier, [without(document, {i}) for i in range(n)], label)]
+
+
+def by_sentence(scores: list[float], document: Document) -> list[list[float]]:
+    """Per-word scores (reading order) regrouped by sentence, for shading the document view.
+    Negative scores (a leave-one-out removal that raised the probability: the word argued
+    against the predicted class) shade as zero, since the view shows what supports it."""
+    grouped, i = [], 0
+    for sentence in document.sentences:
+        grouped.append([max(0.0, v) for v in scores[i: i + len(sentence.tokens)]])
+        i += len(sentence.tokens)
+    return grouped
 
 
 def _top(scores: list[float], k: int) -> set[int]:

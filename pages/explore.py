@@ -104,28 +104,49 @@ if word_weights is not None:
     st.caption(("Orange bars: sentence attention (relative to the top sentence, weight beside it). " if sentence_weights
                 else "") + "Blue: word weight, darkest = " + ("the document's largest weight" if scale == "document"
                                                              else "the sentence's top word") + "; hover for the weight.")
+part = slice(None)  # the sentences the document views show: all of them, or one page of a long document
 if painted:
     pages = -(-len(spans) // PAGE)
     if pages > 1:  # a long document: the view pages by sentence, the scale stays the document's
         page = st.number_input(f"Page (sentences {PAGE} at a time, {len(spans)} in all)", 1, pages, 1, key=f"page_{doc_key}")
         part = slice((page - 1) * PAGE, page * PAGE)
-        peak = max((w for ws in word_weights or [] for w in ws), default=None)
-        top = max(sentence_weights, default=None) if sentence_weights else None
-        page_spans = spans[part]
-        page_words = word_weights[part] if word_weights else None
-        page_sentences = sentence_weights[part] if sentence_weights else None
-        st.html(viz.document_html(ex.document.text, page_spans, page_words, page_sentences, scale, peak, top))
-    else:
-        st.html(viz.document_html(ex.document.text, spans, word_weights, sentence_weights, scale))
+    peak = max((w for ws in word_weights or [] for w in ws), default=None)
+    top = max(sentence_weights, default=None) if sentence_weights else None
+    shading = (ex.document.text, spans[part], word_weights[part] if word_weights else None,
+               sentence_weights[part] if sentence_weights else None, scale, peak, top)
+    attention_slot = st.empty()  # the shading alone, or beside an attribution's once one is computed
+    attention_slot.html(viz.document_html(*shading))
 
 # 2b. Does the shading drive the prediction? Erasure curves (computed in the background on request)
 if painted and st.toggle("Test the shading: remove the top words and watch the prediction", key="faithfulness",
                          help="Erasure curves: attention against gradient × input, leave-one-out and random "
-                              "orders. One forward pass per word of the document, in the background."):
+                              "orders, and the attribution shading beside the attention's. One forward pass per "
+                              "word of the document, in the background."):
     checkpoint_key = ui.checkpoint_key(checkpoints[name])
-    curves = ui.computed(("erasure", *checkpoint_key, doc_key), lambda progress: faithfulness.erasure_curves(
-        classifier, ex), "Removing words:")
+    methods = faithfulness.interactive_methods(ex.document.num_tokens)
+    if "leave-one-out" not in methods:
+        st.caption(f"Leave-one-out is left out: it needs one forward pass per word, and this document has "
+                   f"{ex.document.num_tokens:,} (the limit here is {faithfulness.LEAVE_ONE_OUT_MAX_WORDS:,}). "
+                   "`hierattn.faithfulness.erasure_curves(classifier, explanation)` runs it on any length.")
+    curves = ui.computed(("erasure", *checkpoint_key, doc_key, methods), lambda progress: faithfulness.erasure_curves(
+        classifier, ex, methods=methods), "Removing words:")
     if curves is not None:
+        attributions = [m for m in ("gradient × input", "leave-one-out") if m in curves.scores]
+        if attributions:  # the attention shading and an attribution's, side by side, with their agreement
+            with attention_slot.container():
+                ui.keep_valid("attribution", attributions)
+                method = st.radio("Beside the attention shading", attributions, horizontal=True, key="attribution",
+                                  help="Gradient × input: |gradient · embedding| of the predicted class's logit. "
+                                       "Leave-one-out: the fall in its probability when the word alone is removed "
+                                       "(a word whose removal raises it is left unshaded).")
+                rho = curves.agreement.get(method)
+                left, right = st.columns(2)
+                left.markdown("**Attention**")
+                left.html(viz.document_html(*shading))
+                right.markdown(f"**{method}** · Spearman ρ with attention: " + ("n/a" if rho is None else f"{rho:+.2f}"))
+                attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
+                right.html(viz.document_html(ex.document.text, spans[part], attribution[part], None, scale,
+                                             max((w for ws in attribution for w in ws), default=None)))
         chart, verdict = st.columns([3, 2])
         ui.chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), "erasure curves", chart,
                  collect=figures)
@@ -136,10 +157,28 @@ if painted and st.toggle("Test the shading: remove the top words and watch the p
 
 # 2c. What if? Edit the document and see the prediction and the attention move
 if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif"):
+    order_key = f"whatif_order_{doc_key}"
+    st.session_state.setdefault(order_key, list(range(len(ex.document.sentences))))
+
+    def drop_sentence(i: int) -> None:
+        st.session_state[order_key] = [j for j in st.session_state[order_key] if j != i]
+
     order = st.multiselect("Sentences, in the order the model reads them", range(len(ex.document.sentences)),
-                           default=list(range(len(ex.document.sentences))), format_func=sentence_labels.__getitem__,
-                           key=f"whatif_order_{doc_key}",
+                           format_func=sentence_labels.__getitem__, key=order_key,
                            help="× on a sentence drops it; add it back and it goes to the end, which reorders.")
+    kept = [i for i in range(len(ex.document.sentences))[part] if i in order]
+    with st.expander("Drop this sentence: the document, one sentence per row" +
+                     (f" (this page: S{part.start + 1}–S{min(part.stop, len(spans))})" if part.start is not None else ""),
+                     expanded=len(ex.document.sentences) <= 20):
+        for i in kept:
+            row_button, row_text = st.columns([1, 9], vertical_alignment="center")
+            row_button.button("Drop", key=f"drop_{doc_key}_{i}", on_click=drop_sentence, args=(i,),
+                              help=f"Take S{i + 1} out of the document the model reads.")
+            sentence = ex.document.sentences[i]
+            words_of = ex.document.text[sentence.start:sentence.end].strip()
+            row_text.markdown(f"**S{i + 1}** " + viz.md_text(words_of if len(words_of) <= 240 else words_of[:240] + "…"))
+        if not kept:
+            st.caption("Every sentence here is dropped; add them back above.")
     left, right = st.columns(2)
     word = left.text_input("Replace the word", key="whatif_word", placeholder="e.g. great")
     by = right.text_input("with", key="whatif_by", placeholder="e.g. awful")

@@ -200,6 +200,18 @@ def test_erasure_curves_on_request(app_env):
     assert "- random: removing random words (1 to " in verdicts
     assert {m.label for m in at.metric} >= {"Spearman, attention vs gradient × input",
                                              "Spearman, attention vs leave-one-out"}
+    # the attribution's shading beside the attention's, with their rank correlation
+    rho = next(m.value for m in at.metric if m.label == "Spearman, attention vs gradient × input")
+    assert f"**gradient × input** · Spearman ρ with attention: {rho}" in texts(at)
+    attention_view, attribution_view = html_blocks(at)[:2]
+    assert "striker" in attention_view and "striker" in attribution_view
+    assert _shades(attention_view) != _shades(attribution_view)  # two different rankings, drawn
+    at.radio(key="attribution").set_value("leave-one-out").run()
+    assert "**leave-one-out** · Spearman ρ with attention:" in texts(at) and not at.exception
+
+
+def _shades(view: str) -> list[str]:
+    return re.findall(r"title=\"weight ([0-9.]+)\"", view)
 
 
 def _open_with(params: dict) -> AppTest:
@@ -264,6 +276,19 @@ def test_what_if_drops_a_sentence_and_replaces_a_word(app_env):
     assert "Every sentence is dropped" in texts(at)
 
 
+def test_drop_this_sentence_on_each_sentence(app_env):
+    at = run_app(DOC, "tiny-hcan")
+    at.toggle(key="whatif").set_value(True).run()
+    drops = [b for b in at.button if b.key.startswith("drop_")]
+    assert len(drops) == 3  # one per sentence of the document
+    drops[1].click().run()
+    assert not at.exception
+    order = next(m for m in at.multiselect if m.key.startswith("whatif_order_"))
+    assert order.value == [0, 2]
+    assert "Edit: dropped S2." in texts(at)
+    assert [b.key[-1] for b in at.button if b.key.startswith("drop_")] == ["0", "2"]  # S2's button is gone
+
+
 @pytest.fixture
 def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     """Tiny checkpoints with caps high enough for long documents: hierarchical and flat HCAN."""
@@ -296,6 +321,21 @@ def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
     pager.set_value(2).run()
     second = re.sub(r"<[^>]+>", "", html_blocks(at)[0])
     assert "match number 40 " in second and "match number 0 " not in second
+    at.toggle(key="whatif").set_value(True).run()
+    drops = [int(b.key.rsplit("_", 1)[1]) for b in at.button if b.key.startswith("drop_")]
+    assert drops == list(range(40, 80))  # "drop this sentence" for the sentences of the page shown
+    at.toggle(key="whatif").set_value(False).run()
+    at.toggle(key="faithfulness").set_value(True).run()
+    import time
+
+    deadline = time.time() + 120
+    while at.get("progress") and time.time() < deadline:
+        time.sleep(0.3)
+        at.run()
+    assert "Leave-one-out is left out" in texts(at) and "- random: removing random words" in texts(at)
+    assert "leave-one-out: removing its top words" not in texts(at)
+    assert at.radio(key="attribution").options == ["gradient × input"]
+    at.toggle(key="faithfulness").set_value(False).run()  # else the next model's curves start in the background
     at.selectbox(key="model").set_value("long-flat").run()
     titles = [c.proto.spec for c in at.get("plotly_chart")]
     assert any("overview: 1350 positions in blocks of 14" in t for t in titles)  # 150 x 9 tokens

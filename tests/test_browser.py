@@ -225,13 +225,24 @@ def test_a_shared_link_opens_the_same_view(app_url, page, browser):
 def test_erasure_what_if_and_a_long_document(app_url, page):
     page.goto(f"{app_url}/?model=tweets-hcan")
     settle(page)
+    box = page.get_by_role("textbox", name="Document", exact=True)
+    box.fill("The match was great. The fans loved every minute! But the referee was awful.")
+    box.press("Control+Enter")
+    settle(page)
     charts = page.locator(".js-plotly-plot").count()
     page.get_by_text("Test the shading").click()
     settle(page)
     assert page.locator(".js-plotly-plot").count() == charts + 1  # the erasure curves
     assert page.get_by_text("random: removing random words").count() == 1
+    assert page.get_by_text("Spearman ρ with attention").count() == 1  # the attribution's shading beside it
+    shaded = page.locator("[data-testid=stHtml]").count()
     page.get_by_text("What if? Drop or reorder").click()
     settle(page)
+    page.get_by_role("button", name="Drop", exact=True).first.click()  # "drop this sentence" on S1
+    settle(page)
+    assert page.get_by_text("Edit: dropped S1").count() == 1
+    assert page.locator("[data-testid=stHtml] div[style*='line-through']").count() >= 1
+    assert page.locator("[data-testid=stHtml]").count() == shaded + 2  # before and after
     import re
 
     word = re.findall(r"[A-Za-z]{3,}", page.get_by_role("textbox", name="Document", exact=True).input_value())[0]
