@@ -1,4 +1,4 @@
-"""Command line: ``python -m hierattn {train,explain,evaluate,bench}``."""
+"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,bench}``."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +10,8 @@ from pathlib import Path
 
 
 def _train(args) -> int:
+    if args.corpus:
+        return _train_corpus(args)
     from .data import DataError, load_builtin, load_table, prepare
     from .training import DATASET_TEXT, PRESETS, TrainConfig, train
 
@@ -106,6 +108,123 @@ def _explain(args) -> int:
     return 0
 
 
+def _model_and_text(args):
+    """(model type, model config, TextConfig, TrainConfig) from --preset or --model and the flags."""
+    from .text import TextConfig
+    from .training import PRESETS, TrainConfig
+
+    if args.preset:
+        if args.preset not in PRESETS:
+            raise ValueError(f"unknown preset '{args.preset}'; presets: {', '.join(PRESETS)}")
+        preset = PRESETS[args.preset]
+        model_type, model_config, text_config, config = (
+            preset.model_type, dict(preset.model_config), preset.text, replace(preset.train))
+    else:
+        if not args.model:
+            raise ValueError("give --model (or --preset for a preset's model and settings)")
+        model_type, model_config, text_config, config = args.model, {}, TextConfig(), TrainConfig()
+    if getattr(args, "max_sentences", None) or getattr(args, "max_words", None):
+        text_config = replace(text_config, **{k: v for k, v in (("max_sentences", args.max_sentences),
+                                                                ("max_words", args.max_words)) if v})
+    for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
+                "word_dropout", "embeddings", "precision"):
+        if getattr(args, key, None) is not None:
+            setattr(config, key, getattr(args, key))
+    for item in getattr(args, "set", None) or []:
+        key, _, value = item.partition("=")
+        if not key or not _:
+            raise ValueError(f"--set takes KEY=VALUE, got {item!r}")
+        try:
+            model_config[key] = json.loads(value)
+        except json.JSONDecodeError:
+            model_config[key] = value
+    return model_type, model_config, text_config, config
+
+
+def _cache_for(args, text_config, main: bool = True):
+    """The corpus cache for --corpus with this text reading, built (by the main process) or reused."""
+    from .corpora import open_corpus
+    from .corpus_cache import CachedCorpus, build_cache
+
+    corpus = open_corpus(args.corpus, args.format, args.text_column, args.label_column, args.fine_labels)
+    if not main:
+        return corpus, None
+    shown = [0]
+
+    def progress(done: int) -> None:
+        if done - shown[0] >= 100_000:
+            shown[0] = done
+            print(f"preprocessing: {done:,} documents", file=sys.stderr, flush=True)
+
+    report = build_cache(corpus, text_config, args.processes, progress=progress)
+    print(("reusing the cache " if report.reused else
+           f"preprocessed {report.documents:,} documents in {report.seconds:.0f} s "
+           f"({report.documents_per_second:,.0f}/s, {report.processes} processes) into ") + str(report.path),
+          file=sys.stderr)
+    return corpus, CachedCorpus(report.path)
+
+
+def _train_corpus(args) -> int:
+    from .checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
+    from .corpus_cache import CachedCorpus, build_cache
+    from .data import DataError
+    from .distributed import init_world, train_corpus
+    from .jobs import JobError, validate_run_name
+
+    try:
+        model_type, model_config, text_config, config = _model_and_text(args)
+        world = init_world(args.device)
+        corpus, cache = _cache_for(args, text_config, world.main)
+        if args.name:
+            out = validate_run_name(args.name, checkpoint_root(), replace_existing=True)
+        else:
+            out = Path(args.out) if args.out else checkpoint_root() / f"{corpus.name}-{model_type}"
+        refuse_to_replace(out)
+    except (DataError, JobError, CheckpointError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if world.size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()  # rank 0 has built the cache
+        if cache is None:
+            cache = CachedCorpus(build_cache(corpus, text_config, 1).path)  # reused: rank 0 wrote it
+    try:
+        train_corpus(cache, model_type, model_config, config, out, args.validate_every, args.resume, world,
+                     log=print if world.main else (lambda *a, **k: None), shard_log=args.log_shards)
+    except KeyboardInterrupt:
+        if world.main:
+            print("interrupted; the resume state is saved: run the same command with --resume", file=sys.stderr)
+        return 130
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _preprocess(args) -> int:
+    from .data import DataError
+
+    if not args.corpus:
+        print("error: give --corpus PATH", file=sys.stderr)
+        return 2
+    try:
+        _, _, text_config, _ = _model_and_text(args) if (args.preset or args.model) else (None, None, None, None)
+        if text_config is None:
+            from .text import TextConfig
+
+            text_config = replace(TextConfig(), **{k: v for k, v in (("max_sentences", args.max_sentences),
+                                                                     ("max_words", args.max_words)) if v})
+        _, cache = _cache_for(args, text_config)
+    except (DataError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    meta = cache.meta
+    print(json.dumps({"cache": str(cache.path), "documents": meta["documents"], "parts": meta["parts"],
+                      "labels": meta["label_names"], "tokens": meta["tokens"], "token_table": meta["table_size"]}))
+    return 0
+
+
 def _evaluate(args) -> int:
     from .checkpoint import CheckpointError
     from .data import DataError, load_builtin, load_table
@@ -141,6 +260,15 @@ def _bench(args) -> int:
     return 0
 
 
+def _corpus_arguments(parser) -> None:
+    parser.add_argument("--corpus", help="a data set's file or folder on disk (Zhang et al. CSVs, TREC, CSV/TSV/JSONL); "
+                                         "tokenised once into a cache (HIERATTN_CACHE, default ~/.cache/hierattn)")
+    parser.add_argument("--format", choices=["zhang", "trec", "csv", "tsv", "jsonl"],
+                        help="with --corpus: the file format, when the name does not tell")
+    parser.add_argument("--fine-labels", action="store_true", help="TREC: the 50 fine classes, not the 6 coarse ones")
+    parser.add_argument("--processes", type=int, help="with --corpus: tokenising processes (default: every CPU)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hierattn", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -172,7 +300,24 @@ def main(argv: list[str] | None = None) -> int:
                    help="bf16: autocast the forward pass to bfloat16 (faster on CPUs and GPUs with bf16 units)")
     t.add_argument("--seed", type=int)
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    _corpus_arguments(t)
+    t.add_argument("--validate-every", type=int, metavar="DOCUMENTS",
+                   help="with --corpus: validate every this many training documents instead of once per epoch")
+    t.add_argument("--resume", action="store_true",
+                   help="with --corpus: continue from the resume state an interrupted run left beside --out")
+    t.add_argument("--log-shards", metavar="DIR", help="with --corpus: each process writes the documents it trained "
+                                                       "on to DIR/rank-N.json (to audit the sharding)")
     t.set_defaults(func=_train)
+
+    p = sub.add_parser("preprocess", help="tokenise a large corpus into the on-disk cache that train --corpus reads")
+    _corpus_arguments(p)
+    p.add_argument("--preset", help="read the text as this preset does (its sentence and word caps)")
+    p.add_argument("--model", help=argparse.SUPPRESS)
+    p.add_argument("--max-sentences", type=int)
+    p.add_argument("--max-words", type=int)
+    p.add_argument("--text-column", default="text")
+    p.add_argument("--label-column", default="label")
+    p.set_defaults(func=_preprocess)
 
     e = sub.add_parser("explain", help="print a document's prediction, attention and metrics as JSON")
     e.add_argument("--checkpoint", required=True)

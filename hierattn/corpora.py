@@ -1,0 +1,205 @@
+"""The papers' data sets from local files, read as streams of (text, label) records.
+
+Formats (``FORMATS``):
+
+- ``zhang``: the CSVs of Zhang et al. (2015), used by AG News, DBPedia, Yelp, Amazon and Yahoo!
+  Answers: no header, the label first (1-based), then one to three text fields (``label,text``,
+  ``label,title,text``, Yahoo's ``label,title,question,answer``). Fields are joined with a line
+  break, so a title is a sentence of its own (a line break ends a sentence in ``text.py``), and
+  the files' escaped line breaks (a literal backslash-n) become real ones. Label names come from
+  the ``classes.txt`` beside the file (line k names label k), else they are the numbers.
+- ``trec``: the TREC question-classification files (Li and Roth 2002; ``train_5500.label``,
+  ``TREC_10.label``): one question per line after ``COARSE:fine``; the label is the coarse class
+  (6 classes), or ``COARSE:fine`` (50) with ``fine_labels``. The files are Latin-1.
+- ``csv`` / ``tsv``: a header row naming a text column and a label column (``text``, ``label`` by
+  default; any other names with ``text_column`` / ``label_column``).
+- ``jsonl``: one JSON object per line with those two fields.
+
+A corpus is one file, or a directory holding a training file and a test file, which is how the
+data sets are distributed (``open_corpus`` says what it looks for). Records are read one at a time,
+so a file of any size streams through ``corpus_cache`` without being held in memory.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from .data import DataError
+
+FORMATS = ("zhang", "trec", "csv", "tsv", "jsonl")
+# Files a corpus directory may hold: (format, training file, test file), first match wins.
+DIRECTORY_LAYOUTS = (
+    ("zhang", "train.csv", "test.csv"),  # ag_news_csv/, dbpedia_csv/, yelp_review_full_csv/, ...
+    ("trec", "train_5500.label", "TREC_10.label"),
+    ("csv", "train.csv", "test.csv"),
+    ("tsv", "train.tsv", "test.tsv"),
+    ("jsonl", "train.jsonl", "test.jsonl"),
+)
+_TREC_LINE = re.compile(r"^([A-Z]+):(\S+)\s+(.*)$")
+
+
+@dataclass
+class Corpus:
+    """Where a data set's files are and how to read them.
+
+    ``parts``: part name ("train", "test", or "all" for one file to be split 80/10/10) -> path.
+    """
+
+    name: str
+    format: str
+    parts: dict[str, Path]
+    text_column: str = "text"
+    label_column: str = "label"
+    fine_labels: bool = False  # TREC: the 50 fine classes instead of the 6 coarse ones
+    label_names: list[str] | None = field(default=None)  # from classes.txt, when there is one
+
+    def records(self, part: str) -> Iterator[tuple[str, str]]:
+        """(text, label) of each document of ``part``, in file order, one at a time."""
+        path = self.parts[part]
+        reader = {"zhang": _zhang, "trec": _trec, "csv": _table, "tsv": _table, "jsonl": _jsonl}[self.format]
+        return reader(self, path)
+
+    def settings(self) -> dict:
+        """What the records depend on: the files (path, size, modification time) and the options."""
+        files = {}
+        for part, path in sorted(self.parts.items()):
+            stat = path.stat()
+            files[part] = [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+        return {"format": self.format, "files": files, "text_column": self.text_column,
+                "label_column": self.label_column, "fine_labels": self.fine_labels, "label_names": self.label_names}
+
+
+def open_corpus(path: str | Path, format: str | None = None, text_column: str = "text",
+                label_column: str = "label", fine_labels: bool = False) -> Corpus:
+    """A corpus from a file or a directory. A directory holds ``train.csv`` + ``test.csv`` (Zhang
+    et al.'s layout, or a headed CSV), ``train_5500.label`` + ``TREC_10.label`` (TREC), or
+    ``train.tsv`` / ``train.jsonl`` with their test files. ``format`` overrides the guess."""
+    path = Path(path)
+    if format is not None and format not in FORMATS:
+        raise DataError(f"unknown format {format!r}; formats: {', '.join(FORMATS)}")
+    if path.is_dir():
+        for layout, train, test in DIRECTORY_LAYOUTS:
+            if format not in (None, layout) or not (path / train).is_file():
+                continue
+            if layout in ("zhang", "csv") and format is None:
+                layout = _csv_kind(path / train, text_column)
+            parts = {"train": path / train}
+            if (path / test).is_file():
+                parts["test"] = path / test
+            else:
+                parts = {"all": path / train}
+            return _corpus(path.name, layout, parts, text_column, label_column, fine_labels)
+        raise DataError(f"{path} holds none of the expected files: " +
+                        "; ".join(f"{a} + {b} ({f})" for f, a, b in DIRECTORY_LAYOUTS))
+    if not path.is_file():
+        raise DataError(f"{path} does not exist")
+    if format is None:
+        suffix = path.suffix.lower()
+        format = {".jsonl": "jsonl", ".tsv": "tsv", ".label": "trec"}.get(suffix)
+        if format is None and suffix in (".csv", ".txt", ""):
+            format = _csv_kind(path, text_column)
+        if format is None:
+            raise DataError(f"{path.name}: cannot tell the format from the name; give one of {', '.join(FORMATS)}")
+    return _corpus(path.stem, format, {"all": path}, text_column, label_column, fine_labels)
+
+
+def _corpus(name, format, parts, text_column, label_column, fine_labels) -> Corpus:
+    corpus = Corpus(name.removesuffix("_csv"), format, parts, text_column, label_column, fine_labels)
+    if format == "zhang":
+        classes = next(iter(parts.values())).parent / "classes.txt"
+        if classes.is_file():
+            corpus.label_names = [line.strip() for line in classes.read_text().splitlines() if line.strip()]
+    first = next(corpus.records(next(iter(parts))), None)  # a malformed file fails here, not an hour later
+    if first is None:
+        raise DataError(f"{next(iter(parts.values())).name} has no documents")
+    return corpus
+
+
+def _csv_kind(path: Path, text_column: str) -> str:
+    """``zhang`` when the first row starts with a number and is not a header naming ``text_column``."""
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        first = next(csv.reader(f), [])
+    return "csv" if text_column in first or not first or not first[0].strip().isdigit() else "zhang"
+
+
+def _open_text(path: Path, encoding: str = "utf-8"):
+    return open(path, newline="", encoding=encoding, errors="replace")
+
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # Yahoo! Answers has fields past the 128 KB default
+
+
+def _zhang(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
+    with _open_text(path) as f:
+        for line, row in enumerate(csv.reader(f), 1):
+            if not row:
+                continue
+            label = row[0].strip()
+            if not label.isdigit() or int(label) < 1 or len(row) < 2:
+                raise DataError(f"{path.name} line {line}: expected label,text with a 1-based number first, "
+                                f"got {row[:2]!r}")
+            text = "\n".join(field.replace("\\n", "\n").strip() for field in row[1:] if field.strip())
+            yield text, label
+
+
+def _trec(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
+    with _open_text(path, "latin-1") as f:
+        for line, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            match = _TREC_LINE.match(raw.strip())
+            if not match:
+                raise DataError(f"{path.name} line {line}: expected 'COARSE:fine question', got {raw.strip()[:60]!r}")
+            coarse, fine, question = match.groups()
+            yield question, f"{coarse}:{fine}" if corpus.fine_labels else coarse
+
+
+def _table(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
+    with _open_text(path) as f:
+        reader = csv.DictReader(f, delimiter="\t" if corpus.format == "tsv" else ",")
+        missing = [c for c in (corpus.text_column, corpus.label_column) if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{path.name} has no column named {', '.join(repr(c) for c in missing)} "
+                            f"(its header: {', '.join(reader.fieldnames or [])})")
+        for row in reader:
+            text, label = row.get(corpus.text_column), row.get(corpus.label_column)
+            if text is None or label is None:
+                raise DataError(f"{path.name} line {reader.line_num} has fewer fields than the header")
+            if label.strip():
+                yield text, label.strip()
+
+
+def _jsonl(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
+    with _open_text(path) as f:
+        for line, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path.name} line {line} is not JSON: {exc.msg}") from None
+            if not isinstance(row, dict) or corpus.text_column not in row or corpus.label_column not in row:
+                raise DataError(f"{path.name} line {line}: expected an object with {corpus.text_column!r} and "
+                                f"{corpus.label_column!r}")
+            label = str(row[corpus.label_column]).strip()
+            if label:
+                yield str(row[corpus.text_column] or ""), label
+
+
+def label_order(corpus: Corpus, seen: list[str]) -> list[str]:
+    """The labels' final order: Zhang's by number, the others alphabetically."""
+    if corpus.format == "zhang":
+        return sorted(seen, key=int)
+    return sorted(seen)
+
+
+def label_names(corpus: Corpus, ordered: list[str]) -> list[str]:
+    """Display names: ``classes.txt`` for Zhang's numbers where it has them, else the labels."""
+    if corpus.format == "zhang" and corpus.label_names:
+        return [corpus.label_names[int(y) - 1] if int(y) <= len(corpus.label_names) else y for y in ordered]
+    return ordered

@@ -1,0 +1,323 @@
+"""Training on a large corpus cache, on one process or many (``torchrun``), and resuming.
+
+``python -m hierattn train --corpus PATH ...`` lands here. Under ``torchrun --nproc_per_node=N``
+each process is one rank of a ``DistributedDataParallel`` model (NCCL on GPUs, Gloo on the
+CPU): a ``DistributedSampler`` gives each rank its own shard of every epoch's shuffled order,
+DDP averages the gradients, and only rank 0 writes logs, resume states and the checkpoint.
+
+``--batch-size`` is the global batch; each of N ranks takes batch / N documents a step. The
+sampler's order does not depend on N, and rank r's k-th local batch holds positions
+``r, r + N, ...`` of the k-th global slice, so step k of any N sees the same documents as step k
+of one process with the whole batch, and the averaged gradient is the same (up to float
+rounding; dropout masks differ, being drawn per rank). That is what the 2-process test checks,
+and why a run may resume with another number of processes.
+
+Validation runs every ``validate_every`` training documents (HCAN §4.3 validates Yelp and Amazon
+within epochs), else once per epoch; patience counts validations. The best validation weights
+are kept, tested and saved. A resume state (weights, best weights, Adam's moments, scheduler,
+random state, position in the epoch) is written atomically beside the checkpoint
+(``.NAME.resume.safetensors``, one safetensors file with its JSON in the metadata) at every
+validation and when interrupted, and removed once the checkpoint is written.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from safetensors.torch import load_file, save_file
+
+from .checkpoint import _fsync, save_checkpoint
+from .corpus_cache import CachedCorpus
+from .data import stratified_split
+from .models import FITTED, build_model
+from .training import TrainConfig, TrainEvent, autocast, hardware, word_dropout
+
+VALIDATION_SHARE = 0.1  # of a training file, when the corpus has no validation file
+EVAL_BATCH = 64
+
+
+@dataclass
+class World:
+    """This process's place in the job: ``rank`` of ``size``, and its device."""
+
+    rank: int = 0
+    size: int = 1
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def init_world(device: str | None = None) -> World:
+    """Join the process group ``torchrun`` describes in the environment (WORLD_SIZE, RANK,
+    LOCAL_RANK, MASTER_ADDR, MASTER_PORT); a plain run is a world of one."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank, local = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = torch.cuda.is_available() and device != "cpu"
+    if device and device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for, but PyTorch sees no GPU")
+    where = torch.device(f"cuda:{local}" if use_cuda and size > 1 else device or ("cuda" if use_cuda else "cpu"))
+    if where.type == "cuda":
+        torch.cuda.set_device(where)
+    if size > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if where.type == "cuda" else "gloo")
+    return World(rank, size, where)
+
+
+@dataclass
+class CorpusSplit:
+    train: np.ndarray  # document indices into the cache
+    validation: np.ndarray
+    test: np.ndarray
+
+
+def split_corpus(cache: CachedCorpus, seed: int) -> CorpusSplit:
+    """Train / validation / test. A corpus with train and test files keeps its test file and
+    holds out a seeded 10% of the training file for validation; one file is split 80/10/10,
+    stratified (HCAN §4.3)."""
+    if "train" in cache.parts:
+        train = np.asarray(cache.part("train"))
+        order = np.random.default_rng(seed).permutation(len(train))
+        held = max(1, round(VALIDATION_SHARE * len(train)))
+        test = np.asarray(cache.part("test")) if "test" in cache.parts else np.zeros(0, np.int64)
+        return CorpusSplit(np.sort(train[order[held:]]), np.sort(train[order[:held]]), test)
+    everything = np.asarray(cache.part("all"))
+    parts = stratified_split(np.asarray(cache.labels[everything]).tolist(), seed)
+    return CorpusSplit(*(everything[np.asarray(parts[p], np.int64)] for p in ("train", "validation", "test")))
+
+
+def _resume_path(out: Path) -> Path:
+    return out.parent / f".{out.name}.resume.safetensors"
+
+
+def _save_resume(path: Path, model, best_state, optimizer, scheduler, state: dict) -> None:
+    """One file, written to a temporary name, fsynced and renamed: a crash leaves the old or the new."""
+    tensors = {f"model.{k}": v.detach().float().cpu().contiguous() if v.is_floating_point() else v.cpu().contiguous()
+               for k, v in model.state_dict().items()}
+    if best_state is not None:
+        tensors.update({f"best.{k}": v.cpu().contiguous() for k, v in best_state.items()})
+    optim = optimizer.state_dict()
+    for index, values in optim["state"].items():
+        for key, value in values.items():
+            tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).cpu().contiguous()
+    tensors["rng.cpu"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
+    state = {**state, "param_groups": optim["param_groups"],
+             "scheduler": scheduler.state_dict() if scheduler is not None else None}
+    temporary = path.with_name(path.name + f".tmp-{os.getpid()}")
+    save_file(tensors, str(temporary), metadata={"state": json.dumps(state)})
+    _fsync(temporary)
+    os.replace(temporary, path)
+
+
+def _load_resume(path: Path, model, optimizer, scheduler, device) -> tuple[dict, dict | None]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        state = json.loads(f.metadata()["state"])
+    tensors = load_file(str(path))
+    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+    best = {k[5:]: v.to(device) for k, v in tensors.items() if k.startswith("best.")} or None
+    optim_state: dict = {}
+    for key, value in tensors.items():
+        if key.startswith("optim."):
+            _, index, name = key.split(".", 2)
+            optim_state.setdefault(int(index), {})[name] = value.to(device) if name != "step" else value
+    optimizer.load_state_dict({"state": optim_state, "param_groups": state.pop("param_groups")})
+    if scheduler is not None and state.get("scheduler"):
+        scheduler.load_state_dict(state["scheduler"])
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
+    return state, best
+
+
+@torch.no_grad()
+def evaluate_shard(model, cache: CachedCorpus, documents: np.ndarray, lookup, world: World) -> tuple[float, float]:
+    """(accuracy, mean cross-entropy) over ``documents``, each rank reading its own share, summed
+    across ranks so every rank gets the same numbers (and the same stopping decisions)."""
+    model.eval()
+    mine = documents[world.rank::world.size]
+    totals = torch.zeros(3, dtype=torch.float64, device=world.device)
+    for first in range(0, len(mine), EVAL_BATCH):
+        batch = cache.batch(mine[first: first + EVAL_BATCH], lookup).to(world.device)
+        out = model(batch, return_attentions=False)
+        totals[0] += (out.logits.argmax(-1) == batch.labels).sum()
+        totals[1] += out.loss.double() * len(batch)
+        totals[2] += len(batch)
+    if world.size > 1:
+        dist.all_reduce(totals)
+    model.train()
+    return float(totals[0] / totals[2].clamp(min=1)), float(totals[1] / totals[2].clamp(min=1))
+
+
+def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, config: TrainConfig, out: str | Path,
+                 validate_every: int | None = None, resume: bool = False, world: World | None = None,
+                 on_event: Callable[[TrainEvent], None] | None = None, stop=None, log=print,
+                 shard_log: str | Path | None = None) -> dict:
+    """Train on ``cache``; returns the metrics written with the checkpoint (``{}`` when stopped
+    before the end: the resume state is then on disk). ``shard_log``: a folder where each rank
+    writes the document indices it trained on, to audit the sharding."""
+    world = world or World()
+    out = Path(out)
+    if model_type in FITTED:
+        raise ValueError(f"{model_type} is fitted in one pass over documents in memory; train it with --file")
+    if config.embeddings != "random":
+        raise ValueError("Word2Vec initialisation reads the training documents in memory; use --file for it, "
+                         "or random embeddings with --corpus")
+    if config.batch_size % world.size:
+        raise ValueError(f"the global batch ({config.batch_size}) must divide evenly among {world.size} processes")
+    local_batch = config.batch_size // world.size
+    torch.manual_seed(config.seed)
+    split = split_corpus(cache, config.seed)
+    counts = cache.counts_of(split.train)
+    vocab, lookup = cache.vocabulary_from_counts(counts, config.min_freq, config.max_vocab)
+    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(cache.label_names),
+                                     **model_config}).to(world.device)
+    torch.manual_seed(config.seed + 7919 * world.rank)  # dropout masks differ across ranks
+    trained = model
+    if world.size > 1:
+        trained = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[world.device.index] if world.device.type == "cuda" else None)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = math.ceil(math.ceil(len(split.train) / world.size) / local_batch)
+    scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs * steps_per_epoch)
+                 if config.lr_schedule == "cosine" else None)
+    resume_path = _resume_path(out)
+    progress = {"epoch": 1, "step": 0, "documents": 0, "validations": 0, "best_accuracy": -1.0,
+                "best_loss": float("inf"), "best_at": 0, "stale": 0, "history": [], "train_seconds": 0.0}
+    best_state = None
+    if resume and resume_path.is_file():
+        saved, best_state = _load_resume(resume_path, model, optimizer, scheduler, world.device)
+        if saved["batch_size"] != config.batch_size or saved["vocab_size"] != len(vocab):
+            raise ValueError(f"{resume_path.name} was written by a run with another batch size or vocabulary; "
+                             "resume with the same settings, or delete it to start afresh")
+        progress.update({k: saved[k] for k in progress})
+        log(f"resuming from epoch {progress['epoch']}, step {progress['step']} "
+            f"({progress['documents']:,} training documents seen)")
+    elif resume:
+        log(f"no resume state at {resume_path}; starting from the beginning")
+    seen_log: list[int] = []
+    started = time.perf_counter()
+
+    def validate(epoch: int) -> bool:
+        """Validate, keep the best weights, save a resume state; True when patience ran out."""
+        nonlocal best_state
+        accuracy, loss = evaluate_shard(model, cache, split.validation, lookup, world)
+        progress["validations"] += 1
+        row = {"epoch": epoch, "documents": progress["documents"], "val_accuracy": accuracy,
+               "val_loss": loss}
+        progress["history"].append(row)
+        improved = accuracy > progress["best_accuracy"]
+        if improved or (accuracy == progress["best_accuracy"] and loss < progress["best_loss"]):
+            progress.update(best_accuracy=accuracy, best_loss=loss, best_at=progress["documents"])
+            best_state = copy.deepcopy(model.state_dict())
+        progress["stale"] = 0 if improved else progress["stale"] + 1
+        if world.main:
+            log(f"validation {progress['validations']} after {progress['documents']:,} documents: "
+                f"accuracy {accuracy:.4f}, loss {loss:.4f}")
+            save_state()
+        if on_event:
+            on_event(TrainEvent("epoch", epoch, val_accuracy=accuracy, extra=row))
+        return progress["stale"] >= config.patience
+
+    def save_state() -> None:
+        if world.main:
+            _save_resume(resume_path, model, best_state, optimizer, scheduler,
+                         {**progress, "batch_size": config.batch_size, "vocab_size": len(vocab),
+                          "model_type": model_type, "model_config": model_config, "train_config": asdict(config)})
+
+    sampler = torch.utils.data.DistributedSampler(range(len(split.train)), num_replicas=world.size, rank=world.rank,
+                                                  shuffle=True, seed=config.seed)
+    patience_out = False
+    try:
+        while progress["epoch"] <= config.epochs and not patience_out:
+            sampler.set_epoch(progress["epoch"])
+            positions = np.fromiter(iter(sampler), np.int64)
+            epoch_start, first_step = time.perf_counter(), progress["step"]
+            trained.train()
+            while progress["step"] < steps_per_epoch:
+                step = progress["step"]
+                documents = split.train[positions[step * local_batch: (step + 1) * local_batch]]
+                if shard_log is not None:
+                    seen_log.extend(documents.tolist())
+                batch = cache.batch(documents, lookup).to(world.device)
+                if config.word_dropout > 0:
+                    batch = word_dropout(batch, config.word_dropout)
+                with autocast(world.device, config.precision):
+                    loss = trained(batch, return_attentions=False).loss
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+                optimizer.step()
+                if scheduler is not None:
+                    scheduler.step()
+                before = progress["documents"]
+                progress["documents"] += len(documents) * world.size
+                progress["step"] += 1
+                if on_event:
+                    on_event(TrainEvent("batch", progress["epoch"], progress["step"], steps_per_epoch, loss.item()))
+                if progress["step"] % 50 == 0 or progress["step"] == steps_per_epoch:  # every rank: a collective
+                    shown = loss.detach().clone()
+                    if world.size > 1:
+                        dist.all_reduce(shown)
+                        shown /= world.size
+                    rate = (progress["step"] - first_step) * config.batch_size / (time.perf_counter() - epoch_start)
+                    log(f"epoch {progress['epoch']} step {progress['step']}/{steps_per_epoch}: loss {shown.item():.4f}, "
+                        f"{rate:,.0f} documents/s")
+                if validate_every and progress["documents"] // validate_every > before // validate_every:
+                    if validate(progress["epoch"]):
+                        patience_out = True
+                        break
+                if stop is not None and stop.is_set():
+                    save_state()
+                    return {}
+            progress["train_seconds"] += time.perf_counter() - epoch_start
+            if patience_out:
+                break
+            progress["epoch"] += 1  # before validating, so a resume state saved there starts the next epoch
+            progress["step"] = 0
+            if not validate_every and validate(progress["epoch"] - 1):
+                break
+        if validate_every and not progress["history"]:
+            validate(progress["epoch"] - 1)  # a run shorter than one validation interval is still validated once
+    except KeyboardInterrupt:
+        save_state()
+        raise
+    finally:
+        if shard_log is not None:
+            Path(shard_log).mkdir(parents=True, exist_ok=True)
+            (Path(shard_log) / f"rank-{world.rank}.json").write_text(json.dumps(seen_log))
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    test_accuracy, _ = evaluate_shard(model, cache, split.test, lookup, world) if len(split.test) else (None, None)
+    metrics = {
+        "dataset": cache.meta["name"], "model_type": model_type, "validation_accuracy": progress["best_accuracy"],
+        "validation_loss": progress["best_loss"], "best_after_documents": progress["best_at"],
+        "epochs_run": progress["epoch"] - (0 if patience_out else 1), "history": progress["history"],
+        "test_accuracy": test_accuracy, "hardware": hardware(), "device": world.device.type, "processes": world.size,
+        "train_ms_per_document": 1000 * progress["train_seconds"] / max(progress["documents"], 1),
+        "total_training_seconds": time.perf_counter() - started,
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+        "split_sizes": {"train": len(split.train), "validation": len(split.validation), "test": len(split.test)},
+        "train_config": {**asdict(config), "validate_every": validate_every},
+    }
+    if world.main:
+        save_checkpoint(out, model, model_type, vocab, cache.label_names, cache.text_config, metrics,
+                        dataset=cache.meta["name"])
+        resume_path.unlink(missing_ok=True)
+        log(f"saved {out}: test accuracy {test_accuracy:.4f}" if test_accuracy is not None else f"saved {out}")
+    if world.size > 1:
+        dist.barrier()  # no rank leaves before the checkpoint is on disk
+    return metrics
