@@ -161,7 +161,9 @@ def _cache_for(args, text_config, main: bool = True):
            f"preprocessed {report.documents:,} documents in {report.seconds:.0f} s "
            f"({report.documents_per_second:,.0f}/s, {report.processes} processes) into ") + str(report.path),
           file=sys.stderr)
-    return corpus, CachedCorpus(report.path)
+    cache = CachedCorpus(report.path)
+    cache.report = report
+    return corpus, cache
 
 
 def _train_corpus(args) -> int:
@@ -174,7 +176,8 @@ def _train_corpus(args) -> int:
     try:
         model_type, model_config, text_config, config = _model_and_text(args)
         world = init_world(args.device)
-        corpus, cache = _cache_for(args, text_config, world.main)
+        # one process per machine tokenises (LOCAL_RANK 0); the others wait for its cache
+        corpus, cache = _cache_for(args, text_config, os.environ.get("LOCAL_RANK", "0") == "0")
         if args.name:
             out = validate_run_name(args.name, checkpoint_root(), replace_existing=True)
         else:
@@ -186,9 +189,9 @@ def _train_corpus(args) -> int:
     if world.size > 1:
         import torch.distributed as dist
 
-        dist.barrier()  # rank 0 has built the cache
+        dist.barrier()  # each machine's first process has built the cache
         if cache is None:
-            cache = CachedCorpus(build_cache(corpus, text_config, 1).path)  # reused: rank 0 wrote it
+            cache = CachedCorpus(build_cache(corpus, text_config, 1).path)  # reused: LOCAL_RANK 0 wrote it
     try:
         train_corpus(cache, model_type, model_config, config, out, args.validate_every, args.resume, world,
                      log=print if world.main else (lambda *a, **k: None), shard_log=args.log_shards)
@@ -219,9 +222,13 @@ def _preprocess(args) -> int:
     except (DataError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    meta = cache.meta
+    from .corpus_cache import peak_memory_mb
+
+    meta, report = cache.meta, cache.report
     print(json.dumps({"cache": str(cache.path), "documents": meta["documents"], "parts": meta["parts"],
-                      "labels": meta["label_names"], "tokens": meta["tokens"], "token_table": meta["table_size"]}))
+                      "labels": meta["label_names"], "tokens": meta["tokens"], "token_table": meta["table_size"],
+                      "reused": report.reused, "seconds": report.seconds, "processes": report.processes,
+                      "documents_per_s": report.documents_per_second, "peak_memory_mb": peak_memory_mb()}))
     return 0
 
 
@@ -252,9 +259,10 @@ def _evaluate(args) -> int:
 def _bench(args) -> int:
     from .bench import format_table, run_bench
 
-    results = run_bench(args.json, quick=args.quick)
+    results = run_bench(args.json, quick=args.quick, only=args.only)
     if args.markdown:
         command = "python -m hierattn bench --json " + args.json + (" --quick" if args.quick else "") + \
+                  (f" --only {args.only}" if args.only else "") + \
                   " --markdown " + args.markdown
         Path(args.markdown).write_text(f"# Benchmarks\n\nProduced by `{command}`.\n\n{format_table(results)}\n")
     return 0
@@ -345,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--json", required=True, help="where to write the figures")
     b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
+    b.add_argument("--only", choices=["corpus"], help="run this section alone and merge it into the --json figures")
     b.set_defaults(func=_bench)
 
     args = parser.parse_args(argv)

@@ -2,8 +2,12 @@
 on this machine."""
 from __future__ import annotations
 
+import csv
+import itertools
 import json
+import os
 import random
+import sys
 from contextlib import contextmanager, nullcontext
 import statistics
 import time
@@ -271,7 +275,98 @@ def _classifier(model_type: str, root: Path, vocab: Vocab, labels: list[str]) ->
                       torch.device("cpu"))
 
 
-def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "checkpoints") -> dict:
+def generate_reviews(path: Path, documents: int, seed: int = 0) -> None:
+    """A Zhang-style ``label,text`` CSV of synthetic reviews (Yelp-polarity-like): 2 to 5 sentences
+    of 4 to 14 words drawn from a 30,000-word Zipf vocabulary, about 45 words a document."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(30_000)]
+    cumulative = list(itertools.accumulate(1 / (i + 1) for i in range(len(words))))
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f, quoting=csv.QUOTE_ALL)
+        for i in range(documents):
+            pool = rng.choices(words, cum_weights=cumulative, k=60)
+            sentences, used = [], 0
+            for _ in range(rng.randint(2, 5)):
+                n = rng.randint(4, 14)
+                sentences.append(" ".join(pool[used % 60: used % 60 + n]).capitalize() + rng.choice(".!?"))
+                used += n
+            writer.writerow([str(1 + i % 2), " ".join(sentences)])
+
+
+def corpus_preprocessing(documents: int, processes: int | None = None) -> dict:
+    """``python -m hierattn preprocess`` on a generated corpus in a temporary folder, twice: the
+    first run tokenises (documents/s, peak memory of the main process and of the largest worker),
+    the second finds the cache. Nothing is kept."""
+    import subprocess
+    import tempfile
+
+    processes = processes or os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="hierattn-corpus-") as folder:
+        source = Path(folder) / "reviews.csv"
+        start = time.perf_counter()
+        generate_reviews(source, documents)
+        generated = time.perf_counter() - start
+        env = {**os.environ, "HIERATTN_CACHE": str(Path(folder) / "cache")}
+        runs = []
+        for _ in range(2):
+            done = subprocess.run([sys.executable, "-m", "hierattn", "preprocess", "--corpus", str(source),
+                                   "--processes", str(processes)], env=env, capture_output=True, text=True,
+                                  cwd=Path(__file__).resolve().parent.parent)
+            if done.returncode:
+                raise RuntimeError(done.stderr[-2000:])
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        cache_mb = sum(p.stat().st_size for p in (Path(folder) / "cache").rglob("*") if p.is_file()) / 2**20
+        first, second = runs
+        return {"documents": documents, "tokens": first["tokens"], "processes": processes,
+                "file_mb": source.stat().st_size / 2**20, "cache_mb": cache_mb, "generate_seconds": generated,
+                "seconds": first["seconds"], "documents_per_s": first["documents_per_s"],
+                "peak_memory_mb": first["peak_memory_mb"], "reuse_seconds": second["seconds"],
+                "reused": second["reused"]}
+
+
+def corpus_training(documents: int, model_types=("han", "hcan")) -> dict:
+    """Training documents/s from a corpus cache, one process against ``torchrun`` with one
+    process per CPU core (Gloo) or per GPU (NCCL), one epoch of a generated corpus, global batch
+    64. The labels of the generated corpus carry no signal: this measures speed only."""
+    import re
+    import subprocess
+    import tempfile
+
+    processes = torch.cuda.device_count() if torch.cuda.is_available() else (os.cpu_count() or 1)
+    root = Path(__file__).resolve().parent.parent
+    rates: dict = {"documents": documents, "processes": processes}
+    with tempfile.TemporaryDirectory(prefix="hierattn-train-") as folder:
+        source = Path(folder) / "reviews.csv"
+        generate_reviews(source, documents, seed=1)
+        env = {**os.environ, "HIERATTN_CACHE": str(Path(folder) / "cache")}
+        for model_type in model_types:
+            config = ["--set", "d=128", "--set", "heads=4"] if model_type == "hcan" else []
+            args = ["-m", "hierattn", "train", "--corpus", str(source), "--model", model_type, *config,
+                    "--batch-size", "64", "--epochs", "1"]
+            for label, launcher in (("one process", []),
+                                    (f"{processes} processes", ["-m", "torch.distributed.run", "--standalone",
+                                                                f"--nproc_per_node={processes}"])):
+                if launcher and processes < 2:
+                    continue
+                out = Path(folder) / f"{model_type}-{len(launcher)}"
+                command = [sys.executable, *launcher, *args, "--out", str(out)]  # torchrun takes -m too
+                done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=root)
+                if done.returncode:
+                    raise RuntimeError(done.stderr[-2000:])
+                last = re.findall(r"([\d,]+) documents/s", done.stdout)[-1]
+                rates.setdefault(model_type, {})[label] = float(last.replace(",", ""))
+    return rates
+
+
+def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "checkpoints",
+              only: str | None = None) -> dict:
+    if only == "corpus":  # this section alone, merged into the figures already in ``out``
+        results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        results["corpus_preprocessing"] = corpus_preprocessing(5_000 if quick else 1_000_000)
+        results["corpus_training"] = corpus_training(640 if quick else 20_000)
+        Path(out).write_text(json.dumps(results, indent=2))
+        print(format_table(results))
+        return results
     device = best_device()
     ds = load_builtin("bbc-news")
     split = stratified_split(ds.labels)
@@ -328,12 +423,46 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         results["long_document_words"] = len(long_text.split())
         starts = [cold_start_seconds() for _ in range(3)]
         results["cold_start_seconds"] = None if None in starts else statistics.median(starts)
+    results["corpus_preprocessing"] = corpus_preprocessing(5_000 if quick else 1_000_000)
+    results["corpus_training"] = corpus_training(640 if quick else 20_000)
     Path(out).write_text(json.dumps(results, indent=2))
     print(format_table(results))
     return results
 
 
+def format_corpus(results: dict) -> list[str]:
+    c = results.get("corpus_preprocessing")
+    if not c:
+        return []
+    peak = c["peak_memory_mb"]
+    return ["", f"Streaming preprocessing (`python -m hierattn preprocess`), a generated corpus of {c['documents']:,} "
+                f"documents ({c['tokens']:,} tokens, a {c['file_mb']:.0f} MB Zhang-style CSV), {c['processes']} processes:", "",
+            "| measurement | value |", "|---|---:|",
+            f"| documents/s, first run (tokenising) | {c['documents_per_s']:,.0f} ({c['seconds']:.0f} s) |",
+            f"| peak memory, main process | {peak['main']:.0f} MB |",
+            f"| peak memory, largest worker process | {peak['largest_worker']:.0f} MB |",
+            f"| cache on disk | {c['cache_mb']:.0f} MB |",
+            f"| second run (the cache is found and reused) | {c['reuse_seconds']:.2f} s |"] + format_corpus_training(results)
+
+
+def format_corpus_training(results: dict) -> list[str]:
+    t = results.get("corpus_training")
+    if not t:
+        return []
+    labels = [k for k in t[next(m for m in ("hcan", "han") if m in t)]]
+    lines = ["", f"Training from the cache, one epoch of {t['documents']:,} generated documents (80% for training), "
+                 "global batch 64, documents/s (`torchrun`: "
+                 f"{'NCCL, one process per GPU' if results.get('device') == 'cuda' else 'Gloo, one process per CPU core'}):",
+             "", "| model | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for model_type in ("han", "hcan"):
+        if model_type in t:
+            lines.append(f"| {model_type.upper()} | " + " | ".join(f"{t[model_type][k]:,.0f}" for k in labels) + " |")
+    return lines
+
+
 def format_table(results: dict) -> str:
+    if "hardware" not in results:
+        return "\n".join(format_corpus(results))
     lines = [f"hardware: {results['hardware']} (torch {results['torch']}, {results['threads']} threads)", "",
              "| measurement | HAN | HCAN |", "|---|---:|---:|"]
     r = results["training_docs_per_s"]
@@ -374,7 +503,7 @@ def format_table(results: dict) -> str:
         lines += ["", "| dataset statistics, bbc-news test split | documents | matrices | time |", "|---|---:|---:|---:|"]
         for model_type, r in results["statistics_seconds"].items():
             lines.append(f"| {model_type} `{r['checkpoint']}` | {r['documents']} | {r['matrices']:,} | {r['seconds']:.1f} s |")
-    return "\n".join(lines)
+    return "\n".join(lines + format_corpus(results))
 
 
 def _goals(results: dict) -> list[tuple[str, str, str, bool]]:

@@ -45,6 +45,7 @@ from .text import PAD, UNK, TextConfig, Vocab
 
 CACHE_VERSION = 1
 CHUNK_DOCS = 2000
+OFFSET_BLOCK = 1 << 20  # lengths summed into offsets this many at a time
 
 
 def cache_root() -> Path:
@@ -189,8 +190,16 @@ def _finish(work: Path, corpus: Corpus, text_config: TextConfig, table, counts, 
     """Offsets, label order, the table and the counts; ``meta.json`` last."""
     for lengths, offsets in (("sentence_lengths.int32", "sentence_offsets.int64"),
                              ("document_sentences.int32", "document_offsets.int64")):
-        n = np.fromfile(work / lengths, np.int32)
-        np.concatenate([[0], np.cumsum(n, dtype=np.int64)]).astype(np.int64).tofile(work / offsets)
+        count = os.path.getsize(work / lengths) // 4
+        n = np.memmap(work / lengths, np.int32, mode="r") if count else np.zeros(0, np.int32)
+        with open(work / offsets, "wb") as f:  # a running sum in blocks: memory stays flat for any corpus
+            total = np.zeros(1, np.int64)
+            f.write(total.tobytes())
+            for first in range(0, count, OFFSET_BLOCK):
+                block = np.cumsum(n[first: first + OFFSET_BLOCK], dtype=np.int64) + total[-1]
+                f.write(block.tobytes())
+                total = block[-1:]
+        del n
     ordered = label_order(corpus, list(labels))
     if ordered != list(labels):  # ids were given in order of first appearance; renumber to the sorted order
         renumber = np.zeros(len(labels), np.int32)
@@ -237,6 +246,7 @@ class CachedCorpus:
         self.label_names: list[str] = self.meta["label_names"]
         self.text_config = TextConfig(**self.meta["text"])
         self._table: list[str] | None = None
+        self.report: CacheReport | None = None  # how it was built or reused, when this process did it
 
     def __len__(self) -> int:
         return self.meta["documents"]

@@ -33,8 +33,15 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
     for model in ("hcan", "sanet"):
         r = results["statistics_seconds"][model]
         assert r["seconds"] > 0 and r["documents"] == 16 and r["matrices"] > 0
+    corpus = results["corpus_preprocessing"]
+    assert corpus["documents"] == 5000 and corpus["tokens"] > 5000 * 20 and corpus["documents_per_s"] > 0
+    assert corpus["reused"] and corpus["reuse_seconds"] < corpus["seconds"]  # the second run found the cache
+    assert corpus["peak_memory_mb"]["main"] > 0 and corpus["cache_mb"] > 0
+    training = results["corpus_training"]
+    assert set(training["han"]) == {"one process", f"{training['processes']} processes"} and min(training["hcan"].values()) > 0
     out = capsys.readouterr().out
     assert "| training throughput" in out and "| sanet `untrained-sanet` | 16 |" in out
+    assert "| peak memory, main process |" in out and "| HCAN |" in out
 
 
 def test_goals_are_judged_from_the_figures():

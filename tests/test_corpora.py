@@ -83,7 +83,10 @@ def test_headed_table_columns_and_bad_files(tmp_path):
 
 
 @pytest.mark.parametrize("processes", [1, 2])
-def test_the_cache_holds_exactly_what_the_tokenizer_reads(cache_root, processes):
+def test_the_cache_holds_exactly_what_the_tokenizer_reads(cache_root, processes, monkeypatch):
+    import hierattn.corpus_cache as cc
+
+    monkeypatch.setattr(cc, "OFFSET_BLOCK", 7)  # offsets summed across many blocks
     corpus = open_corpus(CORPORA / "ag_news_csv")
     config = TextConfig(max_sentences=2, max_words=5)  # caps are part of what is cached
     report = build_cache(corpus, config, processes=processes, chunk_docs=7)
@@ -194,11 +197,11 @@ def test_a_cache_without_its_meta_file_is_not_used(cache_root, tmp_path):
     assert not build_cache(open_corpus(CORPORA / "reviews.tsv"), TextConfig(), processes=1).reused  # rebuilt
 
 
-def _train_in_process(cache, out, **kwargs):
+def _train_in_process(cache, out, batch_size=8, **kwargs):
     from hierattn.distributed import train_corpus
     from hierattn.training import TrainConfig
 
-    config = TrainConfig(epochs=2, batch_size=8, lr=3e-3, patience=5, min_freq=1, seed=3)
+    config = TrainConfig(epochs=2, batch_size=batch_size, lr=3e-3, patience=5, min_freq=1, seed=3)
     return train_corpus(cache, "han", {"dropout": 0.0, "hidden": 8, "embed_dim": 16}, config, out,
                         log=lambda *a: None, **kwargs)
 
@@ -234,6 +237,8 @@ def test_an_interrupted_run_resumes_to_the_same_weights(cache_root, tmp_path):
 
     assert _train_in_process(cache, tmp_path / "cut", on_event=stop_at_step_15, stop=stop) == {}
     assert (tmp_path / ".cut.resume.safetensors").is_file() and not (tmp_path / "cut").exists()
+    with pytest.raises(ValueError, match="another batch size or vocabulary"):
+        _train_in_process(cache, tmp_path / "cut", batch_size=16, resume=True)
     steps.clear()
     _train_in_process(cache, tmp_path / "cut", resume=True, on_event=lambda e: steps.append(e.step) if e.kind == "batch" else None)
     assert steps[0] == 5 and len(steps) == 7  # it went on from step 5 of 11 of the second epoch
@@ -282,3 +287,20 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(cache_r
     assert metrics["processes"] == 2 and metrics["split_sizes"]["train"] == 86
     assert two.stdout.count("validation 1 after") == 1  # rank 0 alone logs
     assert not (tmp_path / "two").with_name(".two.resume.safetensors").exists()
+
+
+def test_command_line_preprocess_and_clear_errors(cache_root, tmp_path):
+    env = {**os.environ, "HIERATTN_CACHE": str(cache_root)}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "hierattn", *args], cwd=ROOT, env=env,  # noqa: E731
+                                       capture_output=True, text=True, timeout=300)
+    done = run("preprocess", "--corpus", str(CORPORA / "trec"), "--processes", "1")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["documents"] == 10 and report["labels"] == ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+    assert report["parts"] == {"train": [0, 8], "test": [8, 10]} and not report["reused"]
+    assert report["peak_memory_mb"]["main"] > 0
+    assert json.loads(run("preprocess", "--corpus", str(CORPORA / "trec")).stdout)["reused"]
+    missing = run("train", "--corpus", str(tmp_path / "nope.csv"), "--model", "han")
+    assert missing.returncode == 2 and missing.stderr.strip() == f"error: {tmp_path / 'nope.csv'} does not exist"
+    fitted = run("train", "--corpus", str(CORPORA / "trec"), "--model", "tfidf", "--out", str(tmp_path / "t"))
+    assert fitted.returncode == 2 and "train it with --file" in fitted.stderr and "Traceback" not in fitted.stderr
