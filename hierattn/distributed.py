@@ -9,8 +9,7 @@ DDP averages the gradients, and only rank 0 writes logs, resume states and the c
 sampler's order does not depend on N, and rank r's k-th local batch holds positions
 ``r, r + N, ...`` of the k-th global slice, so step k of any N sees the same documents as step k
 of one process with the whole batch, and the averaged gradient is the same (up to float
-rounding; dropout masks differ, being drawn per rank). That is what the 2-process test checks,
-and why a run may resume with another number of processes.
+rounding; dropout masks differ, being drawn per rank). That is what the 2-process test checks.
 
 Validation runs every ``validate_every`` training documents (HCAN §4.3 validates Yelp and Amazon
 within epochs), else once per epoch; patience counts validations. The best validation weights
@@ -303,7 +302,7 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
         model.load_state_dict(best_state)
     test_accuracy, _ = evaluate_shard(model, cache, split.test, lookup, world) if len(split.test) else (None, None)
     metrics = {
-        "dataset": cache.meta["name"], "model_type": model_type, "validation_accuracy": progress["best_accuracy"],
+        "dataset": cache.meta["name"], "corpus": cache.meta["corpus"], "model_type": model_type, "validation_accuracy": progress["best_accuracy"],
         "validation_loss": progress["best_loss"], "best_after_documents": progress["best_at"],
         "epochs_run": progress["epoch"] - (0 if patience_out else 1), "history": progress["history"],
         "test_accuracy": test_accuracy, "hardware": hardware(), "device": world.device.type, "processes": world.size,

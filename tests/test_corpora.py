@@ -216,6 +216,7 @@ def test_corpus_training_validates_every_n_documents_and_the_checkpoint_explains
     # 86 training documents in steps of 8 (the last of each epoch 6): 40, 80, then 86 + 40 = 126, 166
     assert documents == [40, 80, 126, 166]
     assert metrics["split_sizes"] == {"train": 86, "validation": 10, "test": 24}
+    assert metrics["corpus"]["format"] == "zhang" and set(metrics["corpus"]["files"]) == {"train", "test"}  # provenance
     assert metrics["test_accuracy"] is not None and metrics["validation_accuracy"] >= 0.5
     classifier = load_classifier(tmp_path / "ag")
     assert classifier.labels == ["World", "Sports", "Business", "Sci/Tech"]
@@ -287,6 +288,11 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(cache_r
     assert metrics["processes"] == 2 and metrics["split_sizes"]["train"] == 86
     assert two.stdout.count("validation 1 after") == 1  # rank 0 alone logs
     assert not (tmp_path / "two").with_name(".two.resume.safetensors").exists()
+    from hierattn.checkpoint import load_classifier
+    from hierattn.explain import explain
+
+    explained = explain(load_classifier(tmp_path / "two"), "The striker scored.\nThe coach smiled.")
+    assert explained.label in ["World", "Sports", "Business", "Sci/Tech"] and len(explained.document.sentences) == 2
 
 
 def test_command_line_preprocess_and_clear_errors(cache_root, tmp_path):
