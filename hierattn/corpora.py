@@ -203,3 +203,42 @@ def label_names(corpus: Corpus, ordered: list[str]) -> list[str]:
     if corpus.format == "zhang" and corpus.label_names:
         return [corpus.label_names[int(y) - 1] if int(y) <= len(corpus.label_names) else y for y in ordered]
     return ordered
+
+
+def from_settings(name: str, settings: dict) -> Corpus:
+    """The corpus a checkpoint was trained on, from the ``corpus`` entry of its metrics."""
+    parts = {part: Path(entry[0]) for part, entry in settings["files"].items()}
+    return Corpus(name, settings["format"], parts, settings.get("text_column", "text"),
+                  settings.get("label_column", "label"), settings.get("fine_labels", False), settings.get("label_names"))
+
+
+def label_name(corpus: Corpus, label: str) -> str:
+    """One label's display name (``classes.txt`` for Zhang's numbers where it has them)."""
+    return label_names(corpus, [label])[0]
+
+
+def test_documents(corpus: Corpus, limit: int) -> tuple[list[str], list[str]]:
+    """(texts, label names) of the first ``limit`` documents of the corpus's test file."""
+    texts, names = [], []
+    for text, label in corpus.records("test"):
+        if len(texts) == limit:
+            break
+        texts.append(text)
+        names.append(label_name(corpus, label))
+    return texts, names
+
+
+def test_samples(corpus: Corpus, per_class: int = 2, scan: int = 5000) -> list[tuple[str, str]]:
+    """(label name, text) of the first ``per_class`` documents of each label in the corpus's test
+    file, looking at its first ``scan`` records; none for a single-file corpus, whose test split
+    is drawn at training time (its first records may be training documents)."""
+    if "test" not in corpus.parts:
+        return []
+    picked: dict[str, list[str]] = {}
+    for i, (text, label) in enumerate(corpus.records("test")):
+        if i >= scan:
+            break
+        if len(picked.setdefault(label, [])) < per_class and text.strip():
+            picked[label].append(text)
+    ordered = label_order(corpus, list(picked))
+    return [(name, text) for label, name in zip(ordered, label_names(corpus, ordered)) for text in picked[label]]

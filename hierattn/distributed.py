@@ -114,6 +114,7 @@ def _save_resume(path: Path, model, best_state, optimizer, scheduler, state: dic
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
     state = {**state, "param_groups": optim["param_groups"],
              "scheduler": scheduler.state_dict() if scheduler is not None else None}
+    path.parent.mkdir(parents=True, exist_ok=True)  # the checkpoint's folder may not exist before its first save
     temporary = path.with_name(path.name + f".tmp-{os.getpid()}")
     save_file(tensors, str(temporary), metadata={"state": json.dumps(state)})
     _fsync(temporary)

@@ -4,6 +4,7 @@ Kept apart from ``viz`` (which never imports Streamlit) so figures stay usable i
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -64,10 +65,12 @@ def load_or_stop(path: Path, what: str = "This checkpoint") -> Classifier:
 SAMPLE_PROMPT = "— write or paste your own —"
 
 
-def document_input(dataset: str | None, sample_key: str, document_key: str, height: int, placeholder: str) -> str:
-    """A sample picker (test-split documents, the model's data set first) above a text box that
-    holds the document; the first visit shows the first sample, not an empty page. Returns the text."""
-    docs = samples(dataset)
+def document_input(dataset: str | None, sample_key: str, document_key: str, height: int, placeholder: str,
+                   corpus: dict | None = None) -> str:
+    """A sample picker (test-split documents, the model's data set first: for a model trained on
+    a local corpus, its test file's) above a text box that holds the document; the first visit
+    shows the first sample, not an empty page. Returns the text."""
+    docs = (corpus_samples(dataset, json.dumps(corpus, sort_keys=True)) if corpus else []) + samples(dataset)
     options = [SAMPLE_PROMPT] + [f"{ds} · {label} · {' '.join(text.split())[:70]}…" for ds, label, text in docs]
 
     def use_sample():
@@ -115,6 +118,18 @@ def samples(dataset: str | None) -> list[tuple[str, str, str]]:
         except DataError:
             continue
     return out
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def corpus_samples(dataset: str, settings: str) -> list[tuple[str, str, str]]:
+    """(data set, label, text) from the test file of the local corpus a checkpoint was trained on;
+    none when the files are gone or unreadable (the built-in samples remain)."""
+    from .corpora import from_settings, test_samples
+
+    try:
+        return [(dataset, label, text) for label, text in test_samples(from_settings(dataset, json.loads(settings)))]
+    except (DataError, OSError, KeyError, ValueError):
+        return []
 
 
 @st.cache_resource
@@ -356,14 +371,39 @@ def checkpoint_key(path: Path) -> tuple[str, float]:
     return str(path), _stamp(path)
 
 
+CORPUS_DOCUMENTS = 20_000  # of a local corpus's test file, read for the Dataset statistics page
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)  # every rerun of Statistics asks; shared, read-only
-def split_part(dataset_name: str, split: str) -> tuple[list[str], list[str], list[int]]:
-    """(texts, true class names, indices in the data set) of one split of a built-in data set."""
+def split_part(dataset_name: str, split: str, corpus: dict | None = None) -> tuple[list[str], list[str], list[int]]:
+    """(texts, true class names, indices) of one split of a built-in data set; with ``corpus``
+    (a checkpoint's ``metrics["corpus"]``), the first ``CORPUS_DOCUMENTS`` of its test file."""
+    if corpus is not None:
+        texts, names = _corpus_test_part(dataset_name, json.dumps(corpus, sort_keys=True))
+        return texts, names, list(range(len(texts)))
     from .data import stratified_split
 
     ds = builtin_dataset(dataset_name)
     indices = stratified_split(ds.labels)[split]
     return [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices], indices
+
+
+@st.cache_data(show_spinner="Reading the corpus's test file…", max_entries=4)
+def _corpus_test_part(dataset_name: str, settings: str) -> tuple[list[str], list[str]]:
+    from .corpora import from_settings, test_documents
+
+    try:
+        return test_documents(from_settings(dataset_name, json.loads(settings)), CORPUS_DOCUMENTS)
+    except (DataError, OSError, KeyError, ValueError):
+        return [], []
+
+
+def corpus_with_test_file(classifier: Classifier) -> dict | None:
+    """The local corpus a checkpoint was trained on, when its test file is still there to read."""
+    corpus = classifier.metrics.get("corpus")
+    if not corpus or "test" not in corpus.get("files", {}):
+        return None
+    return corpus if split_part(classifier.dataset, "test", corpus)[0] else None
 
 
 def loadable(checkpoints: dict[str, Path]) -> dict[str, Classifier]:

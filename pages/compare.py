@@ -38,7 +38,8 @@ with st.sidebar:
         st.warning("The two models were trained on different data sets, so their classes differ.")
 
 text = ui.document_input(models["A"].dataset, "compare_sample", "compare_document", 150,
-                         "Paste a document to see both models read it…")
+                         "Paste a document to see both models read it…",
+                         corpus=models["A"].metrics.get("corpus"))
 if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to compare how the two models read it.")
     st.stop()

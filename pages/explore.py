@@ -40,7 +40,8 @@ with st.sidebar:
                f"{classifier.text_config.max_words} words.")
 
 text = ui.document_input(classifier.dataset, "sample", "document", 180,
-                         "Paste a news article, a review or a tweet…")
+                         "Paste a news article, a review or a tweet…",
+                         corpus=classifier.metrics.get("corpus"))
 
 if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to see how the model attends to it.")

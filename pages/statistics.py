@@ -20,11 +20,11 @@ names = list(checkpoints)
 labels = ui.checkpoint_options(checkpoints)
 
 
-def _statistics(name: str, dataset: str, split: str, count: int):
+def _statistics(name: str, dataset: str, split: str, count: int, corpus: dict | None):
     """(rows, seconds) for a checkpoint on the first ``count`` documents of a split, computed once
     in the background; None while it runs (a progress bar shows instead)."""
     classifier = ui.load(checkpoints[name])
-    texts, true, _ = ui.split_part(dataset, split)
+    texts, true, _ = ui.split_part(dataset, split, corpus)
     key = ("statistics", *ui.checkpoint_key(checkpoints[name]), dataset, split, count)
 
     def compute(progress):
@@ -39,22 +39,30 @@ with st.sidebar:
     default = names.index("bbc-news-hcan") if "bbc-news-hcan" in names else 0
     name = st.selectbox("Model", names, index=default, key="stats_model", format_func=labels.get)
 classifier = ui.load_or_stop(checkpoints[name])
-datasets = list(BUILTIN)
+own_corpus = ui.corpus_with_test_file(classifier)  # a model trained on a local corpus: its test file too
+datasets = ([classifier.dataset] if own_corpus else []) + list(BUILTIN)
+ui.keep_valid("stats_dataset", datasets)
 with st.sidebar:
     dataset = st.selectbox("Data set", datasets, key="stats_dataset",
                            index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0,
-                           help="A built-in data set. Any model can be run on any text; per-class rows use "
-                                "the data set's labels.")
-    split = st.selectbox("Split", SPLITS, key="stats_split")
-    texts, _, _ = ui.split_part(dataset, split)
+                           help="A built-in data set, or the local corpus the model was trained on. Any model can "
+                                "be run on any text; per-class rows use the data set's labels.")
+    corpus = own_corpus if own_corpus and dataset == classifier.dataset else None
+    splits = ("test",) if corpus else SPLITS
+    ui.keep_valid("stats_split", splits)
+    split = st.selectbox("Split", splits, key="stats_split",
+                         help=f"A local corpus: the first {ui.CORPUS_DOCUMENTS:,} documents of its test file."
+                         if corpus else None)
+    texts, _, _ = ui.split_part(dataset, split, corpus)
     if st.session_state.get("stats_documents", 0) > len(texts):
         del st.session_state["stats_documents"]  # a smaller split than the last one chosen
-    count = st.number_input("Documents", 1, len(texts), len(texts), step=100, key="stats_documents",
+    count = st.number_input("Documents", 1, len(texts), min(1000, len(texts)) if corpus else len(texts), step=100,
+                            key="stats_documents",
                             help="The first documents of the split, in data set order; all of them by default.")
 if classifier.dataset != dataset:
     st.caption(f"{viz.md_code(name)} was trained on {viz.md_code(classifier.dataset)}; its attention over {viz.md_code(dataset)} is shown.")
 
-result = _statistics(name, dataset, split, count)
+result = _statistics(name, dataset, split, count, corpus)
 rows, seconds = result if result is not None else (None, None)
 if rows is None:
     pass  # the progress bar is showing
@@ -93,7 +101,8 @@ st.caption("For each document: remove the top words by attention, by gradient ×
            "probability of the class the model predicted. Curves are means over documents; the area is the "
            "mean drop. Leave-one-out needs one forward pass per word: slow on long articles.")
 left, middle, right = st.columns([1, 1, 2])
-erasure_count = left.number_input("Documents", 10, len(texts), min(100, len(texts)), step=10, key="erasure_documents")
+erasure_count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
+                                  key="erasure_documents")
 with_occlusion = middle.toggle("Include leave-one-out", value=classifier.text_config.max_sentences <= 10,
                                key="erasure_occlusion")
 if right.button("Compute the erasure curves", key="erasure_go") or st.session_state.get("erasure_shown") == (
@@ -149,7 +158,7 @@ keys = {task: ("statistics", *ui.checkpoint_key(checkpoints[n]), datasets_of[tas
 ready = all(ui.is_computed(k) or ui.is_running(k) for k in keys.values())
 if ready or st.button("Compute both", key="stats_pair_go", type="primary",
                       help=f"{sizes['topic']:,} + {sizes['sentiment']:,} test documents; kept once computed."):
-    results = {task: _statistics(n, datasets_of[task], "test", sizes[task]) for task, n in pair.items()}
+    results = {task: _statistics(n, datasets_of[task], "test", sizes[task], None) for task, n in pair.items()}
     results = {task: r[0] for task, r in results.items() if r is not None}
     empty = [pair[t] for t, r in results.items() if (r["level"] == "word").sum() == 0]
     if len(results) < 2:
