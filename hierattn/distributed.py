@@ -16,7 +16,11 @@ within epochs), else once per epoch; patience counts validations. The best valid
 are kept, tested and saved. A resume state (weights, best weights, Adam's moments, scheduler,
 random state, position in the epoch) is written atomically beside the checkpoint
 (``.NAME.resume.safetensors``, one safetensors file with its JSON in the metadata) at every
-validation and when interrupted, and removed once the checkpoint is written.
+validation and when interrupted, and removed once the checkpoint is written. A single process
+resumes bit for bit; several ranks draw fresh per-rank random streams on resuming, since only rank
+0's was saved. The data order does not depend on the number of processes, so a run may resume
+with another number of processes and the same global batch (tested: one process stopped, two
+resumed).
 """
 from __future__ import annotations
 
@@ -204,6 +208,8 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
             raise ValueError(f"{resume_path.name} was written by a run with another batch size or vocabulary; "
                              "resume with the same settings, or delete it to start afresh")
         progress.update({k: saved[k] for k in progress})
+        if world.size > 1:  # rank 0's saved random state would give every rank the same dropout masks
+            torch.manual_seed(config.seed + 7919 * world.rank + 104729 * progress["documents"])
         log(f"resuming from epoch {progress['epoch']}, step {progress['step']} "
             f"({progress['documents']:,} training documents seen)")
     elif resume:

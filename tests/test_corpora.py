@@ -350,3 +350,36 @@ def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, mo
     ui.corpus_samples.clear()
     again = AppTest.from_file(str(ROOT / "pages/explore.py"), default_timeout=60).run()
     assert not again.exception and not any(o.startswith("ag_news") for o in again.selectbox(key="sample").options[1:])
+
+
+def test_a_run_stopped_in_one_process_resumes_under_torchrun_with_two(cache_root, tmp_path):
+    """The resume state is independent of the number of processes: one process is stopped
+    mid-epoch, two Gloo processes resume it, and the result matches one uninterrupted process."""
+    from hierattn.distributed import train_corpus
+    from hierattn.training import TrainConfig
+
+    cache = CachedCorpus(build_cache(open_corpus(CORPORA / "ag_news_csv"), TextConfig(), processes=1).path)
+    settings = ({"dropout": 0, "hidden": 8}, TrainConfig(epochs=2, batch_size=8, min_freq=1))  # = the CLI flags below
+    train_corpus(cache, "han", *settings, tmp_path / "whole", log=lambda *a: None)
+    stop, seen = threading.Event(), []
+
+    def stop_at_step_15(event):
+        if event.kind == "batch":
+            seen.append(event.step)
+            if len(seen) == 15:
+                stop.set()
+
+    assert train_corpus(cache, "han", *settings, tmp_path / "cut", on_event=stop_at_step_15, stop=stop,
+                        log=lambda *a: None) == {}
+    env = {**os.environ, "HIERATTN_CACHE": str(cache_root), "OMP_NUM_THREADS": "1"}
+    done = _torchrun(["--corpus", str(CORPORA / "ag_news_csv"), "--model", "han", "--set", "dropout=0", "--set",
+                      "hidden=8", "--epochs", "2", "--batch-size", "8", "--min-freq", "1", "--processes", "1",
+                      "--resume"], 2, tmp_path / "cut", tmp_path / "shards", env)
+    assert "resuming from epoch 2, step 4" in done.stdout
+    rank0, rank1 = (json.loads((tmp_path / f"shards/rank-{r}.json").read_text()) for r in (0, 1))
+    assert len(rank0) == len(rank1) == 7 * 4 - 1  # steps 5..11 of 11; the last step holds 3 + 3 (padded to 43 each)
+    from safetensors.torch import load_file
+
+    whole, resumed = load_file(str(tmp_path / "whole/model.safetensors")), load_file(str(tmp_path / "cut/model.safetensors"))
+    difference = max(float((whole[k].float() - resumed[k].float()).abs().max()) for k in whole)
+    assert difference < 2e-3, difference
