@@ -14,9 +14,11 @@ import multiprocessing
 import multiprocessing.synchronize
 import queue
 import re
+import sys
 import threading
 import time
 import traceback
+import types
 import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -125,7 +127,7 @@ class TrainingJob:
         process = context.Process(target=_train_in_child, daemon=True, name=f"train-{self.name}",
                                   args=(self._spec(), events, self.stop))
         try:
-            process.start()
+            _start_without_the_script(process)
         except Exception as exc:  # e.g. data that cannot be handed to another process
             traceback.print_exc()
             self._finish("failed", f"training could not start: {exc}")
@@ -222,6 +224,30 @@ def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset
     except (TypeError, ValueError) as exc:
         raise JobError(f"this model configuration is not valid: {exc}") from None
     return TrainingJob(name, out, model_type, dict(model_config), dataset, text_config, replace(config), device)
+
+
+_MAIN_SWAP = threading.Lock()
+
+
+def _start_without_the_script(process) -> None:
+    """Start a spawned process without it re-running the page script first.
+
+    Streamlit runs every script as a fake ``__main__`` module whose ``__file__`` is the script, and
+    a spawned child re-executes ``__main__.__file__`` before its target (to unpickle objects
+    defined there). The child would run a page script in bare mode: slow at best, and a crash when
+    another session's script is ``__main__`` at that moment (the 10-explorers test caught Explore's
+    script failing in a training child). The target lives in this module, so the child needs
+    nothing from ``__main__``: it sees a blank one while the process starts.
+    """
+    with _MAIN_SWAP:
+        script = sys.modules.get("__main__")
+        blank = types.ModuleType("__main__")
+        sys.modules["__main__"] = blank
+        try:
+            process.start()
+        finally:
+            if sys.modules.get("__main__") is blank:  # unless a script run has installed its own since
+                sys.modules["__main__"] = script
 
 
 def _train_in_child(spec: dict, events, stop) -> None:

@@ -178,3 +178,33 @@ def test_ten_explorers_and_two_trainings_at_once(tmp_path, checkpoint_dir, tiny_
     assert [j.snapshot()["status"] for j in jobs] == ["finished", "finished"]
     for j in jobs:
         assert load_classifier(tmp_path / j.name, device="cpu").labels == ["pos", "neg"]
+
+
+def test_a_training_child_does_not_run_the_page_script_that_is_main(tmp_path, monkeypatch):
+    """Streamlit makes each script a fake ``__main__`` with ``__file__`` = the script; a spawned
+    training process must not execute it (it did: Explore's script crashed a training child when
+    another session had just run it)."""
+    import sys
+    import types
+
+    from hierattn.data import Dataset
+    from hierattn.jobs import JobManager, make_job
+    from hierattn.training import TrainConfig
+
+    marker = tmp_path / "script-ran"
+    script = tmp_path / "page.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('ran')\nraise SystemExit('a page script, run in the child')\n")
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+    rows = [(t, i % 2) for i, t in enumerate(CORPUS * 10)]
+    dataset = Dataset("mini", [t for t, _ in rows], [y for _, y in rows], ["pos", "neg"])
+    job = JobManager().start(make_job("run", tmp_path, "han", {"embed_dim": 8, "hidden": 4, "attention_dim": 8},
+                                      dataset, TextConfig(4, 9), TrainConfig(epochs=1, batch_size=8, min_freq=1),
+                                      device="cpu"))
+    deadline = time.time() + 120
+    while job.active and time.time() < deadline:
+        time.sleep(0.2)
+    assert job.snapshot()["status"] == "finished", job.snapshot()["message"]
+    assert not marker.exists()
+    assert sys.modules["__main__"] is fake_main  # put back once the process started
