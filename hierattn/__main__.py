@@ -13,39 +13,19 @@ def _train(args) -> int:
     if args.corpus:
         return _train_corpus(args)
     from .data import DataError, load_builtin, load_table, prepare
-    from .training import DATASET_TEXT, PRESETS, TrainConfig, train
+    from .text import TextConfig
+    from .training import DATASET_TEXT, PRESETS, train
 
-    if args.preset:
-        if args.preset not in PRESETS:
-            print(f"unknown preset '{args.preset}'; presets: {', '.join(PRESETS)}", file=sys.stderr)
-            return 2
-        preset = PRESETS[args.preset]
-        model_type, model_config, dataset, text_config, config = (
-            preset.model_type, dict(preset.model_config), preset.dataset, preset.text, replace(preset.train))
-    else:
-        from .text import TextConfig
-
-        if not args.model or not (args.dataset or args.file):
-            print("give --preset, or --model with --dataset or --file", file=sys.stderr)
-            return 2
-        model_type, model_config, dataset = args.model, {}, args.dataset
-        text_config, config = DATASET_TEXT.get(dataset, TextConfig()), TrainConfig()
-    if args.max_sentences or args.max_words:
-        text_config = replace(text_config, **{k: v for k, v in (("max_sentences", args.max_sentences),
-                                                                ("max_words", args.max_words)) if v})
-    for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
-                "word_dropout", "embeddings", "precision"):
-        if getattr(args, key) is not None:
-            setattr(config, key, getattr(args, key))
-    for item in args.set or []:
-        key, _, value = item.partition("=")
-        if not key or not _:
-            print(f"error: --set takes KEY=VALUE, got {item!r}", file=sys.stderr)
-            return 2
-        try:
-            model_config[key] = json.loads(value)
-        except json.JSONDecodeError:  # a bare word such as pooling=max is meant as a string
-            model_config[key] = value
+    if not args.preset and (not args.model or not (args.dataset or args.file)):
+        print("give --preset, or --model with --dataset or --file", file=sys.stderr)
+        return 2
+    try:
+        default_text = DATASET_TEXT.get(args.dataset, TextConfig())
+        model_type, model_config, text_config, config = _model_and_text(args, default_text)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    dataset = PRESETS[args.preset].dataset if args.preset else args.dataset
     from .checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
     from .jobs import JobError, validate_run_name
 
@@ -108,35 +88,42 @@ def _explain(args) -> int:
     return 0
 
 
-def _model_and_text(args):
-    """(model type, model config, TextConfig, TrainConfig) from --preset or --model and the flags."""
+def _text_config(args, default):
+    """The preset's text reading (or ``default``), with --max-sentences / --max-words applied."""
+    from .training import PRESETS
+
+    if args.preset and args.preset not in PRESETS:
+        raise ValueError(f"unknown preset '{args.preset}'; presets: {', '.join(PRESETS)}")
+    text_config = PRESETS[args.preset].text if args.preset else default
+    caps = {k: v for k, v in (("max_sentences", args.max_sentences), ("max_words", args.max_words)) if v}
+    return replace(text_config, **caps) if caps else text_config
+
+
+def _model_and_text(args, default_text=None):
+    """(model type, model config, TextConfig, TrainConfig) from --preset or --model and the flags;
+    ``default_text``: the reading without a preset (``TextConfig()`` unless given)."""
     from .text import TextConfig
     from .training import PRESETS, TrainConfig
 
+    text_config = _text_config(args, default_text or TextConfig())
     if args.preset:
-        if args.preset not in PRESETS:
-            raise ValueError(f"unknown preset '{args.preset}'; presets: {', '.join(PRESETS)}")
         preset = PRESETS[args.preset]
-        model_type, model_config, text_config, config = (
-            preset.model_type, dict(preset.model_config), preset.text, replace(preset.train))
+        model_type, model_config, config = preset.model_type, dict(preset.model_config), replace(preset.train)
     else:
         if not args.model:
             raise ValueError("give --model (or --preset for a preset's model and settings)")
-        model_type, model_config, text_config, config = args.model, {}, TextConfig(), TrainConfig()
-    if getattr(args, "max_sentences", None) or getattr(args, "max_words", None):
-        text_config = replace(text_config, **{k: v for k, v in (("max_sentences", args.max_sentences),
-                                                                ("max_words", args.max_words)) if v})
+        model_type, model_config, config = args.model, {}, TrainConfig()
     for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
                 "word_dropout", "embeddings", "precision"):
-        if getattr(args, key, None) is not None:
+        if getattr(args, key) is not None:
             setattr(config, key, getattr(args, key))
-    for item in getattr(args, "set", None) or []:
+    for item in args.set or []:
         key, _, value = item.partition("=")
         if not key or not _:
             raise ValueError(f"--set takes KEY=VALUE, got {item!r}")
         try:
             model_config[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError:  # a bare word such as pooling=max is meant as a string
             model_config[key] = value
     return model_type, model_config, text_config, config
 
@@ -212,13 +199,9 @@ def _preprocess(args) -> int:
         print("error: give --corpus PATH", file=sys.stderr)
         return 2
     try:
-        _, _, text_config, _ = _model_and_text(args) if (args.preset or args.model) else (None, None, None, None)
-        if text_config is None:
-            from .text import TextConfig
+        from .text import TextConfig
 
-            text_config = replace(TextConfig(), **{k: v for k, v in (("max_sentences", args.max_sentences),
-                                                                     ("max_words", args.max_words)) if v})
-        _, cache = _cache_for(args, text_config)
+        _, cache = _cache_for(args, _text_config(args, TextConfig()))
     except (DataError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -320,7 +303,6 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("preprocess", help="tokenise a large corpus into the on-disk cache that train --corpus reads")
     _corpus_arguments(p)
     p.add_argument("--preset", help="read the text as this preset does (its sentence and word caps)")
-    p.add_argument("--model", help=argparse.SUPPRESS)
     p.add_argument("--max-sentences", type=int)
     p.add_argument("--max-words", type=int)
     p.add_argument("--text-column", default="text")

@@ -42,7 +42,7 @@ from .checkpoint import _fsync, save_checkpoint
 from .corpus_cache import CachedCorpus
 from .data import stratified_split
 from .models import FITTED, build_model
-from .training import TrainConfig, TrainEvent, autocast, hardware, word_dropout
+from .training import TrainConfig, TrainEvent, hardware, optimisation_step
 
 VALIDATION_SHARE = 0.1  # of a training file, when the corpus has no validation file
 EVAL_BATCH = 64
@@ -233,7 +233,7 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
         if world.main:
             log(f"validation {progress['validations']} after {progress['documents']:,} documents: "
                 f"accuracy {accuracy:.4f}, loss {loss:.4f}")
-            save_state()
+        save_state()  # rank 0 only
         if on_event:
             on_event(TrainEvent("epoch", epoch, val_accuracy=accuracy, extra=row))
         return progress["stale"] >= config.patience
@@ -258,17 +258,8 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
                 documents = split.train[positions[step * local_batch: (step + 1) * local_batch]]
                 if shard_log is not None:
                     seen_log.extend(documents.tolist())
-                batch = cache.batch(documents, lookup).to(world.device)
-                if config.word_dropout > 0:
-                    batch = word_dropout(batch, config.word_dropout)
-                with autocast(world.device, config.precision):
-                    loss = trained(batch, return_attentions=False).loss
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-                optimizer.step()
-                if scheduler is not None:
-                    scheduler.step()
+                loss = optimisation_step(trained, cache.batch(documents, lookup), optimizer, scheduler, config,
+                                         world.device, model.parameters())
                 before = progress["documents"]
                 progress["documents"] += len(documents) * world.size
                 progress["step"] += 1

@@ -284,24 +284,32 @@ def _scheduler(optimizer, config: TrainConfig, steps_per_epoch: int):
     raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {config.lr_schedule!r}")
 
 
+def optimisation_step(model, batch: Batch, optimizer, scheduler, config: TrainConfig, device,
+                      parameters=None) -> torch.Tensor:
+    """One step on ``batch``: word dropout, the (autocast) forward pass, backward, gradient
+    clipping, Adam and the schedule. Returns the loss, still on the device. ``model`` may be a
+    ``DistributedDataParallel`` wrapper, whose module's ``parameters`` are then clipped."""
+    batch = batch.to(device)
+    if config.word_dropout > 0:
+        batch = word_dropout(batch, config.word_dropout)
+    with autocast(device, config.precision):
+        loss = model(batch, return_attentions=False).loss
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(parameters if parameters is not None else model.parameters(), config.clip)
+    optimizer.step()
+    if scheduler is not None:
+        scheduler.step()
+    return loss
+
+
 def _run_epoch(model, batches, optimizer, scheduler, config: TrainConfig, device, epoch, on_event, stop, progress):
     """One pass over ``batches``: (mean training loss, documents seen, whether it ran to the end)."""
     model.train()
     bar = _progress(len(batches), f"epoch {epoch}/{config.epochs}") if progress else None
     start, loss_sum, docs = time.perf_counter(), 0.0, 0
     for step, batch in enumerate(batches, 1):
-        batch = batch.to(device)
-        if config.word_dropout > 0:
-            batch = word_dropout(batch, config.word_dropout)
-        with autocast(device, config.precision):
-            loss = model(batch, return_attentions=False).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-        optimizer.step()
-        if scheduler is not None:
-            scheduler.step()
-        value = loss.item()  # one device sync a step
+        value = optimisation_step(model, batch, optimizer, scheduler, config, device).item()  # one sync a step
         loss_sum += value * len(batch)
         docs += len(batch)
         rate = docs / (time.perf_counter() - start)
