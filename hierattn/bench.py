@@ -18,7 +18,7 @@ import torch
 from .checkpoint import Classifier, best_device, list_checkpoints, load_classifier
 from .data import bucketed_batches, encode_documents, load_builtin, stratified_split
 from .explain import explain
-from .models import build_model
+from .models import build_model, sized_for_text
 from .text import TextConfig, Vocab, tokenize_many
 from .training import PRESETS, hardware
 
@@ -49,8 +49,8 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
 
     preset = PRESETS[f"bbc-news-{model_type}"]
     torch.manual_seed(0)
-    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": num_classes,
-                                     **preset.model_config}).to(device).train()
+    sized = sized_for_text(model_type, preset.model_config, preset.text.max_sentences, preset.text.max_words)
+    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": num_classes, **sized}).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     if not (not reference if buckets is None else buckets):
         order = random.Random(0).sample(range(len(documents)), len(documents))

@@ -22,7 +22,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .models import build_model, model_config_dict
+from .models import build_model, legacy_config, model_config_dict
 from .text import TextConfig, Vocab
 
 FORMAT_VERSION = 1
@@ -200,7 +200,7 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
         raise CheckpointError(f"{directory.name}: vocab.json is invalid ({exc})") from None
     metrics = _read_json(directory / "metrics.json") if (directory / "metrics.json").exists() else {}
     try:
-        model_config = dict(config["model_config"])
+        model_config = {**legacy_config(config["model_type"]), **config["model_config"]}
         labels = [str(x) for x in config["labels"]]
         text_config = TextConfig(**{"letters": "ascii", **config["text"]})  # older checkpoints: ASCII letters
         model = build_model(config["model_type"], model_config)

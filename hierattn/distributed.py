@@ -41,7 +41,7 @@ from safetensors.torch import load_file, save_file
 from .checkpoint import _fsync, save_checkpoint
 from .corpus_cache import CachedCorpus
 from .data import stratified_split
-from .models import FITTED, build_model
+from .models import FITTED, build_model, sized_for_text
 from .training import TrainConfig, TrainEvent, hardware, optimisation_step
 
 VALIDATION_SHARE = 0.1  # of a training file, when the corpus has no validation file
@@ -187,8 +187,10 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
     split = split_corpus(cache, config.seed)
     counts = cache.counts_of(split.train)
     vocab, lookup = cache.vocabulary_from_counts(counts, config.min_freq, config.max_vocab)
+    text = cache.text_config
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(cache.label_names),
-                                     **model_config}).to(world.device)
+                                     **sized_for_text(model_type, model_config, text.max_sentences, text.max_words)}
+                        ).to(world.device)
     torch.manual_seed(config.seed + 7919 * world.rank)  # dropout masks differ across ranks
     trained = model
     if world.size > 1:

@@ -14,7 +14,7 @@ import torch
 
 from .checkpoint import best_device, save_checkpoint
 from .data import SEED, Batch, PreparedData, bucketed_batches, load_builtin, prepare
-from .models import FITTED, build_model
+from .models import FITTED, build_model, sized_for_text
 from .text import TextConfig, Vocab
 
 
@@ -155,6 +155,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
         return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
     vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
     val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
+    model_config = sized_for_text(model_type, model_config, text_config.max_sentences, text_config.max_words)
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
                                      **model_config})
     pretrained_words = _pretrain_embeddings(model, config, train_docs, vocab)

@@ -1,16 +1,18 @@
 """Each architecture against a small reference computation of its paper's equations."""
+import json
 import math
 
 import numpy as np
 import pytest
 import torch
 
+from hierattn.checkpoint import load_classifier, save_checkpoint
 from hierattn.data import encode_documents
-from hierattn.models import build_model, display_name
+from hierattn.models import build_model, display_name, sized_for_text
 from hierattn.models.recurrent import CachedLSTMCell, SlidingAttentionLSTMCell, scan
 from hierattn.models.sanet import sinusoidal_positions
 from hierattn.models.tfidf import _terms, fit_tfidf
-from hierattn.text import Vocab, tokenize
+from hierattn.text import TextConfig, Vocab, tokenize
 
 from .conftest import CORPUS
 
@@ -150,3 +152,115 @@ def test_tfidf_module_reproduces_scikit_learn(classifier):
                                atol=1e-5)
     probabilities = torch.softmax(module(batch).logits, -1).detach().numpy()
     np.testing.assert_allclose(probabilities, reference.predict_proba(vectorizer.transform(test_docs)), atol=1e-4)
+
+
+def _long_document(words: int) -> tuple[list, Vocab]:
+    text = " ".join(f"w{i}" for i in range(words)) + "."
+    docs = [tokenize(text, TextConfig(max_sentences=1, max_words=words))]
+    return docs, Vocab.build(docs, min_freq=1)
+
+
+def test_flat_hcan_gives_every_position_it_reads_its_own_embedding():
+    """HCAN's positional table (section 3.6, P in R^{l x d}) covers every word a flat variant reads:
+    training sizes it from the caps, and an input longer than the table is refused, never folded
+    onto the last row (before the fix: 128 rows, positions 128..999 of a bbc-news document shared
+    one embedding)."""
+    sized = sized_for_text("hcan", {"hierarchical": False}, 25, 40)
+    assert sized["word_positions"] == 1000
+    assert sized_for_text("hcan", {}, 50, 60)["word_positions"] == 60
+    assert sized_for_text("hcan", {"word_positions": 7}, 25, 40)["word_positions"] == 7  # a given size stays
+    docs, vocab = _long_document(300)
+    torch.manual_seed(0)
+    config = {"vocab_size": len(vocab), "num_classes": 2, "d": 8, "heads": 2, **sized_for_text("hcan", {"hierarchical": False}, 1, 300)}
+    model = build_model("hcan", config).eval()
+    table = model.word_level.position.weight
+    assert table.shape[0] == 300 and not torch.equal(table[150], table[299])
+    model(encode_documents(docs, vocab))  # runs
+    short = build_model("hcan", {**config, "word_positions": 128}).eval()
+    with pytest.raises(ValueError, match="positional table has 128 rows"):
+        short(encode_documents(docs, vocab))
+
+
+def test_hcan_checkpoints_from_before_the_fix_keep_folding_positions(tmp_path):
+    """A config.json without ``clamp_positions`` was written by the code that folded long inputs
+    onto the table's last row: it loads with that behaviour, and predicts what that code did."""
+    docs, vocab = _long_document(300)
+    torch.manual_seed(0)
+    model = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 2, "d": 8, "heads": 2,
+                                 "hierarchical": False, "clamp_positions": True}).eval()
+    save_checkpoint(tmp_path / "old", model, "hcan", vocab, ["a", "b"], TextConfig(1, 300), {})
+    config = json.loads((tmp_path / "old" / "config.json").read_text())
+    del config["model_config"]["clamp_positions"]
+    (tmp_path / "old" / "config.json").write_text(json.dumps(config))
+    loaded = load_classifier(tmp_path / "old", device="cpu")
+    assert loaded.model.config.clamp_positions is True
+    batch, real = encode_documents(docs, vocab), torch.ones(1, 300, dtype=torch.bool)
+    m = loaded.model
+    with torch.no_grad():  # the folded table, by hand: positions 128..299 all read row 127
+        x = m.embedding(batch.word_ids.view(1, -1)) + m.word_level.position.weight[torch.arange(300).clamp(max=127)]
+        level = m.word_level
+        y = level.branch_a(x, real)[0] * level.branch_b(x, real)[0]
+        expected = m.classifier(level.target(level.norm(y), real)[0])
+        torch.testing.assert_close(m(batch).logits, expected, atol=1e-5, rtol=0)
+
+
+def _mahnn_cnn_input(model, batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the CNN's input channels, the BiLSTM states) of one forward pass."""
+    seen = {}
+    convolve = model._convolve
+    model._convolve = lambda channels, mask: seen.setdefault("channels", channels) is not None and convolve(channels, mask)
+    from hierattn.models.common import flatten_words, run_rnn
+
+    with torch.no_grad():
+        model(batch)
+        ids, mask = flatten_words(batch)
+        h = run_rnn(model.rnn, model.embedding(ids), mask)
+    model._convolve = convolve
+    return seen["channels"], h
+
+
+def test_mahnn_cnn_input_stays_bounded_on_a_thousand_words():
+    """Eq. 14's rescaling: on a 1,000-word document the syntactical softmax is near one-hot; the
+    CNN input must stay within the BiLSTM's range (before the fix, n x a_li inflated one word by
+    about n)."""
+    docs, vocab = _long_document(1000)
+    torch.manual_seed(0)
+    model = build_model("mahnn", {"vocab_size": len(vocab), "num_classes": 2, "embed_dim": 8, "hidden": 4,
+                                  "attention_dim": 4, "maps": 3, "channels": 2, "dropout": 0.0}).eval()
+    with torch.no_grad():
+        model.association.copy_(3 * torch.eye(8).expand(2, 8, 8))  # saturated associations: a peaked softmax
+    channels, h = _mahnn_cnn_input(model, encode_documents(docs, vocab))
+    syntactic = model(encode_documents(docs, vocab)).attentions["word.syntactic"].weights
+    assert syntactic.max() > 0.5  # the case the fix is for: one word takes most of the weight
+    assert torch.isfinite(channels).all()
+    assert channels.abs().amax() <= h.abs().amax() + 1e-6  # |c_li| <= |h_i|: bounded for any length
+
+
+@pytest.mark.parametrize("semantic", [True, False])
+def test_mahnn_uniform_attention_leaves_the_states_unchanged(semantic):
+    docs = [tokenize(t) for t in CORPUS]
+    vocab = Vocab.build(docs, min_freq=1)
+    torch.manual_seed(0)
+    model = build_model("mahnn", {"vocab_size": len(vocab), "num_classes": 2, "embed_dim": 8, "hidden": 4,
+                                  "attention_dim": 4, "maps": 3, "channels": 2, "dropout": 0.0,
+                                  "semantic": semantic}).eval()
+    with torch.no_grad():
+        model.association.zero_()  # every association 0: uniform syntactical attention
+        if semantic:
+            model.semantic_out.zero_()  # every score 0: uniform semantical attention
+    for rescale in ("peak", "length"):
+        model.config.rescale = rescale
+        channels, h = _mahnn_cnn_input(model, encode_documents(docs, vocab))
+        torch.testing.assert_close(channels, h.unsqueeze(1).expand_as(channels), atol=1e-6, rtol=1e-5)
+
+
+def test_mahnn_checkpoints_from_before_the_fix_keep_the_length_rescaling(tmp_path):
+    docs, vocab = _long_document(50)
+    model = build_model("mahnn", {"vocab_size": len(vocab), "num_classes": 2, "embed_dim": 8, "hidden": 4,
+                                  "attention_dim": 4, "maps": 3})
+    save_checkpoint(tmp_path / "old", model, "mahnn", vocab, ["a", "b"], TextConfig(1, 50), {})
+    config = json.loads((tmp_path / "old" / "config.json").read_text())
+    assert config["model_config"]["rescale"] == "peak"  # new checkpoints say so
+    del config["model_config"]["rescale"]
+    (tmp_path / "old" / "config.json").write_text(json.dumps(config))
+    assert load_classifier(tmp_path / "old", device="cpu").model.config.rescale == "length"

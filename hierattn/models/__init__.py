@@ -41,6 +41,22 @@ def build_model(model_type: str, config: dict) -> nn.Module:
     return model_cls(config_cls(**config))
 
 
+def legacy_config(model_type: str) -> dict:
+    """Config values that a saved config.json implies by lacking a key: the behaviour of the code
+    that wrote it (a config class's ``LEGACY``). Loading fills them in before the saved values, so a
+    checkpoint written before a model fix loads and predicts as it did."""
+    entry = REGISTRY.get(model_type)
+    return dict(getattr(entry[1], "LEGACY", {})) if entry else {}
+
+
+def sized_for_text(model_type: str, config: dict, max_sentences: int, max_words: int) -> dict:
+    """``config`` with the sizes that follow from the text caps (a config class's
+    ``sized_for_text``: HCAN's positional tables) filled in where ``config`` does not set them."""
+    entry = REGISTRY.get(model_type)
+    sizing = getattr(entry[1], "sized_for_text", None) if entry else None
+    return {**sizing(config, max_sentences, max_words), **config} if sizing else dict(config)
+
+
 def model_config_dict(model: nn.Module) -> dict:
     return dataclasses.asdict(model.config)
 

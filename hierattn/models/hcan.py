@@ -9,14 +9,23 @@ Readings of the paper where it is not explicit:
 - Layer norm follows the element-wise product (section 3.8); with one self-attention it follows
   that attention's output, so the variants differ only in what the paper varies.
 - No residual connection: the paper describes none.
-- Learned positional embeddings (3.6) are added at each level, initialised N(0, 0.02); a position
-  beyond the table size reuses the last row, so longer inputs than seen in training still run.
+- Learned positional embeddings (3.6), P in R^{l x d} with l the longest sequence a level reads,
+  are added at each level, initialised N(0, 0.02). Training sizes each table from the text caps
+  (``sized_for_text``): a flat variant reads up to max_sentences x max_words words, so its word
+  table has that many rows and every position it reads has its own embedding. A learned table (not
+  a fixed sinusoid) because the paper found learned positions "provide a slight boost"; sized from
+  the caps because the caps bound every input the model is given (explain, statistics and training
+  all read through them). An input longer than its table is refused, never silently folded.
+  Checkpoints written before this rule had 128-row tables and reused the last row for every
+  later position (``clamp_positions``, which their config.json implies by lacking the key): on a
+  1,000-word flat document 873 positions shared one embedding. They load and predict as before.
 - Dropout 0.1 on attention weights inside every attention and on the embeddings after the
   positional embeddings are added (3.8).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -42,8 +51,18 @@ class HCANConfig:
     hierarchical: bool = True
     kernel: int = 3
     dropout: float = 0.1
-    word_positions: int = 128  # positional table sizes
+    word_positions: int = 128  # positional table rows; training sets them from the text caps
     sentence_positions: int = 128
+    clamp_positions: bool = False  # True: positions past the table reuse its last row (checkpoints before the fix)
+    # What a config.json written before a key existed means by its absence.
+    LEGACY: ClassVar[dict] = {"clamp_positions": True}
+
+    @staticmethod
+    def sized_for_text(config: dict, max_sentences: int, max_words: int) -> dict:
+        """Table sizes that give every position the model will read its own embedding."""
+        flat = not config.get("hierarchical", True)
+        return {"word_positions": max_sentences * max_words if flat else max_words,
+                "sentence_positions": max_sentences}
 
 
 class HCANLevel(nn.Module):
@@ -51,6 +70,7 @@ class HCANLevel(nn.Module):
 
     def __init__(self, c: HCANConfig, positions: int):
         super().__init__()
+        self.clamp_positions = c.clamp_positions
         self.position = nn.Embedding(positions, c.d)
         # Small start: N(0, 1) positions would swamp the sentence vectors they are added to.
         nn.init.normal_(self.position.weight, std=0.02)
@@ -62,7 +82,11 @@ class HCANLevel(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):
         # x: (N, L, d), mask: (N, L) -> vector (N, d), weights {name: (N, h, L, L) or (N, h, L)}
-        positions = torch.arange(x.shape[1], device=x.device).clamp(max=self.position.num_embeddings - 1)
+        rows = self.position.num_embeddings
+        if x.shape[1] > rows and not self.clamp_positions:
+            raise ValueError(f"HCAN's positional table has {rows} rows, but this input has {x.shape[1]} positions: "
+                             "train with text caps that fit the table (word_positions / sentence_positions)")
+        positions = torch.arange(x.shape[1], device=x.device).clamp(max=rows - 1)
         x = self.dropout((x + self.position(positions)) * mask.unsqueeze(-1))
         weights = {}
         name_a = "self" if self.branch_b is None else "self.a"

@@ -19,15 +19,29 @@ Readings of the paper where it is garbled or silent:
   (dropout's rule), so predictions and the attention shown in the app are deterministic.
 - Column sums s_lk = sum_x A_l[x, k] run over real words x only, and padded words k get -inf
   before the softmax (eq. 8 with -999999 taken to its limit).
-- The semantical attention (eq. 13) is a softmax over the 2H hidden dimensions of each word:
-  score_li = W_l1 sigmoid(W_l2 h_i + b_l), with W_l2: 2H -> ``attention_dim``.
-- Eq. (14) multiplies h_i by two softmax outputs (~1/n and ~1/2H), which would shrink the CNN input
-  by three orders of magnitude. We rescale each by its length (n * a_li, 2H * a'_li), so uniform
-  attention leaves h_i unchanged; the exposed attention maps are the unscaled distributions.
+- Eq. (13) conflicts with its own text. As printed, the softmax sums over i, the words
+  (sum_i exp(score_li)), which would make it a second attention over words, per dimension. The
+  text says it computes "the semantical importance weight of each dimension in the input element",
+  a "coarser-grained attention at the latent semantical space" that "assigns different learning
+  speeds to each dimension of the hidden state". We follow the text: for each word and channel, a
+  softmax over the 2H hidden dimensions, score_li = W_l1 sigmoid(W_l2 h_i + b_l), with
+  W_l2: 2H -> ``attention_dim``. (Over words, the two attentions would both weigh words and the
+  model would have no attention over dimensions at all.)
+- Eq. (14), c_li = a_li (a'_li ⊙ h_i), multiplies h_i by two softmax outputs (~1/n and ~1/2H), which
+  would shrink the CNN input by orders of magnitude. We divide each distribution by its own largest
+  weight (``rescale="peak"``): c_li = (a_li / max_k a_lk) (a'_li / max_j a'_lij) ⊙ h_i. That is eq. (14)
+  up to one positive factor per document and channel (and per word for a'), uniform attention leaves
+  h_i unchanged, and |c_li| <= |h_i| element-wise for any length, so the CNN input stays within the
+  BiLSTM's range. Checkpoints written before this rule multiplied by the lengths instead
+  (``rescale="length"``: n a_li and 2H a'_li, implied by a config.json without the key). On a
+  1,000-word document the syntactical softmax over column sums of tanh is near one-hot, and n a_li
+  then inflated one word about a thousandfold; those checkpoints load and predict as before.
+  The exposed attention maps are the unscaled distributions either way.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -53,6 +67,9 @@ class MahNNConfig:
     keep_max: float = 0.9
     keep_min: float = 0.5
     dropout: float = 0.5
+    rescale: str = "peak"  # eq. 14: "peak" (divide by the largest weight) or "length" (checkpoints before the fix)
+    # What a config.json written before a key existed means by its absence.
+    LEGACY: ClassVar[dict] = {"rescale": "length"}
 
 
 class MahNN(nn.Module):
@@ -61,6 +78,8 @@ class MahNN(nn.Module):
         self.config = c = config
         if not 0 < c.keep_min <= c.keep_max <= 1:
             raise ValueError("need 0 < keep_min <= keep_max <= 1")
+        if c.rescale not in ("peak", "length"):
+            raise ValueError(f"rescale must be 'peak' or 'length', got {c.rescale!r}")
         L, d = c.channels, 2 * c.hidden
         self.embedding = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=0)
         self.rnn = nn.LSTM(c.embed_dim, c.hidden, batch_first=True, bidirectional=True)
@@ -89,14 +108,17 @@ class MahNN(nn.Module):
         A = M * torch.bernoulli(keep.expand_as(M)) if self.training else M * keep
         A = A * mask[:, None, :, None]  # only real words x contribute to column k
         syntactic = masked_softmax(A.sum(2), mask.unsqueeze(1))  # (B, L, T)
-        channels = (syntactic * lengths.view(-1, 1, 1)).unsqueeze(-1) * h.unsqueeze(1)  # (B, L, T, 2H)
+        if c.rescale == "length":
+            channels = (syntactic * lengths.view(-1, 1, 1)).unsqueeze(-1) * h.unsqueeze(1)  # (B, L, T, 2H)
+        else:
+            channels = _by_peak(syntactic).unsqueeze(-1) * h.unsqueeze(1)
 
         semantic = None
         if c.semantic:  # eq. 13-14: a distribution over hidden dimensions for every word and channel
             inner = torch.sigmoid(torch.einsum("btd,lda->blta", h, self.semantic_in) + self.semantic_bias[None, :, None])
             semantic = torch.softmax(torch.einsum("blta,lad->bltd", inner, self.semantic_out), -1)
             semantic = semantic * mask[:, None, :, None]
-            channels = channels * semantic * h.shape[-1]
+            channels = channels * semantic * h.shape[-1] if c.rescale == "length" else channels * _by_peak(semantic)
 
         features = self._convolve(self.dropout(channels), mask)  # (B, maps * filters)
         logits = self.classifier(self.dropout(features))
@@ -126,3 +148,9 @@ class MahNN(nn.Module):
             maps = F.relu(conv(channels)).squeeze(-1)  # (B, maps, T' - k + 1)
             pooled.append(max_over_windows(maps, lengths, k)[0])
         return torch.cat(pooled, 1)
+
+
+def _by_peak(distribution: torch.Tensor) -> torch.Tensor:
+    """Eq. 14's factor: a distribution over the last axis divided by its largest weight, in [0, 1]
+    (all-zero rows, padded words, stay zero)."""
+    return distribution / distribution.amax(-1, keepdim=True).clamp(min=torch.finfo(distribution.dtype).tiny)
