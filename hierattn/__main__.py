@@ -1,4 +1,4 @@
-"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,bench}``."""
+"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,stats,bench}``."""
 from __future__ import annotations
 
 import argparse
@@ -239,6 +239,90 @@ def _evaluate(args) -> int:
     return 0
 
 
+# The task of each built-in data set, for the topic-versus-sentiment comparison of ``stats --versus``.
+TASKS = {"bbc-news": "topic", "tweets": "sentiment"}
+
+
+def _split_statistics(checkpoint: str, dataset: str | None, split: str, documents: int | None, device):
+    """(classifier, data set name, statistics rows) for the first ``documents`` of a split."""
+    from .checkpoint import load_classifier
+    from .data import load_builtin, stratified_split
+    from .stats import split_statistics
+
+    classifier = load_classifier(checkpoint, device=device)
+    name = dataset or classifier.dataset
+    if name is None:
+        raise ValueError(f"{classifier.name} records no data set: give --dataset")
+    ds = load_builtin(name)
+    indices = stratified_split(ds.labels)[split][:documents]
+    texts, labels = [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices]
+    return classifier, name, split_statistics(classifier, texts, labels)
+
+
+def _stats(args) -> int:
+    from .checkpoint import CheckpointError
+    from .data import DataError
+    from .stats import summary, versus
+
+    level = None if args.level == "all" else args.level
+    try:
+        classifier, dataset, rows = _split_statistics(args.checkpoint, args.dataset, args.split, args.documents,
+                                                      args.device)
+        report = {"checkpoint": classifier.name, "dataset": dataset, "split": args.split,
+                  **summary(rows, level)}
+        if args.versus:
+            other, dataset2, rows2 = _split_statistics(args.versus, args.dataset2, args.split, args.documents,
+                                                       args.device)
+            tasks = [TASKS.get(dataset), TASKS.get(dataset2)]
+            if tasks[0] is not None and tasks[0] == tasks[1]:
+                raise ValueError(f"{dataset} and {dataset2} are both {tasks[0]} data sets: the comparison needs one "
+                                 "of each")
+            if tasks == ["sentiment", "topic"] or tasks == [None, "topic"] or tasks == ["sentiment", None]:
+                first, second = "sentiment", "topic"
+            else:  # by position where the tasks are not known: --checkpoint is the topic model
+                first, second = "topic", "sentiment"
+            sides = {first: (dict(report), rows), second: ({"checkpoint": other.name, "dataset": dataset2,
+                                                           **summary(rows2, level)}, rows2)}
+            report["versus"] = {"topic": sides["topic"][0], "sentiment": sides["sentiment"][0],
+                                **versus(sides["topic"][1], sides["sentiment"][1], level)}
+    except (CheckpointError, DataError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(_stats_text(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1, default=float) + "\n")
+    return 0
+
+
+def _stats_text(report: dict) -> str:
+    """The stats report for a reader: each metric beside its even-spread value, and the verdicts."""
+    from .stats import METRIC_NAMES
+
+    def percent(x):
+        return "n/a" if x is None else f"{100 * x:.2f}"
+
+    lines = [f"{report['checkpoint']} on {report['dataset']} ({report['split']}, level {report['level']}): "
+             f"{report['matrices']:,} matrices of {report['documents']:,} documents"]
+    if not report["metrics"]:
+        lines.append("no self-attention matrix at this level: nothing to measure")
+    for m, r in report["metrics"].items():
+        lines.append(f"  {METRIC_NAMES[m]:<29} measured {percent(r['measured']):>6}%, even spread "
+                     f"{percent(r['even_spread']):>6}%, excess {100 * r['excess']:+.2f} points "
+                     f"[{100 * r['interval'][0]:+.2f}, {100 * r['interval'][1]:+.2f}]: {r['verdict']}")
+    if "versus" in report:
+        v = report["versus"]
+        lines.append(f"sentiment ({v['sentiment']['checkpoint']}) against topic ({v['topic']['checkpoint']}), "
+                     "SANet section 5.3: sentiment attention sparser and more diagonal")
+        for m, r in v["metrics"].items():
+            matched = r["length_matched"]
+            adjusted = ("no shared length" if matched["difference"] is None else
+                        f"{100 * matched['difference']:+.2f} [{100 * matched['interval'][0]:+.2f}, "
+                        f"{100 * matched['interval'][1]:+.2f}]")
+            lines.append(f"  {METRIC_NAMES[m]:<29} raw {100 * r['raw']['difference']:+.2f} points "
+                         f"({r['raw']['verdict']}); length-matched excess {adjusted}: {r['verdict']} ({r['reason']})")
+    return "\n".join(lines)
+
+
 def _bench(args) -> int:
     from .bench import format_table, run_bench
 
@@ -330,6 +414,22 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--json", help="also write the rows as JSON here")
     v.add_argument("--device")
     v.set_defaults(func=_evaluate)
+
+    s = sub.add_parser("stats", help="Gini and diagonality of a split beside what an even spread gives, and "
+                                     "SANet's topic-versus-sentiment verdict")
+    s.add_argument("--checkpoint", required=True)
+    s.add_argument("--dataset", help="built-in data set: bbc-news or tweets (default: the checkpoint's)")
+    s.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    s.add_argument("--level", default="word", choices=["word", "sentence", "all"],
+                   help="the matrices measured: words attending to words (default), sentences, or all")
+    s.add_argument("--documents", type=int, help="the first N documents of the split (default: all)")
+    s.add_argument("--versus", metavar="DIR2", help="a second checkpoint: adds the topic-versus-sentiment verdict "
+                                                     "(the task of each side is its data set's: bbc-news topic, "
+                                                     "tweets sentiment; else --checkpoint is the topic side)")
+    s.add_argument("--dataset2", help="the second checkpoint's data set (default: its own)")
+    s.add_argument("--json", help="write the report here as JSON (shares of attention, 0..1)")
+    s.add_argument("--device")
+    s.set_defaults(func=_stats)
 
     b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")

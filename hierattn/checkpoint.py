@@ -22,7 +22,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .models import build_model, legacy_config, model_config_dict
+from .models import build_model, legacy_config, model_config_dict, text_problem
 from .text import TextConfig, Vocab
 
 FORMAT_VERSION = 1
@@ -206,6 +206,9 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
         model = build_model(config["model_type"], model_config)
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{directory.name}: config.json does not describe a model ({exc})") from None
+    problem = text_problem(config["model_type"], model_config, text_config.max_sentences, text_config.max_words)
+    if problem:
+        raise CheckpointError(f"{directory.name}: {problem}")
     if model_config.get("vocab_size") != len(vocab):
         raise CheckpointError(f"{directory.name}: vocab.json has {len(vocab)} words, the model expects "
                               f"{model_config.get('vocab_size')}")

@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from .explain import Explanation, head_axis
+from .metrics import diagonality, even_spread, gini
 
 TOP_K = (5, 10)
 Span = tuple[int, int]
@@ -133,9 +134,16 @@ class Agreement:
     difference: dict[Span, float]  # importance in A minus in B, each renormalised over the common words
 
     def table(self) -> pd.DataFrame:
-        rows = [("Spearman rank correlation", self.word_spearman, self.sentence_spearman)]
-        rows += [(f"top-{k} overlap", self.word_top_k[k], self.sentence_top_k[k]) for k in TOP_K]
-        return pd.DataFrame(rows, columns=["measure", f"words ({self.words})", f"sentences ({self.sentences})"])
+        """Each measure beside what two unrelated rankings give: Spearman 0, and a top-k overlap of
+        k/n on average (k of the n shared items drawn at random)."""
+        def chance(k, n):
+            return k / n if n >= k else None
+
+        rows = [("Spearman rank correlation", self.word_spearman, 0.0, self.sentence_spearman, 0.0)]
+        rows += [(f"top-{k} overlap", self.word_top_k[k], chance(k, self.words), self.sentence_top_k[k],
+                  chance(k, self.sentences)) for k in TOP_K]
+        return pd.DataFrame(rows, columns=["measure", f"words ({self.words})", "words, if unrelated",
+                                           f"sentences ({self.sentences})", "sentences, if unrelated"])
 
 
 def agreement(a: Importance, b: Importance) -> Agreement:
@@ -149,6 +157,14 @@ def agreement(a: Importance, b: Importance) -> Agreement:
         {k: top_k_overlap(a.sentences, b.sentences, k) for k in TOP_K},
         {s: x - y for s, x, y in zip(common, wa, wb)},
     )
+
+
+def locality(matrix: torch.Tensor) -> dict[str, float]:
+    """Gini and diagonality (b = 3) of a shown (n, n) matrix, and the diagonality an even spread over
+    the same n words gives (its Gini is 0): the figures the Compare page puts under a heatmap."""
+    n = matrix.shape[0]
+    return {"gini": gini(matrix), "diagonality_b3": diagonality(matrix, 3),
+            "even_diagonality_b3": float(even_spread(n)["diagonality_b3"])}
 
 
 def shading(ex: Explanation, imp: Importance) -> list[list[float]]:

@@ -11,7 +11,7 @@ import torch
 
 from .checkpoint import Classifier
 from .data import encode_documents
-from .metrics import METRICS, attention_metrics, real_matrices
+from .metrics import EVEN, METRICS, attention_metrics, real_matrices
 from .outputs import SENTENCE, AttentionMap
 from .text import Document, TextConfig, tokenize
 
@@ -157,7 +157,9 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
 
 
 def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None):
-    """The metric rows as a pandas DataFrame, optionally for one map and one sentence."""
+    """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each
+    diagonality followed by its even-spread value at the matrix's size (``diagonality_b1_even``,
+    ...); an even spread's Gini is 0 at every size, so that column is left out."""
     import pandas as pd
 
     rows = [r for r in explanation.metrics
@@ -167,4 +169,5 @@ def metrics_table(explanation: Explanation, name: str | None = None, sentence: i
         return df
     where = ["sentence"] + (["time"] if "time" in df.columns else [])
     df[where] = df[where].astype("Int64")  # indices with gaps (maps without the axis), not floats
-    return df[["map", "level"] + where + ["head", "size"] + METRICS]
+    figures = [c for m in METRICS for c in ([m] if m == "gini" else [m, EVEN[m]])]
+    return df[["map", "level"] + where + ["head", "size"] + figures]

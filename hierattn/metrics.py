@@ -13,6 +13,28 @@ from .outputs import AttentionMap
 
 BANDWIDTHS = (1, 2, 3, 4, 5)
 METRICS = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]  # the figures of one matrix, in table order
+EVEN = {m: f"{m}_even" for m in METRICS}  # the column of each metric's even-spread value
+
+
+def even_spread(sizes) -> dict[str, np.ndarray]:
+    """The baseline every verdict about attention is judged against: the Gini and diagonality
+    b = 1..5 that an even spread gives to a matrix of n real positions (every query row spreads
+    its weight evenly over the n keys, so every cell is 1/n). ``sizes``: n, an int or an array of
+    them (one per matrix, so that means over matrices are length-matched). Returns metric ->
+    array shaped like ``sizes``.
+
+    Gini: 0 at any n (all cells equal). Diagonality at bandwidth b: the share of the n^2 cells
+    within the band, ((2c + 1) n - c (c + 1)) / n^2 with c = min(b, n - 1); (7n - 12) / n^2 at
+    b = 3 for n > 3: 41% for a 15-word tweet, under 1% for a 1,000-word article. Raw means of
+    data sets of different lengths therefore differ without any model, which is why verdicts use
+    the excess over this value.
+    """
+    n = np.asarray(sizes, dtype=np.float64)
+    out = {"gini": np.zeros_like(n)}
+    for b in BANDWIDTHS:
+        c = np.minimum(b, np.maximum(n - 1, 0))
+        out[f"diagonality_b{b}"] = np.where(n > 0, ((2 * c + 1) * n - c * (c + 1)) / np.maximum(n, 1) ** 2, 0.0)
+    return out
 
 
 def _values(x: torch.Tensor) -> torch.Tensor:
@@ -33,11 +55,12 @@ def gini(matrix: torch.Tensor, per_row: bool = False) -> float:
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"expected a square matrix, got shape {tuple(matrix.shape)}")
     if per_row:
-        return float(sum(_gini_1d(row) for row in matrix) / matrix.shape[0])
-    return _gini_1d(matrix)
+        return float(sum(gini_of_values(row) for row in matrix) / matrix.shape[0])
+    return gini_of_values(matrix)
 
 
-def _gini_1d(x: torch.Tensor) -> float:
+def gini_of_values(x: torch.Tensor) -> float:
+    """The Gini coefficient of any set of non-negative values (flattened), ``gini``'s formula."""
     x = torch.sort(_values(x)).values
     n, total = x.numel(), x.sum()
     if n == 0 or total <= 0:
@@ -110,8 +133,9 @@ def _heads(weights: torch.Tensor, mask: torch.Tensor, group):
 
 def attention_metrics(attention: AttentionMap, batch_index: int = 0) -> list[dict]:
     """One row per matrix of a document: its sentence (or time step), head, size, Gini and
-    diagonality b=1..5. ``sentence`` is None for maps without a sentence axis. Computed for all
-    matrices at once (``metric_columns``); equal to ``matrix_metrics`` on each cropped matrix."""
+    diagonality b=1..5, and each metric's even-spread value at that size (``gini_even``, ...).
+    ``sentence`` is None for maps without a sentence axis. Computed for all matrices at once
+    (``metric_columns``); equal to ``matrix_metrics`` on each cropped matrix."""
     if not attention.is_self_attention:
         raise ValueError("metrics need a self-attention map (with a 'query' axis)")
     one = AttentionMap(attention.weights[batch_index: batch_index + 1], attention.axes, attention.level,
@@ -123,7 +147,8 @@ def attention_metrics(attention: AttentionMap, batch_index: int = 0) -> list[dic
     rows = []
     for group, head, size, *values in table:
         row = {"sentence": None, group_axis or "sentence": group if group_axis else None, "head": head, "size": size}
-        rows.append({**row, **dict(zip(METRICS, values))})
+        even = {EVEN[m]: float(v) for m, v in even_spread(size).items()}
+        rows.append({**row, **dict(zip(METRICS, values)), **even})
     return rows
 
 
@@ -164,11 +189,12 @@ def metric_columns(a: AttentionMap, min_size: int = 2) -> dict[str, torch.Tensor
 def mean_self_attention_metrics(model, batches, device, max_documents: int = 256, bandwidth: int = 3) -> dict:
     """Mean Gini and diagonality (at ``bandwidth``) over every self-attention matrix of up to
     ``max_documents`` documents: how sharp and how local a model's attention is at this point of
-    training. Matrices of one position are skipped (their metrics say nothing). Empty when the
-    model has no self-attention."""
+    training, and the diagonality an even spread would give over the same matrices
+    (``..._even``; an even spread's Gini is 0). Matrices of one position are skipped (their
+    metrics say nothing). Empty when the model has no self-attention."""
     was_training = model.training
     model.eval()
-    ginis, diagonals, seen = [], [], 0
+    ginis, diagonals, sizes, seen = [], [], [], 0
     for batch in batches:
         out = model(batch.to(device), return_attentions=True)
         maps = [a for a in out.attentions.values() if a.is_self_attention]
@@ -180,13 +206,16 @@ def mean_self_attention_metrics(model, batches, device, max_documents: int = 256
             cols = metric_columns(a, min_size=2)
             ginis += cols["gini"].tolist()
             diagonals += cols[f"diagonality_b{bandwidth}"].tolist()
+            sizes += cols["size"].tolist()
         seen += len(batch)
         if seen >= max_documents:
             break
     model.train(was_training)
     if not ginis:
         return {}
-    return {"attention_gini": sum(ginis) / len(ginis), f"attention_diagonality_b{bandwidth}": sum(diagonals) / len(diagonals)}
+    name = f"diagonality_b{bandwidth}"
+    return {"attention_gini": sum(ginis) / len(ginis), f"attention_{name}": sum(diagonals) / len(diagonals),
+            f"attention_{name}_even": float(even_spread(sizes)[name].mean())}
 
 
 def batched_matrix_metrics(weights: torch.Tensor, real: torch.Tensor, bandwidths=BANDWIDTHS,

@@ -12,17 +12,26 @@ Readings, where the paper leaves room:
 - Matrices over fewer than two real positions are left out: a one-word sentence has Gini 0 and
   diagonality 1 by construction, which says nothing about the model.
 - Gini is the paper's: over the n x n cells of a matrix (``metrics.gini``).
+
+Every figure comes with its baseline: the value an even spread gives a matrix of the same size
+(``metrics.even_spread``, one per matrix, so means are length-matched), and the excess over it.
+Verdicts (``summary``, ``versus``) are decided on the excess, never on raw means: an even spread
+over a 15-word tweet already has 41% of its weight within 3 positions of the diagonal, over a
+1,000-word article under 1%, so raw means of data sets of different lengths differ whatever the
+models do. Where two data sets are compared, matrices are compared within matched length buckets,
+and the noise is a bootstrap over documents (matrices of one document are not independent).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pandas as pd
 import torch
 
 from .checkpoint import Classifier
 from .data import streamed_batches
-from .metrics import BANDWIDTHS, METRICS, metric_columns
+from .metrics import BANDWIDTHS, EVEN, METRICS, even_spread, metric_columns
 from .outputs import AttentionMap
 
 METRIC_NAMES = {"gini": "Gini coefficient", **{f"diagonality_b{b}": f"Diagonality (bandwidth = {b})" for b in BANDWIDTHS}}
@@ -52,7 +61,8 @@ def paper_means() -> dict[str, dict[str, float]]:
 @torch.inference_mode()
 def split_statistics(classifier: Classifier, texts: list[str], labels: list[str] | None = None,
                      batch_size: int = 32, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
-    """One row per self-attention matrix of every document in ``texts`` (see the module doc).
+    """One row per self-attention matrix of every document in ``texts`` (see the module doc), with
+    each metric's even-spread value at the matrix's size (``gini_even``, ``diagonality_b1_even``, ...).
 
     ``labels``: the documents' true class names (None: unknown). ``progress(done, total)`` is
     called after every batch. Empty frame (with the columns) when the model has no self-attention.
@@ -79,12 +89,19 @@ def split_statistics(classifier: Classifier, texts: list[str], labels: list[str]
             progress(done, len(texts))
     columns = ["document", "label", "predicted", "map", "level", "group", "head", "size"] + METRICS
     if not frames:
-        return pd.DataFrame(columns=columns)
+        return with_even_spread(pd.DataFrame(columns=columns))
     rows = pd.concat(frames, ignore_index=True)[columns]
     for c in ("label", "predicted", "map", "level"):
         rows[c] = rows[c].astype("category")
     rows[METRICS] = rows[METRICS].astype("float32")
+    rows = with_even_spread(rows)
     return rows.sort_values(["document", "map", "group", "head"], kind="stable").reset_index(drop=True)
+
+
+def with_even_spread(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with each metric's even-spread value for its matrix's ``size`` (columns ``*_even``)."""
+    even = even_spread(rows["size"].to_numpy(dtype=np.float64))
+    return rows.assign(**{EVEN[m]: even[m].astype("float32") for m in METRICS})
 
 
 def grouped_by(rows: pd.DataFrame, by: str | None) -> pd.DataFrame:
@@ -94,38 +111,192 @@ def grouped_by(rows: pd.DataFrame, by: str | None) -> pd.DataFrame:
     return rows.assign(map_head=rows["map"].astype(str) + " · head " + (rows["head"] + 1).astype(str))
 
 
+KINDS = ("measured", "even spread", "excess")  # the three columns of every group in ``table2``
+
+
 def table2(rows: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
-    """SANet Table 2's layout: one row per metric (in %), one column per value of ``by`` (a column
-    of ``rows``: level, map, head, label; or ``map_head``, each head of each map apart) or a single
-    ``all`` column; last row, the matrix count."""
+    """SANet Table 2's layout with its baseline: one row per metric (in %), and for each value of
+    ``by`` (a column of ``rows``: level, map, head, label; or ``map_head``, each head of each map
+    apart; None: all matrices) three columns: the mean measured value, the mean even-spread value
+    over the same matrices, and the excess of the first over the second. Columns are named
+    ``measured``, ``even spread``, ``excess`` without ``by``, else ``"<group> · measured"``, ...
+    Last row, the matrix count (in each group's ``measured`` column)."""
     rows = grouped_by(rows, by)
+    wanted = METRICS + [EVEN[m] for m in METRICS]
     if by is None:
-        means = rows[METRICS].mean().to_frame("all")
-        counts = pd.Series({"all": len(rows)})
+        groups = {"": rows}
     else:
-        grouped = rows.groupby(by, observed=True)
-        means, counts = grouped[METRICS].mean().T, grouped.size()
-        if by == "head":
-            means.columns = [f"head {h + 1}" for h in means.columns]
-            counts.index = means.columns
+        groups = {(f"head {k + 1}" if by == "head" else str(k)): g for k, g in rows.groupby(by, observed=True)}
+    columns = {}
+    for name, g in groups.items():
+        means = g[wanted].astype("float64").mean() * 100
+        measured = means[METRICS].set_axis(METRICS)
+        even = means[[EVEN[m] for m in METRICS]].set_axis(METRICS)
+        prefix = f"{name} · " if name else ""
+        for kind, values in zip(KINDS, (measured, even, measured - even)):
+            columns[prefix + kind] = pd.concat([values, pd.Series({"matrices": float(len(g)) if kind == "measured"
+                                                                   else np.nan})])
+    table = pd.DataFrame(columns)
+    return table.rename(index=METRIC_NAMES)
+
+
+# A difference smaller than this (in share of attention, 0..1) is no finding, whatever its interval:
+# float rounding alone separates two uniform maps by 1e-7.
+MIN_EFFECT = 0.01
+MIN_BUCKET = 20  # matrices of each data set for a length bucket to be compared
+RESAMPLES = 1000
+# Length buckets [edge_k, edge_k+1), a factor sqrt(2) apart from 2 positions up.
+BUCKET_EDGES = np.unique(np.round(2 * np.sqrt(2) ** np.arange(0, 30)).astype(int))
+
+
+def _at_level(rows: pd.DataFrame, level: str | None) -> pd.DataFrame:
+    return rows if level in (None, "all") else rows[rows["level"] == level]
+
+
+def _by_document(rows: pd.DataFrame, values: np.ndarray, buckets: np.ndarray | None = None):
+    """(sums, counts): per document (rows of the result) and bucket (columns), the sum of
+    ``values`` and the number of matrices."""
+    documents, d = np.unique(rows["document"].to_numpy(), return_inverse=True)
+    b = np.zeros(len(rows), dtype=int) if buckets is None else buckets
+    k = int(b.max()) + 1 if len(b) else 1
+    sums, counts = np.zeros((len(documents), k)), np.zeros((len(documents), k))
+    np.add.at(sums, (d, b), values)
+    np.add.at(counts, (d, b), 1)
+    return sums, counts
+
+
+def _resampled_means(sums: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(RESAMPLES, buckets) means over matrices of documents drawn with replacement (NaN where a
+    draw has no matrix in a bucket)."""
+    n = len(sums)
+    weights = rng.multinomial(n, np.full(n, 1 / n), size=RESAMPLES).astype(np.float64)  # copies of each document
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ sums) / (weights @ counts)
+
+
+def _verdict(value: float, low: float, high: float, above: str, below: str) -> tuple[str, str]:
+    if abs(value) < MIN_EFFECT:
+        return "no finding", f"the difference is under {100 * MIN_EFFECT:.0f} point"
+    if low > 0:
+        return above, "its 95% interval lies above 0"
+    if high < 0:
+        return below, "its 95% interval lies below 0"
+    return "no finding", "within noise: its 95% interval includes 0"
+
+
+def summary(rows: pd.DataFrame, level: str | None = "word", seed: int = 0) -> dict:
+    """Per metric, over the matrices at ``level`` (None or "all": every level): the mean measured
+    value, the mean even-spread value at the same sizes, their difference (``excess``), a 95%
+    bootstrap interval of the excess over documents, and the verdict: "above an even spread",
+    "below an even spread" or "no finding" (under 1 point, or an interval that includes 0).
+    Values are shares (0..1). Empty metrics when there is no matrix."""
+    rows = _at_level(rows, level)
+    out = {"level": level or "all", "documents": int(rows["document"].nunique()) if len(rows) else 0,
+           "matrices": len(rows), "metrics": {}}
+    if rows.empty:
+        return out
+    rng = np.random.default_rng(seed)
+    for m in METRICS:
+        measured, even = rows[m].to_numpy(np.float64), rows[EVEN[m]].to_numpy(np.float64)
+        excess = measured - even
+        draws = _resampled_means(*_by_document(rows, excess), rng)[:, 0]
+        low, high = np.nanpercentile(draws, [2.5, 97.5])
+        verdict, reason = _verdict(excess.mean(), low, high, "above an even spread", "below an even spread")
+        out["metrics"][m] = {"measured": measured.mean(), "even_spread": even.mean(), "excess": excess.mean(),
+                             "interval": [float(low), float(high)], "verdict": verdict, "reason": reason}
+    return out
+
+
+def length_bucket(sizes) -> np.ndarray:
+    """The length bucket of each matrix size (``BUCKET_EDGES``)."""
+    return np.searchsorted(BUCKET_EDGES, np.asarray(sizes), side="right") - 1
+
+
+def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "word", seed: int = 0) -> dict:
+    """SANet's finding (its section 5.3: sentiment attention sparser and more diagonal than topic
+    attention) judged on two sets of statistics rows, per metric:
+
+    - ``raw``: sentiment mean minus topic mean, as the paper compares them (and as this app did);
+    - ``length_matched``: the difference of the excess over an even spread, within length buckets
+      (``BUCKET_EDGES``) holding at least ``MIN_BUCKET`` matrices of each set, weighted by
+      n_topic n_sentiment / (n_topic + n_sentiment); ``buckets`` lists them;
+    - each with a 95% interval from resampling the documents of each set (``RESAMPLES`` draws), and
+      a verdict: "holds" (sentiment higher), "reversed" or "no finding";
+    - ``verdict``: the length-matched one. Where no bucket is shared, "no finding": matrices of
+      different lengths cannot be compared (a fixed focus on k words has Gini 1 - k/n).
+    Values are shares (0..1)."""
+    sets = {"topic": _at_level(topic, level), "sentiment": _at_level(sentiment, level)}
+    rng = np.random.default_rng(seed)
+    out = {"level": level or "all", "matrices": {t: len(r) for t, r in sets.items()},
+           "documents": {t: int(r["document"].nunique()) if len(r) else 0 for t, r in sets.items()}, "metrics": {}}
+    if any(r.empty for r in sets.values()):
+        return out
+    buckets = {t: length_bucket(r["size"].to_numpy()) for t, r in sets.items()}
+    n = {t: np.bincount(b, minlength=len(BUCKET_EDGES)) for t, b in buckets.items()}
+    shared = np.nonzero((n["topic"] >= MIN_BUCKET) & (n["sentiment"] >= MIN_BUCKET))[0]
+    weight = n["topic"][shared] * n["sentiment"][shared] / (n["topic"][shared] + n["sentiment"][shared])
+    for m in METRICS:
+        row = {}
+        for t, r in sets.items():
+            measured, even = r[m].to_numpy(np.float64), r[EVEN[m]].to_numpy(np.float64)
+            row[t] = {"measured": measured.mean(), "even_spread": even.mean(), "excess": (measured - even).mean()}
+        raw_draws = [_resampled_means(*_by_document(r, r[m].to_numpy(np.float64)), rng)[:, 0] for r in sets.values()]
+        raw = row["sentiment"]["measured"] - row["topic"]["measured"]
+        low, high = np.nanpercentile(raw_draws[1] - raw_draws[0], [2.5, 97.5])
+        verdict, reason = _verdict(raw, low, high, "holds", "reversed")
+        row["raw"] = {"difference": raw, "interval": [float(low), float(high)], "verdict": verdict, "reason": reason}
+        if len(shared) == 0:
+            row["length_matched"] = {"difference": None, "interval": None, "buckets": [], "verdict": "no finding",
+                                     "reason": "the two sets of matrices share no length bucket"}
         else:
-            means.columns = [str(c) for c in means.columns]
-            counts.index = means.columns
-    table = (100 * means.astype("float64")).rename(index=METRIC_NAMES)
-    table.loc["matrices"] = counts.astype("float64")
-    return table
+            means, draws = {}, {}
+            for t, r in sets.items():
+                excess = r[m].to_numpy(np.float64) - r[EVEN[m]].to_numpy(np.float64)
+                sums, counts = _by_document(r, excess, buckets[t])
+                sums, counts = _padded(sums, len(BUCKET_EDGES))[:, shared], _padded(counts, len(BUCKET_EDGES))[:, shared]
+                means[t] = sums.sum(0) / counts.sum(0)
+                draws[t] = _resampled_means(sums, counts, rng)
+            difference = float((weight * (means["sentiment"] - means["topic"])).sum() / weight.sum())
+            per_draw = draws["sentiment"] - draws["topic"]
+            usable = ~np.isnan(per_draw)
+            drawn = (np.where(usable, per_draw, 0) * weight).sum(1) / (usable * weight).sum(1)
+            low, high = np.nanpercentile(drawn, [2.5, 97.5])
+            verdict, reason = _verdict(difference, low, high, "holds", "reversed")
+            row["length_matched"] = {
+                "difference": difference, "interval": [float(low), float(high)], "verdict": verdict, "reason": reason,
+                "buckets": [{"sizes": [int(BUCKET_EDGES[k]), int(BUCKET_EDGES[k + 1] - 1)],
+                             "matrices": {"topic": int(n["topic"][k]), "sentiment": int(n["sentiment"][k])},
+                             "excess": {"topic": float(means["topic"][i]), "sentiment": float(means["sentiment"][i])}}
+                            for i, k in enumerate(shared)]}
+        row["verdict"], row["reason"] = row["length_matched"]["verdict"], row["length_matched"]["reason"]
+        out["metrics"][m] = row
+    return out
+
+
+def _padded(a: np.ndarray, columns: int) -> np.ndarray:
+    return np.pad(a, ((0, 0), (0, columns - a.shape[1])))
+
+
+CLAIMS = {"gini": "sentiment attention sparser (Gini)", "diagonality_b3": "sentiment attention more diagonal (b = 3)"}
 
 
 def topic_versus_sentiment(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str = "word") -> tuple[pd.DataFrame, dict]:
-    """Our means (in %) at ``level`` beside the SANet paper's topic and sentiment means, and whether
-    the paper's finding holds here: sentiment attention sparser (higher Gini) and more diagonal
-    (higher diagonality at b = 3) than topic attention."""
-    ours = {task: rows.loc[rows["level"] == level, METRICS].astype("float64").mean() * 100
-            for task, rows in (("topic", topic), ("sentiment", sentiment))}
+    """The topic-versus-sentiment panel: a table (one row per metric, in %) of each set's measured
+    and even-spread means, the SANet paper's means, the raw difference and the length-matched
+    difference of the excess with its 95% interval; and ``versus``'s result, whose verdicts (the
+    length-matched ones) the panel states for ``CLAIMS``."""
+    judged = versus(topic, sentiment, level)
     paper = paper_means()
-    table = pd.DataFrame({"topic (measured)": ours["topic"], "topic (SANet paper)": pd.Series(paper["topic"]),
-                          "sentiment (measured)": ours["sentiment"],
-                          "sentiment (SANet paper)": pd.Series(paper["sentiment"])}).rename(index=METRIC_NAMES)
-    sparser = bool(ours["sentiment"]["gini"] > ours["topic"]["gini"])
-    diagonal = bool(ours["sentiment"]["diagonality_b3"] > ours["topic"]["diagonality_b3"])
-    return table, {"sentiment sparser (Gini)": sparser, "sentiment more diagonal (b = 3)": diagonal}
+    table = {}
+    for m, row in judged["metrics"].items():
+        matched = row["length_matched"]
+        low, high = matched["interval"] or (None, None)
+        table[METRIC_NAMES[m]] = {
+            "topic · measured": 100 * row["topic"]["measured"], "topic · even spread": 100 * row["topic"]["even_spread"],
+            "sentiment · measured": 100 * row["sentiment"]["measured"],
+            "sentiment · even spread": 100 * row["sentiment"]["even_spread"],
+            "topic (SANet paper)": paper["topic"][m], "sentiment (SANet paper)": paper["sentiment"][m],
+            "raw difference": 100 * row["raw"]["difference"],
+            "length-matched difference": None if matched["difference"] is None else 100 * matched["difference"],
+            "interval low": None if low is None else 100 * low, "interval high": None if high is None else 100 * high}
+    return pd.DataFrame(table).T.astype("float64"), judged

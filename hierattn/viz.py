@@ -281,7 +281,8 @@ def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_e
 
 
 def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
-    """Validation-set mean Gini and diagonality (b=3) of the self-attention, per epoch."""
+    """Validation-set mean Gini and diagonality (b=3) of the self-attention, per epoch, and the
+    diagonality an even spread gives over the same matrices (dashed; an even spread's Gini is 0)."""
     fig = go.Figure()
     rows = [h for h in history if "attention_gini" in h]
     epochs = [h["epoch"] for h in rows]
@@ -289,6 +290,10 @@ def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
                              line=dict(color="#1f77b4")))
     fig.add_trace(go.Scatter(x=epochs, y=[h["attention_diagonality_b3"] for h in rows], mode="lines+markers",
                              name="diagonality b=3", line=dict(color="#2ca02c")))
+    even = [(h["epoch"], h["attention_diagonality_b3_even"]) for h in rows if "attention_diagonality_b3_even" in h]
+    if even:
+        fig.add_trace(go.Scatter(x=[e for e, _ in even], y=[v for _, v in even], mode="lines",
+                                 name="diagonality b=3, even spread", line=dict(color="#2ca02c", dash="dash")))
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
                       xaxis=dict(title="epoch", rangemode="tozero"),
                       yaxis=dict(title="validation mean", tickformat=".0%", range=[0, 1.02]))

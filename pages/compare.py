@@ -123,7 +123,8 @@ if present:
         ui.table_downloads(table, "agreement", "agreement_table")
         st.caption("Spearman: rank correlation of the two models' importance over the words (sentences) both read; "
                    "1 = the same order. Top-k overlap: share of A's k most important words (sentences) that are "
-                   "among B's k most important. — : too few to compute.")
+                   "among B's k most important. Beside each, what two unrelated rankings give: agreement means "
+                   "clearly above it. — : too few to compute.")
 
 # 4. Self-attention over the same sentence
 def _word_maps(ex):
@@ -169,6 +170,11 @@ if any(maps.values()):
             title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}")
             ui.chart(viz.attention_heatmap(matrix, words, title, zmax=zmax), f"self-attention {slot}", columns[slot],
                      key=f"compare_heat_{slot}")
+            if len(words) >= 2:
+                shape = compare.locality(matrix)
+                columns[slot].caption(f"This matrix: Gini {shape['gini']:.0%}; {shape['diagonality_b3']:.0%} of its "
+                                      f"weight within 3 words of the diagonal, against {shape['even_diagonality_b3']:.0%}"
+                                      " for attention spread evenly over these words.")
             if "sentence" not in explanations[slot].attentions[name].axes:
                 columns[slot].caption("A flat model attends across the whole document: this is the block of its "
                                       "document-wide matrix for this sentence (rows sum to the share kept inside it).")

@@ -298,8 +298,13 @@ if self_maps:
     st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
                "of the diagonal), per the SANet paper §5.3, for " + ("this sentence." if group_column == "sentence"
                                                                       else "this time step." if group_column
-                                                                      else "the document-wide matrix."))
-    st.dataframe(table.style.format({c: "{:.1%}" for c in table.columns if c == "gini" or c.startswith("diag")}),
+                                                                      else "the document-wide matrix.")
+               + " Beside each diagonality (even): what attention spread evenly over the same n words gives; a "
+               "short sentence is mostly 'diagonal' by construction, so only the excess says the model looks near. "
+               "An even spread has Gini 0.")
+    shown_names = {"gini": "Gini", **{c: "b=" + c.removeprefix("diagonality_b").replace("_even", " (even)")
+                                      for c in table.columns if c.startswith("diagonality")}}
+    st.dataframe(table.rename(columns=shown_names).style.format({shown_names[c]: "{:.1%}" for c in shown_names}),
                  hide_index=True, width="stretch")
     ui.table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
 

@@ -57,7 +57,9 @@ def _job_panel(job_id: str):
             left.caption("Training loss and validation accuracy")
             left.plotly_chart(viz.training_chart(snap["losses"], snap["history"], snap["steps"]), width="stretch",
                               key=f"curve_{snap['id']}")
-            right.caption("Self-attention on the validation set: mean Gini (sparsity) and diagonality (b=3)")
+            right.caption("Self-attention on the validation set: mean Gini (sparsity) and diagonality (b=3); dashed, "
+                          "the diagonality attention spread evenly over the same words would have (its Gini is 0): "
+                          "the model looks near only where its line is above the dashed one.")
             if any("attention_gini" in h for h in snap["history"]):
                 right.plotly_chart(viz.attention_sharpness_chart(snap["history"]), width="stretch",
                                    key=f"sharp_{snap['id']}")

@@ -71,15 +71,20 @@ def test_statistics_table_for_a_few_documents():
     assert at.selectbox(key="stats_model").value == "bbc-news-hcan"
     table = at.dataframe[0].value
     assert list(table.index) == ["Gini coefficient"] + [f"Diagonality (bandwidth = {b})" for b in range(1, 6)]
-    values = table["all"]
+    assert list(table.columns) == ["measured", "even spread", "excess"]
+    values, even = table["measured"], table["even spread"]
     assert all(0 < v < 100 for v in values) and list(values.iloc[1:]) == sorted(values.iloc[1:])  # wider band, more
+    assert even.iloc[0] == 0 and all(0 < v < 100 for v in even.iloc[1:])  # an even spread: Gini 0, some diagonality
+    assert list(table["excess"]) == pytest.approx(list(values - even))
+    assert any("Read the excess" in c.value for c in at.caption)
     assert any("12 documents" in c.value for c in at.caption)
     downloads = {b.key for b in at.get("download_button")}
     assert {"stats_csv", "stats_table_csv"} <= downloads  # the two tables
     assert {k.rsplit("_", 1)[1] for k in downloads if k.startswith("export_gini")} == {"png", "svg", "html"}  # the box plot
     at.session_state["stats_grouping"] = "level"
     settle(at.run())
-    assert list(at.dataframe[0].value.columns) == ["sentence", "word"]
+    assert list(at.dataframe[0].value.columns) == [f"{level} · {kind}" for level in ("sentence", "word")
+                                                   for kind in ("measured", "even spread", "excess")]
 
 
 def test_statistics_page_says_when_a_model_has_no_self_attention():
@@ -92,12 +97,17 @@ def test_topic_versus_sentiment_panel():
                    stats_topic="bbc-news-sanet", stats_sentiment="tweets-sanet")
     at.button(key="stats_pair_go").click().run()
     settle(at)
-    table = at.dataframe[-1].value
-    assert list(table.columns) == ["topic (measured) · bbc-news-sanet", "topic (SANet paper)",
-                                   "sentiment (measured) · tweets-sanet", "sentiment (SANet paper)"]
+    table = next(d.value for d in at.dataframe if "raw difference" in d.value.columns)
+    assert list(table.columns) == ["topic · measured", "topic · even spread", "sentiment · measured",
+                                   "sentiment · even spread", "topic (SANet paper)", "sentiment (SANet paper)",
+                                   "raw difference", "length-matched difference", "interval low", "interval high"]
     assert table.loc["Gini coefficient", "topic (SANet paper)"] == pytest.approx(63.5667, abs=1e-3)
-    verdicts = [m.value for m in at.markdown if "reproduced" in m.value]
+    b3 = table.loc["Diagonality (bandwidth = 3)"]
+    assert b3["raw difference"] == pytest.approx(b3["sentiment · measured"] - b3["topic · measured"])
+    verdicts = [m.value for m in at.markdown if "the raw means would say" in m.value]
     assert len(verdicts) == 2
+    # flat SANet over whole articles against tweets: no length in common, so no finding, and the page says why
+    assert all("**no finding**" in v for v in verdicts) and any("no lengths in common" in i.value for i in at.info)
 
 
 def test_evaluation_page_and_opening_a_mistake_in_explore():
@@ -155,16 +165,25 @@ def test_statistics_erasure_curves_over_a_split():
     assert any("mean drop (points)" in d.value.columns for d in at.dataframe)
 
 
+def _tour_verdicts(at) -> list[str]:
+    """The step's checks as a reader sees them: green where shown here, a warning where not."""
+    from .conftest import shown
+
+    return [shown(s.value) for s in at.success] + [shown(w.value) for w in at.warning]
+
+
 @pytest.mark.parametrize("step", [1, 2, 3, 4])
 def test_tour_steps_run_on_the_shipped_checkpoints(step):
     at = open_page("pages/tour.py", tour_step=step)
-    verdicts = [s.value for s in at.success]
-    assert len(verdicts) == 1 and verdicts[0].startswith("**What to notice.**")
+    verdicts = _tour_verdicts(at)
+    assert len(verdicts) == (2 if step == 3 else 1)
+    assert all(v.startswith("**What to notice.**") for v in verdicts)
+    assert all(v.endswith(("shown here.", "not shown here.")) for v in verdicts)  # each judged, either way
+    assert [v.endswith(" not shown here.") for v in verdicts] == [i >= len(at.success) for i in range(len(verdicts))]
+    assert all("random" in v and "even spread" in v for v in verdicts)  # beside both baselines
     assert html_blocks(at) or at.get("plotly_chart")
     if step == 2:
-        assert "differs between the branches" in verdicts[0] and at.info  # and what we cannot show
-    if step == 3:
-        assert verdicts[0].count("shown") == 2  # each finding is judged, either way
+        assert "most-attended other word differs" in verdicts[0] and at.info  # and what we cannot show
 
 
 def test_tour_numbers_come_from_the_document():
@@ -173,7 +192,7 @@ def test_tour_numbers_come_from_the_document():
     text = tour.SUPPLEMENTARY_A[1]
     a = open_page("pages/tour.py", tour_step=4, tour4_doc=1)
     b = open_page("pages/tour.py", tour_step=4, tour4_doc=3)
-    assert a.success[0].value != b.success[0].value and text
+    assert _tour_verdicts(a)[0] != _tour_verdicts(b)[0] and text
 
 
 def test_a_compare_link_reopens_the_comparison():

@@ -44,7 +44,9 @@ def test_explore_hcan_shows_everything(app_env):
     html = html_blocks(at)[0]
     assert "striker" in html and 'title="weight' in html
     table = at.dataframe[0].value
-    assert {"gini", "diagonality_b1", "diagonality_b5"} <= set(table.columns)
+    assert {"Gini", "b=1", "b=1 (even)", "b=5", "b=5 (even)"} <= set(table.columns)
+    sizes = table["size"].tolist()  # each diagonality beside an even spread over the same words
+    assert table["b=3 (even)"].tolist() == pytest.approx([min(1.0, (7 * n - 12) / n**2) if n > 3 else 1.0 for n in sizes])
     assert len(table) == 2 * 2  # sentence 1: two branches x two heads
     assert table["sentence"].tolist() == [1, 1, 1, 1] and table["sentence"].dtype.kind == "i"  # "1", not "1.000000"
     assert "has no self-attention" not in texts(at)
@@ -297,7 +299,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     import torch
 
     from hierattn.checkpoint import save_checkpoint
-    from hierattn.models import build_model
+    from hierattn.models import build_model, sized_for_text
     from hierattn.text import TextConfig
 
     from .conftest import LABELS
@@ -306,6 +308,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     shutil.copytree(checkpoint_dir / "tiny-han", root / "tiny-han")
     torch.manual_seed(0)
     for name, config in (("long-hcan", {}), ("long-flat", {"hierarchical": False})):
+        config = sized_for_text("hcan", config, 200, 30)  # as training sizes the positional tables
         model = build_model("hcan", {"vocab_size": len(tiny_vocab), "num_classes": 4, "d": 16, "heads": 2, **config})
         save_checkpoint(root / name, model, "hcan", tiny_vocab, LABELS, TextConfig(max_sentences=200, max_words=30), {})
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))

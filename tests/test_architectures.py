@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from hierattn.checkpoint import load_classifier, save_checkpoint
+from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
 from hierattn.data import encode_documents
 from hierattn.models import build_model, display_name, sized_for_text
 from hierattn.models.recurrent import CachedLSTMCell, SlidingAttentionLSTMCell, scan
@@ -264,3 +264,11 @@ def test_mahnn_checkpoints_from_before_the_fix_keep_the_length_rescaling(tmp_pat
     del config["model_config"]["rescale"]
     (tmp_path / "old" / "config.json").write_text(json.dumps(config))
     assert load_classifier(tmp_path / "old", device="cpu").model.config.rescale == "length"
+
+
+def test_a_checkpoint_whose_caps_outrun_its_positional_table_is_refused_at_load(tmp_path):
+    docs, vocab = _long_document(10)
+    model = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 2, "d": 8, "heads": 2, "hierarchical": False})
+    save_checkpoint(tmp_path / "wide", model, "hcan", vocab, ["a", "b"], TextConfig(25, 40), {})
+    with pytest.raises(CheckpointError, match="word_positions table has 128 rows, but its text caps let it read 1000"):
+        load_classifier(tmp_path / "wide", device="cpu")

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from hierattn.metrics import attention_metrics, diagonality, gini, matrix_metrics, real_matrices
+from hierattn.metrics import attention_metrics, diagonality, even_spread, gini, matrix_metrics, real_matrices
 from hierattn.outputs import AttentionMap
 
 
@@ -88,8 +88,12 @@ def test_mean_self_attention_metrics_summarise_a_model():
     torch.manual_seed(0)
     hcan = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 2, "d": 16, "heads": 2}).train()
     stats = mean_self_attention_metrics(hcan, [encode_documents(docs, vocab)], torch.device("cpu"))
-    assert set(stats) == {"attention_gini", "attention_diagonality_b3"}
+    assert set(stats) == {"attention_gini", "attention_diagonality_b3", "attention_diagonality_b3_even"}
     assert 0 < stats["attention_gini"] < 1 and 0 < stats["attention_diagonality_b3"] <= 1
+    # the even spread over the same matrices (each map and head alike): sentences of 6, 4, 3 and 4 tokens at
+    # the word level, documents of 2 sentences at the sentence level
+    sizes = [6, 4, 3, 4, 2, 2]
+    assert stats["attention_diagonality_b3_even"] == pytest.approx(float(even_spread(sizes)["diagonality_b3"].mean()))
     assert hcan.training  # left as it was found
     han = build_model("han", {"vocab_size": len(vocab), "num_classes": 2, "embed_dim": 8, "hidden": 4})
     assert mean_self_attention_metrics(han, [encode_documents(docs, vocab)], torch.device("cpu")) == {}

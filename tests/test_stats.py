@@ -1,13 +1,21 @@
 """Dataset-level attention statistics: the vectorised metrics against the per-matrix reference,
-the Table 2 aggregation against a hand-computed case, and the paper's quoted means."""
+the even-spread baseline against a uniform matrix, the Table 2 aggregation against a hand-computed
+case, the paper's quoted means, and verdicts that an even spread cannot pass."""
+import json
+
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from hierattn.checkpoint import load_classifier
+from hierattn.__main__ import main
+from hierattn.checkpoint import load_classifier, save_checkpoint
 from hierattn.explain import explain
-from hierattn.metrics import batched_matrix_metrics, matrix_metrics
-from hierattn.stats import METRICS, paper_means, split_statistics, table2, topic_versus_sentiment
+from hierattn.metrics import batched_matrix_metrics, even_spread, matrix_metrics
+from hierattn.models import build_model
+from hierattn.stats import (METRICS, paper_means, split_statistics, summary, table2, topic_versus_sentiment, versus,
+                            with_even_spread)
+from hierattn.text import TextConfig
 
 from .conftest import CORPUS, LABELS
 
@@ -46,30 +54,53 @@ def test_batched_metrics_of_known_matrices():
     assert batched_matrix_metrics(spread[None], torch.ones(1, 10, dtype=torch.bool))[0].item() == pytest.approx(0.8)
 
 
+@pytest.mark.parametrize("n", range(1, 41))
+def test_even_spread_is_the_metrics_of_a_uniform_matrix(n):
+    expected = matrix_metrics(torch.full((n, n), 1.0 / n, dtype=torch.float64))
+    assert {m: float(v) for m, v in even_spread(n).items()} == pytest.approx(expected, abs=1e-12)
+    if n > 3:
+        assert float(even_spread(n)["diagonality_b3"]) == pytest.approx((7 * n - 12) / n**2)
+
+
+def test_even_spread_is_per_matrix_and_shows_the_length_effect():
+    sizes = np.array([15, 1000, 2])
+    values = even_spread(sizes)["diagonality_b3"]
+    assert values.shape == (3,) and values[2] == 1.0
+    assert values[0] == pytest.approx(0.4133, abs=1e-4) and values[1] < 0.01  # a tweet against an article
+
+
 def _rows(records):
-    frame = pd.DataFrame(records, columns=["label", "head", "level", "gini", "diagonality_b1"])
+    frame = pd.DataFrame(records, columns=["label", "head", "level", "size", "gini", "diagonality_b1"])
     for m in METRICS[2:]:
         frame[m] = frame["diagonality_b1"]
-    return frame
+    frame["document"] = range(len(frame))
+    return with_even_spread(frame)
 
 
 def test_table2_means_over_matrices_by_hand():
-    rows = _rows([("sport", 0, "word", 0.5, 0.1), ("sport", 1, "word", 0.7, 0.3),
-                  ("tech", 0, "sentence", 0.9, 0.2)])
+    rows = _rows([("sport", 0, "word", 4, 0.5, 0.1), ("sport", 1, "word", 10, 0.7, 0.3),
+                  ("tech", 0, "sentence", 2, 0.9, 0.2)])
     overall = table2(rows)
-    assert overall.loc["Gini coefficient", "all"] == pytest.approx(70.0)  # (50 + 70 + 90) / 3
-    assert overall.loc["Diagonality (bandwidth = 1)", "all"] == pytest.approx(20.0)
-    assert overall.loc["matrices", "all"] == 3
+    assert list(overall.columns) == ["measured", "even spread", "excess"]
+    assert overall.loc["Gini coefficient", "measured"] == pytest.approx(70.0)  # (50 + 70 + 90) / 3
+    assert overall.loc["Gini coefficient", "even spread"] == 0.0
+    assert overall.loc["Diagonality (bandwidth = 1)", "measured"] == pytest.approx(20.0)
+    even_b1 = 100 * (10 / 16 + 28 / 100 + 1.0) / 3  # 4 + 3 + 3 of 16 cells, 10 + 9 + 9 of 100, all of 4
+    assert overall.loc["Diagonality (bandwidth = 1)", "even spread"] == pytest.approx(even_b1)
+    assert overall.loc["Diagonality (bandwidth = 1)", "excess"] == pytest.approx(20.0 - even_b1)
+    assert overall.loc["matrices", "measured"] == 3
     by_class = table2(rows, "label")
-    assert by_class.loc["Gini coefficient"].to_dict() == pytest.approx({"sport": 60.0, "tech": 90.0})
-    assert by_class.loc["matrices"].to_dict() == {"sport": 2, "tech": 1}
+    assert by_class.loc["Gini coefficient", ["sport · measured", "tech · measured"]].to_dict() == pytest.approx(
+        {"sport · measured": 60.0, "tech · measured": 90.0})
+    assert by_class.loc["matrices"].dropna().to_dict() == {"sport · measured": 2, "tech · measured": 1}
     by_head = table2(rows, "head")
-    assert list(by_head.columns) == ["head 1", "head 2"]
-    assert by_head.loc["Gini coefficient", "head 1"] == pytest.approx(70.0)  # (50 + 90) / 2
+    assert list(by_head.columns)[::3] == ["head 1 · measured", "head 2 · measured"]
+    assert by_head.loc["Gini coefficient", "head 1 · measured"] == pytest.approx(70.0)  # (50 + 90) / 2
     rows["map"] = ["word.self.a", "word.self.a", "word.self.b"]
     by_map_head = table2(rows, "map_head")
-    assert by_map_head.loc["Gini coefficient"].to_dict() == pytest.approx(
-        {"word.self.a · head 1": 50.0, "word.self.a · head 2": 70.0, "word.self.b · head 1": 90.0})
+    assert by_map_head.loc["Gini coefficient"].iloc[::3].to_dict() == pytest.approx(
+        {"word.self.a · head 1 · measured": 50.0, "word.self.a · head 2 · measured": 70.0,
+         "word.self.b · head 1 · measured": 90.0})
 
 
 def test_paper_means_are_those_the_sanet_paper_quotes():
@@ -78,13 +109,98 @@ def test_paper_means_are_those_the_sanet_paper_quotes():
     assert round(means["sentiment"]["gini"], 2) == 87.15 and round(means["sentiment"]["diagonality_b3"], 2) == 63.48
 
 
-def test_topic_versus_sentiment_reports_either_outcome():
-    topic = _rows([("a", 0, "word", 0.6, 0.2), ("a", 0, "sentence", 0.1, 0.9)])
-    sentiment = _rows([("b", 0, "word", 0.8, 0.1)])
-    table, verdict = topic_versus_sentiment(topic, sentiment)
-    assert table.loc["Gini coefficient", "topic (measured)"] == pytest.approx(60.0)  # word level only
+def _even_rows(sizes_per_document, excess=0.0, gini=0.0, seed=0):
+    """Statistics rows whose matrices are an even spread (plus ``excess`` on every diagonality and a
+    Gini of ``gini``), as many per document as ``sizes_per_document`` lists."""
+    rng = np.random.default_rng(seed)
+    records = [(d, n) for d, sizes in enumerate(sizes_per_document) for n in sizes]
+    frame = pd.DataFrame(records, columns=["document", "size"]).assign(level="word")
+    even = even_spread(frame["size"].to_numpy())
+    for m in METRICS:
+        noise = rng.normal(0, 0.002, len(frame))  # documents vary a little
+        frame[m] = (gini if m == "gini" else np.clip(even[m] + excess, 0, 1)) + noise
+    return with_even_spread(frame)
+
+
+def test_raw_means_find_what_length_alone_makes_and_the_verdict_does_not():
+    """The defect: raw means of tweets (short) against articles (long) 'find' sentiment attention
+    more diagonal when both are an even spread. The verdict must not."""
+    rng = np.random.default_rng(1)
+    tweets = _even_rows([rng.integers(5, 30, size=2) for _ in range(300)])
+    articles = _even_rows([rng.integers(12, 60, size=20) for _ in range(100)], seed=2)
+    table, judged = topic_versus_sentiment(articles, tweets)
+    row = judged["metrics"]["diagonality_b3"]
+    assert row["raw"]["verdict"] == "holds" and row["raw"]["difference"] > 0.1  # what the old panel reported
+    assert row["verdict"] == "no finding" and abs(row["length_matched"]["difference"]) < 0.01
+    assert len(row["length_matched"]["buckets"]) >= 3
+    assert table.loc["Diagonality (bandwidth = 3)", "raw difference"] == pytest.approx(100 * row["raw"]["difference"])
     assert table.loc["Gini coefficient", "sentiment (SANet paper)"] == pytest.approx(87.1467, abs=1e-3)
-    assert verdict == {"sentiment sparser (Gini)": True, "sentiment more diagonal (b = 3)": False}
+    assert judged["metrics"]["gini"]["verdict"] == "no finding"
+
+
+def test_versus_reports_either_outcome_beyond_noise():
+    rng = np.random.default_rng(3)
+    sizes = [rng.integers(5, 30, size=3) for _ in range(200)]
+    local, plain = _even_rows(sizes, excess=0.1, gini=0.7), _even_rows(sizes, seed=4, gini=0.5)
+    assert versus(plain, local)["metrics"]["diagonality_b3"]["verdict"] == "holds"
+    assert versus(local, plain)["metrics"]["diagonality_b3"]["verdict"] == "reversed"
+    assert versus(plain, local)["metrics"]["gini"]["verdict"] == "holds"
+    assert versus(plain, plain)["metrics"]["diagonality_b3"]["verdict"] == "no finding"
+    no_overlap = versus(_even_rows([[500, 600]] * 50), local)["metrics"]["diagonality_b3"]
+    assert no_overlap["verdict"] == "no finding" and no_overlap["length_matched"]["buckets"] == []
+    assert no_overlap["raw"]["verdict"] == "holds"  # raw means, from length alone
+
+
+def test_summary_judges_the_excess_over_an_even_spread():
+    rng = np.random.default_rng(5)
+    sizes = [rng.integers(5, 30, size=3) for _ in range(200)]
+    even = summary(_even_rows(sizes))
+    local = summary(_even_rows(sizes, excess=0.05))
+    assert {m: r["verdict"] for m, r in even["metrics"].items()} == dict.fromkeys(METRICS, "no finding")
+    assert local["metrics"]["diagonality_b3"]["verdict"] == "above an even spread"
+    assert local["metrics"]["diagonality_b3"]["excess"] == pytest.approx(0.05, abs=0.002)
+    low, high = local["metrics"]["diagonality_b3"]["interval"]
+    assert low < 0.05 < high and high - low < 0.01
+
+
+def _uniform_attention_checkpoint(path):
+    """A hierarchical HCAN whose queries are all zero: every self-attention row is an even spread."""
+    from .conftest import CORPUS as texts
+    from hierattn.text import Vocab, tokenize
+
+    vocab = Vocab.build([tokenize(t) for t in texts], min_freq=1)
+    torch.manual_seed(0)
+    model = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 3, "d": 16, "heads": 2})
+    with torch.no_grad():
+        for level in (model.word_level, model.sentence_level):
+            for branch in (level.branch_a, level.branch_b):
+                branch.q.conv.weight.zero_()
+                branch.q.conv.bias.zero_()
+    save_checkpoint(path, model, "hcan", vocab, ["negative", "neutral", "positive"], TextConfig(8, 30), {},
+                    dataset="tweets")
+    return path
+
+
+def test_stats_command_finds_nothing_in_uniform_attention(tmp_path, capsys):
+    checkpoint = _uniform_attention_checkpoint(tmp_path / "uniform")
+    out = tmp_path / "stats.json"
+    assert main(["stats", "--checkpoint", str(checkpoint), "--dataset", "tweets", "--documents", "150",
+                 "--versus", str(checkpoint), "--dataset2", "bbc-news", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["dataset"] == "tweets" and report["documents"] == 150 and report["matrices"] > 300
+    versus_report = report["versus"]
+    for side in (report, versus_report["topic"], versus_report["sentiment"]):
+        for metric, r in side["metrics"].items():
+            assert r["verdict"] == "no finding", (metric, r)
+            assert r["excess"] == pytest.approx(0, abs=1e-5)
+            assert r["measured"] == pytest.approx(r["even_spread"], abs=1e-5)
+    assert versus_report["topic"]["dataset"] == "bbc-news" and versus_report["sentiment"]["dataset"] == "tweets"
+    for metric, r in versus_report["metrics"].items():
+        assert r["verdict"] == "no finding", (metric, r)
+        assert r["length_matched"]["buckets"]  # compared at matched lengths, not for lack of them
+    assert versus_report["metrics"]["diagonality_b3"]["raw"]["verdict"] == "holds"  # the raw means' false finding
+    printed = capsys.readouterr().out
+    assert "even spread" in printed and "length-matched" in printed
 
 
 @pytest.mark.parametrize("name", ["tiny-hcan", "tiny-sanet", "tiny-halstm"])

@@ -1,22 +1,50 @@
-"""The tour's checks (issue 8): computed from the document, and judged from the numbers."""
+"""The tour's checks: computed from the document, judged against an even spread and random
+attention, so that uniform or random attention is never reported as the papers' finding."""
+from dataclasses import replace
+
 import pytest
+import torch
 
 from hierattn import tour
 from hierattn.checkpoint import load_classifier
 from hierattn.explain import explain
 
 TEXT = "The striker scored twice today. The team won the cup final on Sunday! Fans cheered and sang."
+LONG = ("The market rallied today after the bank reported its results for the year. Shares in the bank rose "
+        "sharply on the news. Investors cheered the results and the chief executive said that demand stayed "
+        "strong. Analysts expect more gains next year as rates fall. The bank will pay a larger dividend.")
+
+
+def _explained(checkpoint_dir, name, text=TEXT):
+    return explain(load_classifier(checkpoint_dir / name, device="cpu"), text)
+
+
+def _with_attention(ex, kind: str, seed: int = 0):
+    """``ex`` with every attention map replaced: ``uniform`` (every real row spread evenly over its
+    real keys) or ``random`` (Dirichlet(1) rows, a different draw for every map)."""
+    generator = torch.Generator().manual_seed(seed)
+    maps = {}
+    for name, a in ex.attentions.items():
+        mask = a.mask.to(torch.float64)
+        if kind == "uniform":
+            w = mask
+        else:
+            w = torch.empty(mask.shape, dtype=torch.float64).exponential_(generator=generator) * mask
+        maps[name] = replace(a, weights=(w / w.sum(-1, keepdim=True).clamp(min=1e-30)).float())
+    return replace(ex, attentions=maps)
 
 
 def test_concentration_of_word_importance(checkpoint_dir):
-    ex = explain(load_classifier(checkpoint_dir / "tiny-han", device="cpu"), TEXT)
+    ex = _explained(checkpoint_dir, "tiny-han")
     c = tour.concentration(ex)
     assert c.words == ex.document.num_tokens and 0 < c.gini < 1
     assert c.top_share >= 0.1 - 1e-9  # the top 10% hold at least their even share
+    assert c.even_top_share == pytest.approx(2 / c.words) and c.random_top_share > c.even_top_share
+    assert len(c.random_ginis) == tour.DRAWS
 
 
 def test_branch_contrast_counts_words_whose_top_differs(checkpoint_dir):
-    ex = explain(load_classifier(checkpoint_dir / "tiny-hcan", device="cpu"), TEXT)
+    ex = _explained(checkpoint_dir, "tiny-hcan")
     c = tour.branch_contrast(ex)
     manual_differ = manual_total = 0
     for s, sentence in enumerate(ex.document.sentences):
@@ -25,11 +53,11 @@ def test_branch_contrast_counts_words_whose_top_differs(checkpoint_dir):
         manual_differ += int((a != b).sum())
         manual_total += len(sentence.tokens)
     assert c.words == manual_total and c.different_top == pytest.approx(manual_differ / manual_total)
-    assert tour.branch_contrast(explain(load_classifier(checkpoint_dir / "tiny-han", device="cpu"), TEXT)) is None
+    assert tour.branch_contrast(_explained(checkpoint_dir, "tiny-han")) is None
 
 
-def test_matrix_shape_and_the_sanet_verdict(checkpoint_dir):
-    ex = explain(load_classifier(checkpoint_dir / "tiny-sanet", device="cpu"), TEXT)
+def test_matrix_shape_and_its_baselines(checkpoint_dir):
+    ex = _explained(checkpoint_dir, "tiny-sanet")
     shape = tour.matrix_shape(ex, ex.self_attention_names[0])
     m = ex.self_attention(ex.self_attention_names[0], None, None).double()
     k = -(-m.shape[0] // 10)
@@ -37,13 +65,95 @@ def test_matrix_shape_and_the_sanet_verdict(checkpoint_dir):
     assert shape.even_columnar == pytest.approx(k / m.shape[0])
     assert shape.even_diagonality_b3 == pytest.approx(
         sum(min(i + 3, m.shape[0] - 1) - max(i - 3, 0) + 1 for i in range(m.shape[0])) / m.shape[0] ** 2)
-    sentiment = tour.MatrixShape(10, 0.6, 0.2, 0.5, 0.5, 0.1)  # 1.2x even on the diagonal, 2x in columns
-    topic = tour.MatrixShape(300, 0.1, 0.5, 0.9, 0.2, 0.1)  # 0.5x, 5x
-    assert [v.endswith("shown here.") for v in tour.sanet_verdict(sentiment, topic)] == [True, True]
-    assert [v.endswith("shown here.") for v in tour.sanet_verdict(topic, sentiment)] == [False, False]
+    assert shape.random_diagonality_b3 > shape.even_diagonality_b3  # the 95th percentile of random maps
+
+
+def test_sanet_verdict_follows_the_numbers():
+    # a 10-word banded matrix and a 300-word columnar one, each beyond random attention of its size
+    sentiment = tour.MatrixShape(10, 0.95, 0.2, 0.5, 0.58, 0.1, 0.7, 0.3)
+    topic = tour.MatrixShape(300, 0.05, 0.6, 0.9, 0.023, 0.1, 0.03, 0.12)
+    assert [shown for shown, _ in tour.sanet_verdict(sentiment, topic)] == [True, True]
+    assert [shown for shown, _ in tour.sanet_verdict(topic, sentiment)] == [False, False]
+    # the ratio to an even spread would call the long matrix more diagonal (2.2x against 1.6x); the share of
+    # the way from an even spread to a band does not (3% against 88%)
+    assert topic.diagonality_b3 / topic.even_diagonality_b3 > sentiment.diagonality_b3 / sentiment.even_diagonality_b3
+    assert sentiment.band > topic.band
 
 
 def test_han_hcan_verdict_follows_the_numbers():
-    focused, spread = tour.Concentration(20, 0.5, 0.6, []), tour.Concentration(20, 0.2, 0.2, [])
-    assert tour.han_hcan_verdict(focused, spread).endswith("as in the paper.")
-    assert "unlike the paper" in tour.han_hcan_verdict(spread, focused)
+    focused = tour.Concentration(20, 0.6, 0.8, [], 0.1, 0.3, 0.5, (0.4,) * 10)
+    spread = tour.Concentration(20, 0.2, 0.2, [], 0.1, 0.3, 0.5, (0.4,) * 10)
+    assert tour.han_hcan_verdict(focused, spread)[0]
+    assert not tour.han_hcan_verdict(spread, focused)[0]
+    assert tour.han_hcan_verdict(spread, focused)[1].endswith("not shown here.")
+
+
+@pytest.mark.parametrize("kind", ["uniform", "random"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_no_step_reports_uniform_or_random_attention_as_the_papers_finding(checkpoint_dir, kind, seed):
+    """Every step's check on attention that knows nothing: an even spread, or random distributions
+    (independent of the checks' own draws). Each must say "not shown here"."""
+    hcan = _with_attention(_explained(checkpoint_dir, "tiny-hcan", LONG), kind, seed)
+    han = _with_attention(_explained(checkpoint_dir, "tiny-han", LONG), kind, seed + 100)
+    # step 1: a few words carry the weight
+    shown, text = tour.concentration_verdict(tour.concentration(hcan))
+    assert not shown and text.endswith("not shown here.")
+    # step 2: the branches relate words to different words
+    shown, text = tour.branch_verdict(tour.branch_contrast(hcan))
+    assert not shown and text.endswith("not shown here.")
+    # step 3: sentiment band-diagonal, topic columnar
+    tweet = _with_attention(_explained(checkpoint_dir, "tiny-sanet", "i loved this film so much , what a great cast"),
+                            kind, seed + 200)
+    article = _with_attention(_explained(checkpoint_dir, "tiny-sanet", LONG), kind, seed + 300)
+    shapes = [tour.matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
+    for shown, text in tour.sanet_verdict(*shapes):
+        assert not shown and text.endswith("not shown here.")
+    # step 4: HAN more focused than HCAN
+    shown, text = tour.han_hcan_verdict(tour.concentration(han), tour.concentration(hcan))
+    assert not shown and text.endswith("not shown here.")
+
+
+def test_every_step_can_report_the_finding(checkpoint_dir):
+    """The same checks on attention built to have each property: they say "shown here"."""
+    hcan = _explained(checkpoint_dir, "tiny-hcan", LONG)
+    maps = dict(hcan.attentions)
+    for name in ("word.target", "sentence.target"):  # all weight on the first word and the first sentence
+        a = maps[name]
+        w = torch.zeros_like(a.weights)
+        w[..., 0] = 1.0
+        maps[name] = replace(a, weights=w * a.mask)
+    for name, shift in (("word.self.a", 1), ("word.self.b", -1)):  # a: the next word; b: the previous one
+        a = maps[name]
+        n = a.weights.shape[-1]
+        w = torch.zeros_like(a.weights)
+        rows = torch.arange(n)
+        w[..., rows, (rows + shift) % n] = 1.0
+        w = w * a.mask
+        w = torch.where(w.sum(-1, keepdim=True) > 0, w, a.mask.float())
+        maps[name] = replace(a, weights=w / w.sum(-1, keepdim=True).clamp(min=1e-30))
+    focused = replace(hcan, attentions=maps)
+    assert tour.concentration_verdict(tour.concentration(focused))[0]
+    assert tour.branch_verdict(tour.branch_contrast(focused))[0]
+    uniform_hcan = _with_attention(hcan, "uniform")
+    assert tour.han_hcan_verdict(tour.concentration(focused), tour.concentration(uniform_hcan))[0]
+
+    def sanet(text, build):
+        ex = _explained(checkpoint_dir, "tiny-sanet", text)
+        a = ex.attentions[ex.self_attention_names[0]]
+        n = int(a.mask[0].diagonal(dim1=-2, dim2=-1).sum())
+        return replace(ex, attentions={ex.self_attention_names[0]: replace(a, weights=build(n, a.weights))})
+
+    def band(n, like):
+        w = torch.zeros_like(like)
+        w[0, :n, :n] = torch.eye(n)
+        return w
+
+    def column(n, like):
+        w = torch.zeros_like(like)
+        w[0, :n, 0] = 1.0
+        return w
+
+    tweet = sanet("i loved this film so much , what a great cast", band)
+    article = sanet(LONG, column)
+    shapes = [tour.matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
+    assert [shown for shown, _ in tour.sanet_verdict(*shapes)] == [True, True]

@@ -57,6 +57,14 @@ def sized_for_text(model_type: str, config: dict, max_sentences: int, max_words:
     return {**sizing(config, max_sentences, max_words), **config} if sizing else dict(config)
 
 
+def text_problem(model_type: str, config: dict, max_sentences: int, max_words: int) -> str | None:
+    """Why a model with ``config`` cannot read every text its caps let through (a config class's
+    ``text_problem``: HCAN's positional tables), or None."""
+    entry = REGISTRY.get(model_type)
+    check = getattr(entry[1], "text_problem", None) if entry else None
+    return check(config, max_sentences, max_words) if check else None
+
+
 def model_config_dict(model: nn.Module) -> dict:
     return dataclasses.asdict(model.config)
 

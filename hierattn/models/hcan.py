@@ -60,9 +60,21 @@ class HCANConfig:
     @staticmethod
     def sized_for_text(config: dict, max_sentences: int, max_words: int) -> dict:
         """Table sizes that give every position the model will read its own embedding."""
-        flat = not config.get("hierarchical", True)
-        return {"word_positions": max_sentences * max_words if flat else max_words,
-                "sentence_positions": max_sentences}
+        if not config.get("hierarchical", True):
+            return {"word_positions": max_sentences * max_words}  # one pass over the document's words
+        return {"word_positions": max_words, "sentence_positions": max_sentences}
+
+    @staticmethod
+    def text_problem(config: dict, max_sentences: int, max_words: int) -> str | None:
+        """Why a model with ``config`` cannot read text with these caps (None: it can)."""
+        if config.get("clamp_positions", False):
+            return None
+        defaults = {"word_positions": 128, "sentence_positions": 128}
+        short = [(key, config.get(key, defaults[key]), needed)
+                 for key, needed in HCANConfig.sized_for_text(config, max_sentences, max_words).items()
+                 if config.get(key, defaults[key]) < needed]
+        return "; ".join(f"its {key} table has {rows} rows, but its text caps let it read {needed} positions"
+                         for key, rows, needed in short) or None
 
 
 class HCANLevel(nn.Module):
