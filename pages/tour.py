@@ -81,8 +81,9 @@ elif step == 2:
     examples = "; ".join(f"'{w}' → '{a}' in branch a, '{b}' in branch b" for w, a, b in contrast.examples[:3])
     shown, verdict = tour.branch_verdict(contrast)
     _verdict(shown, "**What to notice.** The two branches should relate a word to different words: in the paper, "
-             "'it' looks at 'doesnt' in one branch and at 'chop' in the other. " + viz.md_text(verdict)
-             + (" Examples: " + viz.md_text(examples) + "." if examples else ""))
+             "'it' looks at 'doesnt' in one branch and at 'chop' in the other. " + viz.md_text(verdict))
+    if examples:
+        st.caption("Words whose most-attended other word differs: " + viz.md_text(examples) + ".")
     st.info("What we cannot show here: the paper's comparison with a single self-attention on the same reviews. We "
             "ship no single-self-attention HCAN for tweets; on bbc-news, the README's results table has both rows.")
 
