@@ -301,14 +301,17 @@ def _stats_text(report: dict) -> str:
     def percent(x):
         return "n/a" if x is None else f"{100 * x:.2f}"
 
-    lines = [f"{report['checkpoint']} on {report['dataset']} ({report['split']}, level {report['level']}): "
-             f"{report['matrices']:,} matrices of {report['documents']:,} documents"]
-    if not report["metrics"]:
-        lines.append("no self-attention matrix at this level: nothing to measure")
-    for m, r in report["metrics"].items():
-        lines.append(f"  {METRIC_NAMES[m]:<29} measured {percent(r['measured']):>6}%, even spread "
-                     f"{percent(r['even_spread']):>6}%, excess {100 * r['excess']:+.2f} points "
-                     f"[{100 * r['interval'][0]:+.2f}, {100 * r['interval'][1]:+.2f}]: {r['verdict']}")
+    lines = []
+    sides = [report] if "versus" not in report else [report["versus"]["topic"], report["versus"]["sentiment"]]
+    for side in sides:
+        lines.append(f"{side['checkpoint']} on {side['dataset']} ({report['split']}, level {side['level']}): "
+                     f"{side['matrices']:,} matrices of {side['documents']:,} documents")
+        if not side["metrics"]:
+            lines.append("  no self-attention matrix at this level: nothing to measure")
+        for m, r in side["metrics"].items():
+            lines.append(f"  {METRIC_NAMES[m]:<29} measured {percent(r['measured']):>6}%, even spread "
+                         f"{percent(r['even_spread']):>6}%, excess {100 * r['excess']:+.2f} points "
+                         f"[{100 * r['interval'][0]:+.2f}, {100 * r['interval'][1]:+.2f}]: {r['verdict']}")
     if "versus" in report:
         v = report["versus"]
         lines.append(f"sentiment ({v['sentiment']['checkpoint']}) against topic ({v['topic']['checkpoint']}), "

@@ -222,8 +222,11 @@ def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "wo
       n_topic n_sentiment / (n_topic + n_sentiment); ``buckets`` lists them;
     - each with a 95% interval from resampling the documents of each set (``RESAMPLES`` draws), and
       a verdict: "holds" (sentiment higher), "reversed" or "no finding";
-    - ``verdict``: the length-matched one. Where no bucket is shared, "no finding": matrices of
-      different lengths cannot be compared (a fixed focus on k words has Gini 1 - k/n).
+    - ``verdict``: the length-matched one, and only where the side found higher is itself above an
+      even spread (``summary``'s verdict, in ``topic`` and ``sentiment``): attention less diagonal
+      than an even spread is not "more diagonal" for being less so than the other's. Where no
+      bucket is shared, "no finding": matrices of different lengths cannot be compared (a fixed
+      focus on k words has Gini 1 - k/n).
     Values are shares (0..1)."""
     sets = {"topic": _at_level(topic, level), "sentiment": _at_level(sentiment, level)}
     rng = np.random.default_rng(seed)
@@ -235,11 +238,9 @@ def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "wo
     n = {t: np.bincount(b, minlength=len(BUCKET_EDGES)) for t, b in buckets.items()}
     shared = np.nonzero((n["topic"] >= MIN_BUCKET) & (n["sentiment"] >= MIN_BUCKET))[0]
     weight = n["topic"][shared] * n["sentiment"][shared] / (n["topic"][shared] + n["sentiment"][shared])
+    own = {t: summary(r, None, seed)["metrics"] for t, r in sets.items()}
     for m in METRICS:
-        row = {}
-        for t, r in sets.items():
-            measured, even = r[m].to_numpy(np.float64), r[EVEN[m]].to_numpy(np.float64)
-            row[t] = {"measured": measured.mean(), "even_spread": even.mean(), "excess": (measured - even).mean()}
+        row = {t: {k: own[t][m][k] for k in ("measured", "even_spread", "excess", "interval", "verdict")} for t in sets}
         raw_draws = [_resampled_means(*_by_document(r, r[m].to_numpy(np.float64)), rng)[:, 0] for r in sets.values()]
         raw = row["sentiment"]["measured"] - row["topic"]["measured"]
         low, high = np.nanpercentile(raw_draws[1] - raw_draws[0], [2.5, 97.5])
@@ -269,6 +270,11 @@ def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "wo
                              "excess": {"topic": float(means["topic"][i]), "sentiment": float(means["sentiment"][i])}}
                             for i, k in enumerate(shared)]}
         row["verdict"], row["reason"] = row["length_matched"]["verdict"], row["length_matched"]["reason"]
+        higher = {"holds": "sentiment", "reversed": "topic"}.get(row["verdict"])
+        if higher and row[higher]["verdict"] != "above an even spread":
+            row["verdict"], row["reason"] = "no finding", (
+                f"the {higher} model's own attention is not above an even spread "
+                f"({100 * row[higher]['excess']:+.2f} points), only less far below it than the other's")
         out["metrics"][m] = row
     return out
 
@@ -277,6 +283,20 @@ def _padded(a: np.ndarray, columns: int) -> np.ndarray:
     return np.pad(a, ((0, 0), (0, columns - a.shape[1])))
 
 
+# The panel's columns: (a short label, what the column holds).
+TVS_COLUMNS = {
+    "topic · measured": ("topic", "mean over the topic model's word-level matrices, in %"),
+    "topic · even spread": ("topic, even", "the same matrices spread evenly: what length alone gives"),
+    "sentiment · measured": ("sentiment", "mean over the sentiment model's word-level matrices, in %"),
+    "sentiment · even spread": ("sentiment, even", "the same matrices spread evenly: what length alone gives"),
+    "topic (SANet paper)": ("paper: topic", "SANet Table 2, mean of AG News, DBPedia and Yahoo! Answers"),
+    "sentiment (SANet paper)": ("paper: sentiment", "SANet Table 2, mean of Yelp F., Amazon F. and Amazon P."),
+    "raw difference": ("raw Δ", "sentiment minus topic, raw means (as the paper compares them), in points"),
+    "length-matched difference": ("matched Δ", "sentiment minus topic, excess over an even spread, within "
+                                               "matched length buckets, in points: the verdict's figure"),
+    "interval low": ("95% low", "bootstrap interval of the matched difference (documents resampled)"),
+    "interval high": ("95% high", "bootstrap interval of the matched difference (documents resampled)"),
+}
 CLAIMS = {"gini": "sentiment attention sparser (Gini)", "diagonality_b3": "sentiment attention more diagonal (b = 3)"}
 
 

@@ -295,8 +295,11 @@ def han_hcan_verdict(han: Concentration, hcan: Concentration) -> tuple[bool, str
     """HCAN Supplementary B: HAN's weights are more focused on keywords than HCAN's. Shown only
     when HAN's weights are focused beyond random attention and their Gini exceeds HCAN's by more
     than the Gini of two random maps of these shapes differs (95th percentile)."""
-    noise = float(np.percentile(np.asarray(han.random_ginis) - np.asarray(hcan.random_ginis), QUANTILE)) \
-        if han.random_ginis and hcan.random_ginis else 0.0
+    han_draws, hcan_draws = np.asarray(han.random_ginis), np.asarray(hcan.random_ginis)
+    # Pairs of independent draws: the two models read the same text, so their random maps may be the
+    # same draws; offsetting one list by half pairs each draw with another one.
+    noise = float(np.percentile(han_draws - np.roll(hcan_draws, len(hcan_draws) // 2), QUANTILE)) \
+        if len(han_draws) and len(hcan_draws) else 0.0
     holds = han.focused and han.gini - hcan.gini > noise
     return holds, (
         f"HAN's word weights have Gini {han.gini:.2f} (top 10% of words: {100 * han.top_share:.0f}% of the weight), "

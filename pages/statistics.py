@@ -171,7 +171,9 @@ if ready or st.button("Compute both", key="stats_pair_go", type="primary",
         st.info(f"No word-level self-attention in {viz.md_text(', '.join(empty))}: pick HCAN or SANet checkpoints.")
     else:
         table, judged = stats.topic_versus_sentiment(results["topic"], results["sentiment"])
-        st.dataframe(table.style.format("{:.2f}", na_rep="—"), width="stretch")
+        st.dataframe(table.dropna(axis=1, how="all").style.format("{:.2f}"), width="stretch",
+                     column_config={c: st.column_config.NumberColumn(label, help=help_text)
+                                    for c, (label, help_text) in stats.TVS_COLUMNS.items()})
         ui.table_downloads(table.reset_index(names="metric"), "topic-versus-sentiment", "tvs_table")
         st.caption("In %. **Raw difference**: sentiment mean minus topic mean, as the paper compares them. "
                    "**Length-matched difference**: sentiment minus topic in excess over an even spread, within "
@@ -181,9 +183,12 @@ if ready or st.button("Compute both", key="stats_pair_go", type="primary",
                    "under 1 point, or an interval that includes 0, is no finding.")
         for metric, claim in stats.CLAIMS.items():
             row = judged["metrics"][metric]
-            raw = row["raw"]
-            st.markdown(f"- {claim}: **{row['verdict']}** ({viz.md_text(row['reason'])}); the raw means would say "
-                        f"{raw['verdict']} ({100 * raw['difference']:+.1f} points).")
+            raw, matched = row["raw"], row["length_matched"]
+            figure = "" if matched["difference"] is None else (
+                f"{100 * matched['difference']:+.1f} points at matched lengths, 95% interval "
+                f"{100 * matched['interval'][0]:+.1f} to {100 * matched['interval'][1]:+.1f}; ")
+            st.markdown(f"- {claim}: **{row['verdict']}** ({figure}{viz.md_text(row['reason'])}); the raw means "
+                        f"would say {raw['verdict']} ({100 * raw['difference']:+.1f} points).")
         buckets = judged["metrics"]["diagonality_b3"]["length_matched"]["buckets"]
         if buckets:
             with st.expander(f"The {len(buckets)} length buckets both sets share (diagonality b = 3)"):

@@ -146,6 +146,11 @@ def test_versus_reports_either_outcome_beyond_noise():
     assert versus(local, plain)["metrics"]["diagonality_b3"]["verdict"] == "reversed"
     assert versus(plain, local)["metrics"]["gini"]["verdict"] == "holds"
     assert versus(plain, plain)["metrics"]["diagonality_b3"]["verdict"] == "no finding"
+    # both below an even spread: the one less far below is not "more diagonal"
+    below, further_below = _even_rows(sizes, excess=-0.05, seed=6), _even_rows(sizes, excess=-0.15, seed=7)
+    judged = versus(further_below, below)["metrics"]["diagonality_b3"]
+    assert judged["length_matched"]["verdict"] == "holds" and judged["verdict"] == "no finding"
+    assert "not above an even spread" in judged["reason"] and judged["sentiment"]["verdict"] == "below an even spread"
     no_overlap = versus(_even_rows([[500, 600]] * 50), local)["metrics"]["diagonality_b3"]
     assert no_overlap["verdict"] == "no finding" and no_overlap["length_matched"]["buckets"] == []
     assert no_overlap["raw"]["verdict"] == "holds"  # raw means, from length alone
