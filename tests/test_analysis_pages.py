@@ -98,9 +98,10 @@ def test_topic_versus_sentiment_panel():
     at.button(key="stats_pair_go").click().run()
     settle(at)
     table = next(d.value for d in at.dataframe if "raw difference" in d.value.columns)
+    # no length-matched columns: these two models share no length (below)
     assert list(table.columns) == ["topic · measured", "topic · even spread", "sentiment · measured",
                                    "sentiment · even spread", "topic (SANet paper)", "sentiment (SANet paper)",
-                                   "raw difference", "length-matched difference", "interval low", "interval high"]
+                                   "raw difference"]
     assert table.loc["Gini coefficient", "topic (SANet paper)"] == pytest.approx(63.5667, abs=1e-3)
     b3 = table.loc["Diagonality (bandwidth = 3)"]
     assert b3["raw difference"] == pytest.approx(b3["sentiment · measured"] - b3["topic · measured"])
@@ -205,3 +206,19 @@ def test_a_compare_link_reopens_the_comparison():
     again = settle(again.run())
     assert again.selectbox(key="compare_a").value == "tweets-han" and again.selectbox(key="compare_b").value == "tweets-hcan"
     assert again.text_area(key="compare_document").value == at.text_area(key="compare_document").value
+
+
+def test_topic_versus_sentiment_at_matched_lengths():
+    """Two hierarchical models, whose word-level matrices (sentences) share lengths: the panel
+    compares them within length buckets, with the interval, and lists the buckets."""
+    at = open_page("pages/statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=3,
+                   stats_topic="bbc-news-hcan", stats_sentiment="tweets-hcan")
+    at.button(key="stats_pair_go").click().run()
+    settle(at)
+    table = next(d.value for d in at.dataframe if "raw difference" in d.value.columns)
+    assert list(table.columns)[-3:] == ["length-matched difference", "interval low", "interval high"]
+    gini = table.loc["Gini coefficient"]
+    assert gini["interval low"] <= gini["length-matched difference"] <= gini["interval high"]
+    verdicts = [m.value for m in at.markdown if "the raw means would say" in m.value]
+    assert len(verdicts) == 2 and all("points at matched lengths" in v for v in verdicts)
+    assert any("length buckets both sets share" in e.proto.label for e in at.get("expander"))
