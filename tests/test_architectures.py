@@ -169,6 +169,8 @@ def test_flat_hcan_gives_every_position_it_reads_its_own_embedding():
     assert sized["word_positions"] == 1000
     assert sized_for_text("hcan", {}, 50, 60)["word_positions"] == 60
     assert sized_for_text("hcan", {"word_positions": 7}, 25, 40)["word_positions"] == 7  # a given size stays
+    legacy = {"hierarchical": False, "clamp_positions": True}
+    assert sized_for_text("hcan", legacy, 25, 40) == legacy  # the old rule: 128-row tables, folded
     docs, vocab = _long_document(300)
     torch.manual_seed(0)
     config = {"vocab_size": len(vocab), "num_classes": 2, "d": 8, "heads": 2, **sized_for_text("hcan", {"hierarchical": False}, 1, 300)}

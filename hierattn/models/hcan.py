@@ -59,7 +59,10 @@ class HCANConfig:
 
     @staticmethod
     def sized_for_text(config: dict, max_sentences: int, max_words: int) -> dict:
-        """Table sizes that give every position the model will read its own embedding."""
+        """Table sizes that give every position the model will read its own embedding (none with
+        ``clamp_positions``: the old rule, 128-row tables, for re-measuring what it gave)."""
+        if config.get("clamp_positions", False):
+            return {}
         if not config.get("hierarchical", True):
             return {"word_positions": max_sentences * max_words}  # one pass over the document's words
         return {"word_positions": max_words, "sentence_positions": max_sentences}
