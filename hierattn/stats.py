@@ -237,7 +237,6 @@ def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "wo
     buckets = {t: length_bucket(r["size"].to_numpy()) for t, r in sets.items()}
     n = {t: np.bincount(b, minlength=len(BUCKET_EDGES)) for t, b in buckets.items()}
     shared = np.nonzero((n["topic"] >= MIN_BUCKET) & (n["sentiment"] >= MIN_BUCKET))[0]
-    weight = n["topic"][shared] * n["sentiment"][shared] / (n["topic"][shared] + n["sentiment"][shared])
     own = {t: summary(r, None, seed)["metrics"] for t, r in sets.items()}
     for m in METRICS:
         row = {t: {k: own[t][m][k] for k in ("measured", "even_spread", "excess", "interval", "verdict")} for t in sets}
@@ -246,29 +245,7 @@ def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "wo
         low, high = np.nanpercentile(raw_draws[1] - raw_draws[0], [2.5, 97.5])
         verdict, reason = _verdict(raw, low, high, "holds", "reversed")
         row["raw"] = {"difference": raw, "interval": [float(low), float(high)], "verdict": verdict, "reason": reason}
-        if len(shared) == 0:
-            row["length_matched"] = {"difference": None, "interval": None, "buckets": [], "verdict": "no finding",
-                                     "reason": "the two sets of matrices share no length bucket"}
-        else:
-            means, draws = {}, {}
-            for t, r in sets.items():
-                excess = r[m].to_numpy(np.float64) - r[EVEN[m]].to_numpy(np.float64)
-                sums, counts = _by_document(r, excess, buckets[t])
-                sums, counts = _padded(sums, len(BUCKET_EDGES))[:, shared], _padded(counts, len(BUCKET_EDGES))[:, shared]
-                means[t] = sums.sum(0) / counts.sum(0)
-                draws[t] = _resampled_means(sums, counts, rng)
-            difference = float((weight * (means["sentiment"] - means["topic"])).sum() / weight.sum())
-            per_draw = draws["sentiment"] - draws["topic"]
-            usable = ~np.isnan(per_draw)
-            drawn = (np.where(usable, per_draw, 0) * weight).sum(1) / (usable * weight).sum(1)
-            low, high = np.nanpercentile(drawn, [2.5, 97.5])
-            verdict, reason = _verdict(difference, low, high, "holds", "reversed")
-            row["length_matched"] = {
-                "difference": difference, "interval": [float(low), float(high)], "verdict": verdict, "reason": reason,
-                "buckets": [{"sizes": [int(BUCKET_EDGES[k]), int(BUCKET_EDGES[k + 1] - 1)],
-                             "matrices": {"topic": int(n["topic"][k]), "sentiment": int(n["sentiment"][k])},
-                             "excess": {"topic": float(means["topic"][i]), "sentiment": float(means["sentiment"][i])}}
-                            for i, k in enumerate(shared)]}
+        row["length_matched"] = _length_matched(sets, m, buckets, n, shared, rng)
         row["verdict"], row["reason"] = row["length_matched"]["verdict"], row["length_matched"]["reason"]
         higher = {"holds": "sentiment", "reversed": "topic"}.get(row["verdict"])
         if higher and row[higher]["verdict"] != "above an even spread":
@@ -277,6 +254,34 @@ def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "wo
                 f"({100 * row[higher]['excess']:+.2f} points), only less far below it than the other's")
         out["metrics"][m] = row
     return out
+
+
+def _length_matched(sets: dict, metric: str, buckets: dict, counts: dict, shared: np.ndarray,
+                    rng: np.random.Generator) -> dict:
+    """``versus``'s length-matched comparison of one metric: per shared bucket, each set's mean
+    excess over an even spread; their weighted difference (sentiment minus topic), its bootstrap
+    interval and verdict, and the buckets."""
+    if len(shared) == 0:
+        return {"difference": None, "interval": None, "buckets": [], "verdict": "no finding",
+                "reason": "the two sets of matrices share no length bucket"}
+    weight = counts["topic"][shared] * counts["sentiment"][shared] / (counts["topic"][shared]
+                                                                        + counts["sentiment"][shared])
+    means, draws = {}, {}
+    for t, r in sets.items():
+        excess = r[metric].to_numpy(np.float64) - r[EVEN[metric]].to_numpy(np.float64)
+        sums, n = (_padded(a, len(BUCKET_EDGES))[:, shared] for a in _by_document(r, excess, buckets[t]))
+        means[t] = sums.sum(0) / n.sum(0)
+        draws[t] = _resampled_means(sums, n, rng)
+    difference = float((weight * (means["sentiment"] - means["topic"])).sum() / weight.sum())
+    per_draw = draws["sentiment"] - draws["topic"]
+    usable = ~np.isnan(per_draw)  # a draw may miss a bucket: weigh the buckets it has
+    drawn = (np.where(usable, per_draw, 0) * weight).sum(1) / (usable * weight).sum(1)
+    low, high = np.nanpercentile(drawn, [2.5, 97.5])
+    verdict, reason = _verdict(difference, low, high, "holds", "reversed")
+    return {"difference": difference, "interval": [float(low), float(high)], "verdict": verdict, "reason": reason,
+            "buckets": [{"sizes": [int(BUCKET_EDGES[k]), int(BUCKET_EDGES[k + 1] - 1)],
+                         "matrices": {t: int(counts[t][k]) for t in sets},
+                         "excess": {t: float(means[t][i]) for t in sets}} for i, k in enumerate(shared)]}
 
 
 def _padded(a: np.ndarray, columns: int) -> np.ndarray:
