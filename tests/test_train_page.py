@@ -96,6 +96,10 @@ def test_upload_preview_train_and_find_it_in_explore(train_env):
     assert [p.name for p in list_checkpoints(train_env)].count("films-hcan") == 1
     saved = json.loads((train_env / "films-hcan" / "metrics.json").read_text())
     assert saved["epochs_run"] == 1 and "attention_gini" in saved["history"][0]
+    # the chart's even-spread line: the diagonality of the same validation matrices spread evenly
+    assert 0 < saved["history"][0]["attention_diagonality_b3_even"] <= 1
+    chart = next(c.proto.spec for c in at.get("plotly_chart") if "even spread" in c.proto.spec)
+    assert "diagonality b=3, even spread" in chart
     at.button(key=next(b.key for b in at.button if b.key.startswith("open_"))).click().run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Explore attention"
