@@ -174,7 +174,8 @@ if any(maps.values()):
                 shape = compare.locality(matrix)
                 columns[slot].caption(f"This matrix: Gini {shape['gini']:.0%}; {shape['diagonality_b3']:.0%} of its "
                                       f"weight within 3 words of the diagonal, against {shape['even_diagonality_b3']:.0%}"
-                                      " for attention spread evenly over these words.")
+                                      " for attention spread evenly over these words (a short sentence is mostly "
+                                      "'diagonal' whatever the model does).")
             if "sentence" not in explanations[slot].attentions[name].axes:
                 columns[slot].caption("A flat model attends across the whole document: this is the block of its "
                                       "document-wide matrix for this sentence (rows sum to the share kept inside it).")
