@@ -22,8 +22,8 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .models import build_model, legacy_config, model_config_dict, text_problem
-from .text import TextConfig, Vocab
+from hierattn.data.text import TextConfig, Vocab
+from hierattn.models import build_model, legacy_config, model_config_dict, text_problem
 
 FORMAT_VERSION = 1
 FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json")

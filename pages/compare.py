@@ -4,8 +4,10 @@ import hashlib
 
 import streamlit as st
 
-from hierattn import compare, ui, viz
-from hierattn.explain import ExplainError
+from hierattn import viz
+from hierattn.analysis import compare
+from hierattn.analysis.explain import ExplainError
+from hierattn.app import ui
 
 ui.run_through_app()
 

@@ -2,8 +2,11 @@
 one checkpoint on a split; and the results table of every checkpoint of a data set, live."""
 import streamlit as st
 
-from hierattn import evaluation, ui, viz
-from hierattn.data import BUILTIN, csv_bytes
+from hierattn import viz
+from hierattn.analysis import evaluation
+from hierattn.app import ui
+from hierattn.data.builtin import BUILTIN
+from hierattn.data.formats import csv_bytes
 
 ui.run_through_app()
 

@@ -4,8 +4,11 @@ import hashlib
 
 import streamlit as st
 
-from hierattn import counterfactual, export, faithfulness, ui, viz
-from hierattn.explain import ExplainError, metrics_table
+from hierattn import viz
+from hierattn.analysis import counterfactual, faithfulness
+from hierattn.analysis.explain import ExplainError, metrics_table
+from hierattn.app import ui
+from hierattn.viz import export
 
 ui.run_through_app()
 

@@ -4,8 +4,11 @@ import time
 
 import streamlit as st
 
-from hierattn import faithfulness, stats, ui, viz
-from hierattn.data import BUILTIN, csv_bytes
+from hierattn import viz
+from hierattn.analysis import faithfulness, stats
+from hierattn.app import ui
+from hierattn.data.builtin import BUILTIN
+from hierattn.data.formats import csv_bytes
 
 ui.run_through_app()
 

@@ -1,8 +1,10 @@
 """Tour: the papers' ideas, one step at a time, live on the shipped checkpoints."""
 import streamlit as st
 
-from hierattn import compare, tour, ui, viz
-from hierattn.data import sample_documents
+from hierattn import viz
+from hierattn.analysis import compare, tour
+from hierattn.app import ui
+from hierattn.data.builtin import sample_documents
 
 ui.run_through_app()
 st.title("A tour of attention in text classifiers")

@@ -2,14 +2,17 @@
 cancel if needed; the checkpoint appears in Explore's picker when it is written."""
 import streamlit as st
 
-from hierattn import ui, viz
-from hierattn.data import BUILTIN, MAX_UPLOAD_MB, DataError
-from hierattn.data import columns as table_columns
-from hierattn.hyperparams import defaults, knobs
-from hierattn.jobs import MAX_RUNNING, JobError, make_job
+from hierattn import viz
+from hierattn.app import ui
+from hierattn.data.builtin import BUILTIN
+from hierattn.data.dataset import DataError
+from hierattn.data.formats import MAX_UPLOAD_MB
+from hierattn.data.formats import columns as table_columns
+from hierattn.data.text import TextConfig
 from hierattn.models import REGISTRY
-from hierattn.text import TextConfig
-from hierattn.training import TrainConfig
+from hierattn.models.knobs import defaults, knobs
+from hierattn.training.jobs import MAX_RUNNING, JobError, make_job
+from hierattn.training.loop import TrainConfig
 
 ui.run_through_app()
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from hierattn.checkpoint import save_checkpoint
+from hierattn.data.text import TextConfig, Vocab, tokenize
 from hierattn.models import build_model
-from hierattn.text import TextConfig, Vocab, tokenize
 
 CORPUS = [
     "The market rallied today. Shares in the bank rose sharply! Investors cheered the results.",

@@ -188,7 +188,7 @@ def test_tour_steps_run_on_the_shipped_checkpoints(step):
 
 
 def test_tour_numbers_come_from_the_document():
-    from hierattn import tour
+    from hierattn.analysis import tour
 
     text = tour.SUPPLEMENTARY_A[1]
     a = open_page("pages/tour.py", tour_step=4, tour4_doc=1)

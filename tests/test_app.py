@@ -299,8 +299,8 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     import torch
 
     from hierattn.checkpoint import save_checkpoint
+    from hierattn.data.text import TextConfig
     from hierattn.models import build_model, sized_for_text
-    from hierattn.text import TextConfig
 
     from .conftest import LABELS
 

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
-from hierattn.data import encode_documents
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import TextConfig, Vocab, tokenize
 from hierattn.models import build_model, display_name, sized_for_text
 from hierattn.models.recurrent import CachedLSTMCell, SlidingAttentionLSTMCell, scan
 from hierattn.models.sanet import sinusoidal_positions
 from hierattn.models.tfidf import _terms, fit_tfidf
-from hierattn.text import TextConfig, Vocab, tokenize
 
 from .conftest import CORPUS
 

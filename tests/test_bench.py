@@ -2,11 +2,11 @@ import json
 
 import pytest
 
-from hierattn.__main__ import main
+from hierattn.cli import main
 
 
 def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
-    import hierattn.bench as bench
+    import bench.run as bench
 
     monkeypatch.setattr(bench, "list_checkpoints", lambda root: [])  # untrained models: fast and independent
     out = tmp_path / "bench.json"
@@ -45,7 +45,7 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
 
 
 def test_goals_are_judged_from_the_figures():
-    from hierattn.bench import _goals
+    from bench.run import _goals
 
     results = {"hcan_training": {"reference fp32": {"docs_per_s": 10.0}, "fast fp32": {"docs_per_s": 31.0},
                                  "fast bf16": {"docs_per_s": 50.0}},

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
-from hierattn.data import encode_documents
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import TextConfig, Vocab, tokenize
 from hierattn.models import build_model
-from hierattn.text import TextConfig, Vocab, tokenize
 
 from .conftest import CORPUS, LABELS
 

@@ -2,11 +2,18 @@
 import pytest
 import torch
 
+from hierattn.analysis.compare import (
+    Importance,
+    agreement,
+    importance,
+    map_label,
+    sentence_self_attention,
+    top_k_overlap,
+    word_self_attention,
+)
+from hierattn.analysis.explain import explain
 from hierattn.checkpoint import load_classifier
-from hierattn.compare import (Importance, agreement, importance, map_label, sentence_self_attention, top_k_overlap,
-                              word_self_attention)
-from hierattn.explain import explain
-from hierattn.text import TextConfig
+from hierattn.data.text import TextConfig
 
 DOC = "The market rallied today. Shares in the bank rose sharply! Investors cheered the results."
 

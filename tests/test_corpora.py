@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from hierattn.corpora import open_corpus
-from hierattn.corpus_cache import CachedCorpus, build_cache
-from hierattn.data import DataError, encode_documents
-from hierattn.text import TextConfig, Vocab, tokenize_many
+from hierattn.data.batches import encode_documents
+from hierattn.data.corpora import open_corpus
+from hierattn.data.dataset import DataError
+from hierattn.data.text import TextConfig, Vocab, tokenize_many
+from hierattn.training.corpus_cache import CachedCorpus, build_cache
 
 CORPORA = Path(__file__).parent / "corpora"
 ROOT = Path(__file__).parent.parent
@@ -84,7 +85,7 @@ def test_headed_table_columns_and_bad_files(tmp_path):
 
 @pytest.mark.parametrize("processes", [1, 2])
 def test_the_cache_holds_exactly_what_the_tokenizer_reads(cache_root, processes, monkeypatch):
-    import hierattn.corpus_cache as cc
+    import hierattn.training.corpus_cache as cc
 
     monkeypatch.setattr(cc, "OFFSET_BLOCK", 7)  # offsets summed across many blocks
     corpus = open_corpus(CORPORA / "ag_news_csv")
@@ -134,7 +135,7 @@ def test_labels_are_sorted_whatever_order_they_first_appear_in(cache_root, tmp_p
 def test_preprocessing_streams_with_a_bounded_window(cache_root, monkeypatch):
     """The reader is never more than 2 x processes chunks ahead of the writer: the corpus is not
     held in memory. The records are counted as they are pulled and as they are written."""
-    import hierattn.corpus_cache as cc
+    import hierattn.training.corpus_cache as cc
 
     corpus = open_corpus(CORPORA / "yelp_polarity.csv")
     pulled, written, ahead = [0], [0], []
@@ -198,8 +199,8 @@ def test_a_cache_without_its_meta_file_is_not_used(cache_root, tmp_path):
 
 
 def _train_in_process(cache, out, batch_size=8, **kwargs):
-    from hierattn.distributed import train_corpus
-    from hierattn.training import TrainConfig
+    from hierattn.training.corpus import train_corpus
+    from hierattn.training.loop import TrainConfig
 
     config = TrainConfig(epochs=2, batch_size=batch_size, lr=3e-3, patience=5, min_freq=1, seed=3)
     return train_corpus(cache, "han", {"dropout": 0.0, "hidden": 8, "embed_dim": 16}, config, out,
@@ -207,8 +208,8 @@ def _train_in_process(cache, out, batch_size=8, **kwargs):
 
 
 def test_corpus_training_validates_every_n_documents_and_the_checkpoint_explains(cache_root, tmp_path):
+    from hierattn.analysis.explain import explain
     from hierattn.checkpoint import load_classifier
-    from hierattn.explain import explain
 
     cache = CachedCorpus(build_cache(open_corpus(CORPORA / "ag_news_csv"), TextConfig(), processes=1).path)
     metrics = _train_in_process(cache, tmp_path / "ag", validate_every=40)
@@ -277,7 +278,7 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(cache_r
     one, both = load_file(str(tmp_path / "one/model.safetensors")), load_file(str(tmp_path / "two/model.safetensors"))
     difference = max(float((one[k].float() - both[k].float()).abs().max()) for k in one)
     assert difference < 2e-3, difference  # fp16 weights; float rounding of two partial sums
-    from hierattn.models import build_model  # the initial weights, as train_corpus draws them
+    from hierattn.models import build_model
 
     torch.manual_seed(1234)
     vocab_size = len(json.loads((tmp_path / "one/vocab.json").read_text()))
@@ -288,8 +289,8 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(cache_r
     assert metrics["processes"] == 2 and metrics["split_sizes"]["train"] == 86
     assert two.stdout.count("validation 1 after") == 1  # rank 0 alone logs
     assert not (tmp_path / "two").with_name(".two.resume.safetensors").exists()
+    from hierattn.analysis.explain import explain
     from hierattn.checkpoint import load_classifier
-    from hierattn.explain import explain
 
     explained = explain(load_classifier(tmp_path / "two"), "The striker scored.\nThe coach smiled.")
     assert explained.label in ["World", "Sports", "Business", "Sci/Tech"] and len(explained.document.sentences) == 2
@@ -315,8 +316,8 @@ def test_command_line_preprocess_and_clear_errors(cache_root, tmp_path):
 def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from hierattn.distributed import train_corpus
-    from hierattn.training import TrainConfig
+    from hierattn.training.corpus import train_corpus
+    from hierattn.training.loop import TrainConfig
 
     copy = tmp_path / "ag_news_csv"  # a copy, so the corpus can be moved away afterwards
     copy.mkdir()
@@ -345,7 +346,7 @@ def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, mo
     assert stats_page.selectbox(key="stats_split").options == ["test"]
     assert any("24 documents," in c.value for c in stats_page.caption)  # the whole test file
     copy.rename(tmp_path / "moved")  # the corpus is gone: the built-in samples remain
-    from hierattn import ui
+    from hierattn.app import ui
 
     ui.corpus_samples.clear()
     again = AppTest.from_file(str(ROOT / "pages/explore.py"), default_timeout=60).run()
@@ -355,8 +356,8 @@ def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, mo
 def test_a_run_stopped_in_one_process_resumes_under_torchrun_with_two(cache_root, tmp_path):
     """The resume state is independent of the number of processes: one process is stopped
     mid-epoch, two Gloo processes resume it, and the result matches one uninterrupted process."""
-    from hierattn.distributed import train_corpus
-    from hierattn.training import TrainConfig
+    from hierattn.training.corpus import train_corpus
+    from hierattn.training.loop import TrainConfig
 
     cache = CachedCorpus(build_cache(open_corpus(CORPORA / "ag_news_csv"), TextConfig(), processes=1).path)
     settings = ({"dropout": 0, "hidden": 8}, TrainConfig(epochs=2, batch_size=8, min_freq=1))  # = the CLI flags below

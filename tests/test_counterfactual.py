@@ -1,8 +1,8 @@
 """Counterfactual edits (issue 8): the edited text and where its changes are."""
 import pytest
 
-from hierattn.counterfactual import Edit, apply
-from hierattn.text import tokenize
+from hierattn.analysis.counterfactual import Edit, apply
+from hierattn.data.text import tokenize
 
 TEXT = "The film was great. The acting was not great!\nA great day, greatly."
 

@@ -3,9 +3,12 @@ from collections import Counter
 
 import pytest
 
-from hierattn.data import (DataError, bucketed_batches, encode_documents, load_builtin, load_table,
-                           sample_documents, stratified_split)
-from hierattn.text import Vocab, tokenize
+from hierattn.data.batches import bucketed_batches, encode_documents
+from hierattn.data.builtin import load_builtin, sample_documents
+from hierattn.data.dataset import DataError
+from hierattn.data.split import stratified_split
+from hierattn.data.tables import load_table
+from hierattn.data.text import Vocab, tokenize
 
 
 def test_bbc_news_is_read_from_the_installed_package():
@@ -111,7 +114,7 @@ def test_undecodable_files_are_rejected(tmp_path, raw, message):
 
 
 def test_files_over_the_limit_are_rejected_before_parsing(monkeypatch):
-    from hierattn import data
+    from hierattn.data import formats as data
 
     monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
     with pytest.raises(DataError, match="the limit is"):
@@ -129,7 +132,7 @@ def test_samples_come_from_the_test_split():
 def test_csv_download_neutralises_formulas():
     import pandas as pd
 
-    from hierattn.data import csv_bytes
+    from hierattn.data.formats import csv_bytes
 
     frame = pd.DataFrame({"label": ["=cmd|' /C calc'!A0", "+1", "sport", "@SUM(A1)"], "score": [-1.5, 2.0, 3.0, 4.0]})
     frame["level"] = pd.Categorical(["-x", "word", "word", "word"])
@@ -150,7 +153,8 @@ def _sklearn_split(labels, seed=1234):
 
 @pytest.mark.parametrize("name", ["bbc-news", "tweets"])
 def test_split_is_scikit_learns_on_the_builtin_data(name):
-    from hierattn.data import load_builtin, stratified_split
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
 
     labels = load_builtin(name).labels
     assert stratified_split(labels) == _sklearn_split(labels)
@@ -159,7 +163,7 @@ def test_split_is_scikit_learns_on_the_builtin_data(name):
 def test_split_is_scikit_learns_on_random_labels():
     import random
 
-    from hierattn.data import stratified_split
+    from hierattn.data.split import stratified_split
 
     rng = random.Random(0)
     for trial in range(40):

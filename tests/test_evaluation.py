@@ -4,12 +4,12 @@ import json
 import pytest
 import torch
 
-from hierattn.__main__ import main
-from hierattn.data import prepare
-from hierattn.embeddings import initialise_embeddings, word2vec_matrix
-from hierattn.evaluation import Row, evaluate_checkpoints, markdown, orderings
-from hierattn.text import TextConfig, Vocab
-from hierattn.training import TrainConfig, train
+from hierattn.analysis.evaluation import Row, evaluate_checkpoints, markdown, orderings
+from hierattn.cli import main
+from hierattn.data.split import prepare
+from hierattn.data.text import TextConfig, Vocab
+from hierattn.training.embeddings import initialise_embeddings, word2vec_matrix
+from hierattn.training.loop import TrainConfig, train
 
 from .test_training import _toy
 
@@ -97,7 +97,7 @@ def test_orderings_prefer_the_equal_budget_comparison():
 
 
 def _split_result(true, predicted, probabilities):
-    from hierattn.evaluation import SplitEvaluation
+    from hierattn.analysis.evaluation import SplitEvaluation
 
     return SplitEvaluation("m", "toy", "test", ["a", "b", "c"], list(range(len(true))), true, predicted, probabilities)
 
@@ -119,9 +119,9 @@ def test_per_class_report_and_confusion_by_hand():
 
 
 def test_evaluate_split_predicts_every_document_of_the_split(toy_checkpoints):
+    from hierattn.analysis.evaluation import evaluate_split
     from hierattn.checkpoint import load_classifier
-    from hierattn.data import stratified_split
-    from hierattn.evaluation import evaluate_split
+    from hierattn.data.split import stratified_split
 
     root, data = toy_checkpoints
     classifier = load_classifier(root / "cnn", device="cpu")
@@ -139,8 +139,8 @@ def test_evaluate_split_predicts_every_document_of_the_split(toy_checkpoints):
 def test_evaluate_split_refuses_other_classes(toy_checkpoints):
     from dataclasses import replace
 
+    from hierattn.analysis.evaluation import LabelMismatch, evaluate_split
     from hierattn.checkpoint import load_classifier
-    from hierattn.evaluation import LabelMismatch, evaluate_split
 
     root, data = toy_checkpoints
     other = replace(data.dataset, label_names=["spam", "ham"])

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from hierattn.__main__ import main
+from hierattn.analysis.explain import ExplainError, explain, metrics_table
 from hierattn.checkpoint import load_classifier
-from hierattn.explain import ExplainError, explain, metrics_table
+from hierattn.cli import main
 
 
 @pytest.fixture(params=["han", "hcan"])

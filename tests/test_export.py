@@ -1,17 +1,18 @@
 """Exports (issue 8): figures decode, reports load, tables and JSON parse."""
 import io
 import json
-import re
 import os
+import re
 import shutil
 import xml.etree.ElementTree as ET
 
 import pandas as pd
 import pytest
 
-from hierattn import export, viz
+from hierattn import viz
+from hierattn.analysis.explain import explain
 from hierattn.checkpoint import load_classifier
-from hierattn.explain import explain
+from hierattn.viz import export
 
 TEXT = "The striker scored twice. <b>The team</b> won the cup final on Sunday! Fans cheered."
 HAVE_BROWSER = bool(shutil.which("chromium") or os.environ.get("BROWSER_PATH"))
@@ -27,7 +28,7 @@ def _figure(ex):
 
 
 def test_json_is_the_explain_commands_json(explained, checkpoint_dir, capsys):
-    from hierattn.__main__ import main
+    from hierattn.cli import main
 
     assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--text", TEXT]) == 0
     assert json.loads(export.explanation_json(explained)) == json.loads(capsys.readouterr().out)

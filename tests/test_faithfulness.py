@@ -2,12 +2,19 @@
 import pytest
 import torch
 
+from hierattn.analysis.explain import explain
+from hierattn.analysis.faithfulness import (
+    ErasureCurves,
+    erasure_curves,
+    gradient_times_input,
+    leave_one_out,
+    removal_steps,
+    split_erasure,
+    without,
+)
 from hierattn.checkpoint import load_classifier
-from hierattn.data import encode_documents
-from hierattn.explain import explain
-from hierattn.faithfulness import (ErasureCurves, erasure_curves, gradient_times_input, leave_one_out,
-                                   removal_steps, split_erasure, without)
-from hierattn.text import tokenize
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import tokenize
 
 TEXT = "The striker scored twice. The team won the cup final on Sunday! Fans cheered loudly."
 

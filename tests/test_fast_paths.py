@@ -4,10 +4,10 @@ attention maps gives; batched metrics equal the per-matrix ones (see test_stats)
 import pytest
 import torch
 
-from hierattn.data import encode_documents
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import Vocab, tokenize
 from hierattn.models import build_model
 from hierattn.models.layers import straightforward
-from hierattn.text import Vocab, tokenize
 
 from .conftest import CORPUS
 

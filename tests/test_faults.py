@@ -15,8 +15,8 @@ import torch
 
 import hierattn.checkpoint as checkpoint
 from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
+from hierattn.data.text import TextConfig
 from hierattn.models import build_model
-from hierattn.text import TextConfig
 
 from .conftest import CORPUS, LABELS
 
@@ -117,7 +117,7 @@ def test_a_really_full_disk(tmp_path, tiny_vocab):
         pytest.skip("this container may not mount a tmpfs (no CAP_SYS_ADMIN); the injected full-disk test ran")
     try:
         model = build_model("hcan", {"vocab_size": 2000, "num_classes": 4, "d": 32, "heads": 2})
-        from hierattn.text import Vocab
+        from hierattn.data.text import Vocab
 
         vocab = Vocab(["<pad>", "<unk>"] + [f"w{i}" for i in range(1998)])
         with pytest.raises(CheckpointError, match="the disk is full; nothing was written"):
@@ -130,10 +130,10 @@ def test_a_really_full_disk(tmp_path, tiny_vocab):
 def test_ten_explorers_and_two_trainings_at_once(tmp_path, checkpoint_dir, tiny_vocab):
     """Ten threads explain documents with one shared cached model while two training jobs run:
     every prediction equals the single-session one, and the shared model is never changed."""
-    from hierattn.data import Dataset
-    from hierattn.explain import explain
-    from hierattn.jobs import JobManager, make_job
-    from hierattn.training import TrainConfig
+    from hierattn.analysis.explain import explain
+    from hierattn.data.dataset import Dataset
+    from hierattn.training.jobs import JobManager, make_job
+    from hierattn.training.loop import TrainConfig
 
     classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
     weights_before = {k: v.clone() for k, v in classifier.model.state_dict().items()}
@@ -187,9 +187,9 @@ def test_a_training_child_does_not_run_the_page_script_that_is_main(tmp_path, mo
     import sys
     import types
 
-    from hierattn.data import Dataset
-    from hierattn.jobs import JobManager, make_job
-    from hierattn.training import TrainConfig
+    from hierattn.data.dataset import Dataset
+    from hierattn.training.jobs import JobManager, make_job
+    from hierattn.training.loop import TrainConfig
 
     marker = tmp_path / "script-ran"
     script = tmp_path / "page.py"

@@ -13,13 +13,14 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from hierattn.__main__ import main
+from hierattn.analysis.explain import explain
 from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
-from hierattn.data import DataError, csv_bytes, read_rows
-from hierattn.explain import explain
+from hierattn.cli import main
+from hierattn.data.dataset import DataError
+from hierattn.data.formats import csv_bytes, read_rows
+from hierattn.data.text import TextConfig, tokenize
 from hierattn.models import build_model
-from hierattn.text import TextConfig, tokenize
-from hierattn.viz import document_html, md_code, md_text
+from hierattn.viz.html import document_html, md_code, md_text
 
 from .conftest import LABELS, shown
 
@@ -218,11 +219,12 @@ def test_markdown_helpers_escape_everything_markdown_reads():
 
 
 def test_no_unsafe_html_is_built_from_user_text():
-    """Scan every page and the UI module: ``unsafe_allow_html=True`` only with a constant string,
+    """Scan every page and the app package: ``unsafe_allow_html=True`` only with a constant string,
     and ``st.html`` (or a column's ``.html``) only with a constant or the output of a
     ``viz.*_html`` function (each of which escapes user text; tests/test_viz.py checks them)."""
     offenders = []
-    for path in [REPO / "app.py", REPO / "hierattn/ui.py", *sorted((REPO / "pages").glob("*.py"))]:
+    for path in [REPO / "app.py", *sorted((REPO / "hierattn" / "app").rglob("*.py")),
+                 *sorted((REPO / "pages").glob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call):
                 continue
@@ -282,7 +284,7 @@ def test_a_formula_cell_from_an_upload_is_neutralised_in_a_download():
 
 
 def test_an_upload_over_the_limit_from_the_cli(tmp_path, capsys, monkeypatch):
-    from hierattn import data
+    from hierattn.data import formats as data
 
     monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
     f = tmp_path / "big.csv"

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from hierattn.metrics import attention_metrics, diagonality, even_spread, gini, matrix_metrics, real_matrices
-from hierattn.outputs import AttentionMap
+from hierattn.analysis.metrics import attention_metrics, diagonality, even_spread, gini, matrix_metrics, real_matrices
+from hierattn.contract import AttentionMap
 
 
 def test_gini_identity_by_hand():
@@ -78,10 +78,10 @@ def test_metrics_refuse_target_attention():
 
 
 def test_mean_self_attention_metrics_summarise_a_model():
-    from hierattn.data import encode_documents
-    from hierattn.metrics import mean_self_attention_metrics
+    from hierattn.analysis.metrics import mean_self_attention_metrics
+    from hierattn.data.batches import encode_documents
+    from hierattn.data.text import Vocab, tokenize
     from hierattn.models import build_model
-    from hierattn.text import Vocab, tokenize
 
     docs = [tokenize("The team won the cup. Fans cheered loudly!"), tokenize("Shares fell. Markets were calm.")]
     vocab = Vocab.build(docs, min_freq=1)

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from hierattn.data import encode_documents
+from hierattn.contract import ClassifierOutput
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import Vocab, tokenize
 from hierattn.models import REGISTRY, build_model, is_attention_free
-from hierattn.outputs import ClassifierOutput
-from hierattn.text import Vocab, tokenize
 
 from .conftest import CORPUS
 

@@ -6,10 +6,10 @@ import sys
 import pytest
 import torch
 
+from hierattn.analysis.evaluation import evaluate_split
+from hierattn.analysis.explain import explain
 from hierattn.checkpoint import list_checkpoints, load_classifier
-from hierattn.data import load_builtin, sample_documents
-from hierattn.evaluation import evaluate_split
-from hierattn.explain import explain
+from hierattn.data.builtin import load_builtin, sample_documents
 
 from .conftest import REPO
 
@@ -46,7 +46,7 @@ def outputs(path) -> list[dict]:
     """What the recorded file holds for one checkpoint: per sample document, the class
     probabilities, each attention map's shape, sum and position-weighted sum (a checksum of where
     the weight lies), and the mean of each attention metric over the self-attention matrices."""
-    from hierattn.metrics import METRICS
+    from hierattn.analysis.metrics import METRICS
 
     classifier = load_classifier(path, device="cpu")
     rows = []
@@ -64,7 +64,7 @@ def outputs(path) -> list[dict]:
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_checkpoint_predicts_what_it_predicted_before(path):
-    from hierattn.metrics import METRICS
+    from hierattn.analysis.metrics import METRICS
 
     recorded = json.loads(RECORDED.read_text())[path.name]
     now = outputs(path)

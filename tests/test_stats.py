@@ -8,14 +8,22 @@ import pandas as pd
 import pytest
 import torch
 
-from hierattn.__main__ import main
+from hierattn.analysis.explain import explain
+from hierattn.analysis.metrics import batched_matrix_metrics, even_spread, matrix_metrics
+from hierattn.analysis.stats import (
+    METRICS,
+    paper_means,
+    split_statistics,
+    summary,
+    table2,
+    topic_versus_sentiment,
+    versus,
+    with_even_spread,
+)
 from hierattn.checkpoint import load_classifier, save_checkpoint
-from hierattn.explain import explain
-from hierattn.metrics import batched_matrix_metrics, even_spread, matrix_metrics
+from hierattn.cli import main
+from hierattn.data.text import TextConfig
 from hierattn.models import build_model
-from hierattn.stats import (METRICS, paper_means, split_statistics, summary, table2, topic_versus_sentiment, versus,
-                            with_even_spread)
-from hierattn.text import TextConfig
 
 from .conftest import CORPUS, LABELS
 
@@ -170,8 +178,9 @@ def test_summary_judges_the_excess_over_an_even_spread():
 
 def _uniform_attention_checkpoint(path):
     """A hierarchical HCAN whose queries are all zero: every self-attention row is an even spread."""
+    from hierattn.data.text import Vocab, tokenize
+
     from .conftest import CORPUS as texts
-    from hierattn.text import Vocab, tokenize
 
     vocab = Vocab.build([tokenize(t) for t in texts], min_freq=1)
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-from hierattn.text import MAX_CHARS, TextConfig, Vocab, normalise, tokenize
+from hierattn.data.text import MAX_CHARS, TextConfig, Vocab, normalise, tokenize
 
 
 def test_spans_point_back_into_the_original_text():

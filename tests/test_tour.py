@@ -5,9 +5,9 @@ from dataclasses import replace
 import pytest
 import torch
 
-from hierattn import tour
+from hierattn.analysis import tour
+from hierattn.analysis.explain import explain
 from hierattn.checkpoint import load_classifier
-from hierattn.explain import explain
 
 TEXT = "The striker scored twice today. The team won the cup final on Sunday! Fans cheered and sang."
 LONG = ("The market rallied today after the bank reported its results for the year. Shares in the bank rose "

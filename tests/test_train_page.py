@@ -8,10 +8,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from hierattn.checkpoint import list_checkpoints, load_classifier
-from hierattn.data import Dataset
-from hierattn.jobs import JobError, JobManager, make_job, validate_run_name
-from hierattn.text import TextConfig
-from hierattn.training import TrainConfig
+from hierattn.data.dataset import Dataset
+from hierattn.data.text import TextConfig
+from hierattn.training.jobs import JobError, JobManager, make_job, validate_run_name
+from hierattn.training.loop import TrainConfig
 
 from .conftest import shown
 from .test_app import APP
@@ -110,7 +110,7 @@ def test_cancel_keeps_the_best_epoch_so_far(train_env):
     at = configure(upload(open_train_page(), toy_csv(60)), "films-cancel", epochs=200)
     at.button(key="start").click().run()
     wait_for(at, lambda a: bool(a.get("plotly_chart")) and bool(a.progress))  # progress and curves are live
-    job = next(j for j in __import__("hierattn.ui", fromlist=["job_manager"]).job_manager().jobs()
+    job = next(j for j in __import__("hierattn.app.ui", fromlist=["job_manager"]).job_manager().jobs()
                if j.name == "films-cancel")
     deadline = time.time() + 60
     while not job.snapshot()["history"] and time.time() < deadline:  # one epoch has finished
@@ -152,7 +152,7 @@ def test_bad_uploads_get_a_specific_message_before_training(train_env, name, raw
 
 
 def test_an_upload_over_the_limit_is_refused(train_env, monkeypatch):
-    from hierattn import data
+    from hierattn.data import formats as data
 
     monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
     at = upload(open_train_page(), toy_csv(), "big.csv")

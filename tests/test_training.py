@@ -3,9 +3,10 @@ import threading
 import pytest
 
 from hierattn.checkpoint import load_classifier
-from hierattn.data import Dataset, prepare
-from hierattn.text import TextConfig
-from hierattn.training import TrainConfig, train
+from hierattn.data.dataset import Dataset
+from hierattn.data.split import prepare
+from hierattn.data.text import TextConfig
+from hierattn.training.loop import TrainConfig, train
 
 WORDS = {0: "great lovely superb", 1: "awful boring dreadful"}
 
@@ -44,7 +45,7 @@ def test_stop_before_an_epoch_finishes_writes_nothing(tmp_path):
 
 
 def test_cli_trains_from_a_users_csv(tmp_path, capsys):
-    from hierattn.__main__ import main
+    from hierattn.cli import main
 
     data = _toy()
     csv = tmp_path / "mine.csv"
@@ -63,7 +64,7 @@ def test_cosine_schedule_anneals_to_zero_over_all_epochs():
     import pytest
     import torch
 
-    from hierattn.training import _scheduler
+    from hierattn.training.loop import _scheduler
 
     param = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.Adam([param], lr=1e-3)
@@ -82,9 +83,9 @@ def test_cosine_schedule_anneals_to_zero_over_all_epochs():
 def test_word_dropout_replaces_only_real_words_with_unk():
     import torch
 
-    from hierattn.data import encode_documents
-    from hierattn.text import Vocab, tokenize
-    from hierattn.training import word_dropout
+    from hierattn.data.batches import encode_documents
+    from hierattn.data.text import Vocab, tokenize
+    from hierattn.training.loop import word_dropout
 
     docs = [tokenize("alpha beta gamma delta. epsilon"), tokenize("zeta")]
     vocab = Vocab.build(docs, min_freq=1)

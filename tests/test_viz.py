@@ -63,7 +63,7 @@ def test_training_chart_keeps_the_live_curve_small():
 def test_block_overview_keeps_rows_summing_to_one():
     import torch
 
-    from hierattn.viz import block_overview
+    from hierattn.viz.figures import block_overview
 
     torch.manual_seed(0)
     m = torch.softmax(torch.randn(10, 10), -1)

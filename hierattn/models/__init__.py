@@ -6,13 +6,13 @@ import typing
 
 from torch import nn
 
-from .halstm import HALSTM, HALSTMConfig
-from .han import HAN, HANConfig
-from .hcan import HCAN, HCANConfig
-from .kimcnn import KimCNN, KimCNNConfig
-from .mahnn import MahNN, MahNNConfig
-from .sanet import SANet, SANetConfig
-from .tfidf import TFIDFConfig, TFIDFLinear
+from hierattn.models.halstm import HALSTM, HALSTMConfig
+from hierattn.models.han import HAN, HANConfig
+from hierattn.models.hcan import HCAN, HCANConfig
+from hierattn.models.kimcnn import KimCNN, KimCNNConfig
+from hierattn.models.mahnn import MahNN, MahNNConfig
+from hierattn.models.sanet import SANet, SANetConfig
+from hierattn.models.tfidf import TFIDFConfig, TFIDFLinear
 
 REGISTRY: dict[str, tuple[type[nn.Module], type]] = {
     "han": (HAN, HANConfig),

@@ -6,8 +6,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..data import Batch
-from ..outputs import AttentionMap
+from hierattn.contract import AttentionMap, Batch
 
 
 def run_rnn(rnn: nn.RNNBase, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -33,7 +32,7 @@ def pair_mask(mask: torch.Tensor, head_dim: int) -> torch.Tensor:
 
 
 def classification_output(logits: torch.Tensor, batch: Batch, attentions: dict[str, AttentionMap]):
-    from ..outputs import ClassifierOutput
+    from hierattn.contract import ClassifierOutput
 
     loss = None if batch.labels is None else F.cross_entropy(logits, batch.labels)
     return ClassifierOutput(logits=logits, loss=loss, attentions=attentions)

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from ..data import Batch
-from ..outputs import WORD, AttentionMap, ClassifierOutput
-from .common import classification_output, flatten_words, last_real, run_rnn
-from .recurrent import SlidingAttentionLSTMCell, scan
+from hierattn.contract import WORD, AttentionMap, Batch, ClassifierOutput
+from hierattn.models.common import classification_output, flatten_words, last_real, run_rnn
+from hierattn.models.recurrent import SlidingAttentionLSTMCell, scan
 
 CELLS = ("ha", "lstm", "bilstm")
 

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..data import Batch
-from ..outputs import SENTENCE, WORD, AttentionMap, ClassifierOutput
-from .common import classification_output, run_rnn, scatter_rows
-from .layers import AdditiveAttention
-from .recurrent import Bidirectional, CachedLSTMCell
+from hierattn.contract import SENTENCE, WORD, AttentionMap, Batch, ClassifierOutput
+from hierattn.models.common import classification_output, run_rnn, scatter_rows
+from hierattn.models.layers import AdditiveAttention
+from hierattn.models.recurrent import Bidirectional, CachedLSTMCell
 
 
 @dataclass

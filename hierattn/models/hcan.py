@@ -31,10 +31,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data import Batch
-from ..outputs import SENTENCE, WORD, AttentionMap, ClassifierOutput
-from .common import classification_output, flatten_words, pair_mask, scatter_rows
-from .layers import CheapDropout, ConvMultiHeadSelfAttention, ConvMultiHeadTargetAttention, is_straightforward, masked_max
+from hierattn.contract import SENTENCE, WORD, AttentionMap, Batch, ClassifierOutput
+from hierattn.models.common import classification_output, flatten_words, pair_mask, scatter_rows
+from hierattn.models.layers import (
+    CheapDropout,
+    ConvMultiHeadSelfAttention,
+    ConvMultiHeadTargetAttention,
+    is_straightforward,
+    masked_max,
+)
 
 # Sentences grouped by length for the word level: at most this many groups of at least this many.
 MAX_GROUPS, MIN_GROUP = 4, 16

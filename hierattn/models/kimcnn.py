@@ -14,10 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data import Batch
-from ..outputs import WORD, AttentionMap, ClassifierOutput
-from .common import classification_output, flatten_words
-from .layers import max_over_windows
+from hierattn.contract import WORD, AttentionMap, Batch, ClassifierOutput
+from hierattn.models.common import classification_output, flatten_words
+from hierattn.models.layers import max_over_windows
 
 
 @dataclass

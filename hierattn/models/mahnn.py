@@ -47,10 +47,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data import Batch
-from ..outputs import HIDDEN, WORD, AttentionMap, ClassifierOutput
-from .common import classification_output, flatten_words, run_rnn
-from .layers import masked_softmax, max_over_windows
+from hierattn.contract import HIDDEN, WORD, AttentionMap, Batch, ClassifierOutput
+from hierattn.models.common import classification_output, flatten_words, run_rnn
+from hierattn.models.layers import masked_softmax, max_over_windows
 
 
 @dataclass

@@ -10,7 +10,7 @@ import math
 import torch
 from torch import nn
 
-from .common import reverse_padded
+from hierattn.models.common import reverse_padded
 
 
 def scan(cell: nn.Module, x: torch.Tensor, mask: torch.Tensor, reverse: bool = False):

@@ -23,10 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data import Batch
-from ..outputs import WORD, AttentionMap, ClassifierOutput
-from .common import classification_output, flatten_words, pair_mask
-from .layers import masked_max, masked_softmax
+from hierattn.contract import WORD, AttentionMap, Batch, ClassifierOutput
+from hierattn.models.common import classification_output, flatten_words, pair_mask
+from hierattn.models.layers import masked_max, masked_softmax
 
 
 @dataclass

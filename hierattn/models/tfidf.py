@@ -19,10 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..data import Batch
-from ..outputs import ClassifierOutput
-from ..text import PAD, UNK, Document, Vocab
-from .common import classification_output, flatten_words
+from hierattn.contract import Batch, ClassifierOutput
+from hierattn.data.text import PAD, UNK, Document, Vocab
+from hierattn.models.common import classification_output, flatten_words
 
 CLASSIFIERS = ("logreg", "nb")
 MIN_DF = 5

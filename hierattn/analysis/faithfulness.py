@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .checkpoint import Classifier
-from .compare import _spearman, importance
-from .data import encode_documents
-from .explain import Explanation
-from .text import Document, Sentence
+from hierattn.analysis.compare import _spearman, importance
+from hierattn.analysis.explain import Explanation
+from hierattn.checkpoint import Classifier
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import Document, Sentence
 
 METHODS = ("attention", "gradient × input", "leave-one-out", "random")
 MAX_K = 20
@@ -226,7 +226,7 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
     (1/40 .. 1/2, so documents of any length average point by point; in a short document several
     shares round to the same count). Documents with fewer than ``MIN_WORDS`` words are skipped.
     ``progress(done, total)`` is called per document."""
-    from .explain import ExplainError, explain
+    from hierattn.analysis.explain import ExplainError, explain
 
     sums: dict[str, list[float]] = {}
     agreement: dict[str, list[float]] = {}

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .compare import importance
-from .explain import Explanation, head_axis
-from .metrics import diagonality, even_spread, gini, gini_of_values
+from hierattn.analysis.compare import importance
+from hierattn.analysis.explain import Explanation, head_axis
+from hierattn.analysis.metrics import diagonality, even_spread, gini, gini_of_values
 
 DRAWS = 200  # random maps per check
 QUANTILE = 95  # a figure is "beyond random" above this percentile of the random maps'

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import Classifier, load_classifier, list_checkpoints
-from .data import SEED, Dataset, streamed_batches, stratified_split
-from .models import display_name, model_config_dict
+from hierattn.checkpoint import Classifier, list_checkpoints, load_classifier
+from hierattn.data.batches import streamed_batches
+from hierattn.data.dataset import Dataset
+from hierattn.data.split import SEED, stratified_split
+from hierattn.models import display_name, model_config_dict
 
 SPLITS = ("train", "validation", "test")
 

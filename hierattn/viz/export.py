@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 import pandas as pd
 import plotly.graph_objects as go
 
-from .data import csv_bytes
-from .explain import Explanation, metrics_table
+from hierattn.analysis.explain import Explanation, metrics_table
+from hierattn.data.formats import csv_bytes
 
 FIGURE_FORMATS = ("png", "svg", "html")
 

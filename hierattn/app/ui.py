@@ -10,12 +10,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from .checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
-from .data import BUILTIN, DataError, sample_documents
-from .explain import Explanation, explain, head_axis
-from .models import display_name as _display_name
-from . import viz
-
+from hierattn import viz
+from hierattn.analysis.explain import Explanation, explain, head_axis
+from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
+from hierattn.data.builtin import BUILTIN, sample_documents
+from hierattn.data.dataset import DataError
+from hierattn.models import display_name as _display_name
 
 
 def run_through_app() -> None:
@@ -124,7 +124,7 @@ def samples(dataset: str | None) -> list[tuple[str, str, str]]:
 def corpus_samples(dataset: str, settings: str) -> list[tuple[str, str, str]]:
     """(data set, label, text) from the test file of the local corpus a checkpoint was trained on;
     none when the files are gone or unreadable (the built-in samples remain)."""
-    from .corpora import from_settings, test_samples
+    from hierattn.data.corpora import from_settings, test_samples
 
     try:
         return [(dataset, label, text) for label, text in test_samples(from_settings(dataset, json.loads(settings)))]
@@ -135,7 +135,7 @@ def corpus_samples(dataset: str, settings: str) -> list[tuple[str, str, str]]:
 @st.cache_resource
 def job_manager():
     """The training jobs of this app process, shared by every session."""
-    from .jobs import JobManager
+    from hierattn.training.jobs import JobManager
 
     return JobManager()
 
@@ -158,14 +158,14 @@ def duration(seconds: float) -> str:
 
 @st.cache_resource(show_spinner="Reading the data set…")
 def builtin_dataset(name: str):
-    from .data import load_builtin
+    from hierattn.data.builtin import load_builtin
 
     return load_builtin(name)
 
 
 @st.cache_data(max_entries=4, show_spinner="Reading the file…")
 def parse_upload(raw: bytes, name: str) -> list[dict]:
-    from .data import read_rows
+    from hierattn.data.formats import read_rows
 
     return read_rows(raw, name)
 
@@ -196,7 +196,7 @@ def guess_label_column(rows: list[dict], columns: list[str], text_column: str) -
 def dataset_from_upload(rows: list[dict], text_column: str, label_column: str, name: str):
     from pathlib import PurePath
 
-    from .data import dataset_from_rows
+    from hierattn.data.tables import dataset_from_rows
 
     return dataset_from_rows(rows, text_column, label_column, PurePath(name).stem or "upload")
 
@@ -213,7 +213,7 @@ def dataset_summary(dataset):
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _split_sizes(labels: tuple[int, ...]) -> dict[str, int]:  # every rerun of the Train page shows them
-    from .data import stratified_split
+    from hierattn.data.split import stratified_split
 
     return {k: len(v) for k, v in stratified_split(list(labels)).items()}
 
@@ -230,8 +230,8 @@ def model_type_label(model_type: str) -> str:
 
 def train_defaults(dataset_name: str) -> dict:
     """Short runs by default: the page is for looking, presets are for the shipped checkpoints."""
-    from .training import DATASET_TEXT
-    from .text import TextConfig
+    from hierattn.data.text import TextConfig
+    from hierattn.training.loop import DATASET_TEXT
 
     text = DATASET_TEXT.get(dataset_name, TextConfig())
     small = dataset_name == "bbc-news"
@@ -249,8 +249,8 @@ def suggest_run_name(dataset_name: str, model_type: str) -> str:
 
 
 def device_label() -> str:
-    from .checkpoint import best_device
-    from .training import hardware
+    from hierattn.checkpoint import best_device
+    from hierattn.training.loop import hardware
 
     device = best_device()
     return f"{'CUDA' if device.type == 'cuda' else 'CPU'} ({hardware()})"
@@ -381,7 +381,7 @@ def split_part(dataset_name: str, split: str, corpus: dict | None = None) -> tup
     if corpus is not None:
         texts, names = _corpus_test_part(dataset_name, json.dumps(corpus, sort_keys=True))
         return texts, names, list(range(len(texts)))
-    from .data import stratified_split
+    from hierattn.data.split import stratified_split
 
     ds = builtin_dataset(dataset_name)
     indices = stratified_split(ds.labels)[split]
@@ -390,7 +390,7 @@ def split_part(dataset_name: str, split: str, corpus: dict | None = None) -> tup
 
 @st.cache_data(show_spinner="Reading the corpus's test file…", max_entries=4)
 def _corpus_test_part(dataset_name: str, settings: str) -> tuple[list[str], list[str]]:
-    from .corpora import from_settings, test_documents
+    from hierattn.data.corpora import from_settings, test_documents
 
     try:
         return test_documents(from_settings(dataset_name, json.loads(settings)), CORPUS_DOCUMENTS)
@@ -450,7 +450,7 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
     """A plotly figure with an Export popover under it: PNG, SVG and standalone HTML, each drawn
     only when its button is clicked. ``collect``: a dict that gathers the page's figures by name
     (for the one-click report)."""
-    from . import export
+    from hierattn.viz import export
 
     where = container or st
     where.plotly_chart(fig, width="stretch", key=key)
@@ -558,7 +558,7 @@ def keep_valid(key: str, options) -> None:
 
 def table_downloads(frame, stem: str, key: str, container=None) -> None:
     """A table's CSV (formula cells neutralised) and JSON (one object per row), built on click."""
-    from .data import csv_bytes
+    from hierattn.data.formats import csv_bytes
 
     where = container or st
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", stem).strip("-").lower() or "table"

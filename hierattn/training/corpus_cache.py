@@ -40,8 +40,8 @@ from typing import Callable
 
 import numpy as np
 
-from .corpora import Corpus, label_names, label_order
-from .text import PAD, UNK, TextConfig, Vocab
+from hierattn.data.corpora import Corpus, label_names, label_order
+from hierattn.data.text import PAD, UNK, TextConfig, Vocab
 
 CACHE_VERSION = 1
 CHUNK_DOCS = 2000
@@ -76,7 +76,7 @@ def _tokenize_chunk(job: tuple[list[str], TextConfig]) -> tuple[str, bytes, byte
     """In a worker: a chunk of texts -> (every normalised token joined by spaces, tokens per
     sentence, sentences per document). Normalised tokens never contain whitespace, and one joined
     string crosses the process boundary far faster than millions of small ones."""
-    from .text import tokenize_many
+    from hierattn.data.text import tokenize_many
 
     texts, config = job
     norms, sentence_lengths, document_sentences = [], [], []
@@ -322,7 +322,7 @@ class CachedCorpus:
         """A padded ``data.Batch`` of these documents, words mapped through ``lookup``."""
         import torch
 
-        from .data import Batch
+        from hierattn.contract import Batch
 
         documents = [[lookup[s] for s in self.sentences(int(i))] for i in indices]
         num_sent = max(1, max((len(d) for d in documents), default=1))

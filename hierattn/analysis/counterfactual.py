@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .text import Document
+from hierattn.data.text import Document
 
 
 @dataclass

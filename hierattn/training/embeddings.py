@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import torch
 
-from .text import Document, Vocab
+from hierattn.data.text import Document, Vocab
 
 MIN_COUNT = 5  # the paper's minimum word frequency
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .models import REGISTRY
+from hierattn.models import REGISTRY
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .checkpoint import Classifier
-from .data import encode_documents
-from .metrics import EVEN, METRICS, attention_metrics, real_matrices
-from .outputs import SENTENCE, AttentionMap
-from .text import Document, TextConfig, tokenize
-
+from hierattn.analysis.metrics import EVEN, METRICS, attention_metrics, real_matrices
+from hierattn.checkpoint import Classifier
+from hierattn.contract import SENTENCE, AttentionMap
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import Document, TextConfig, tokenize
 
 HEAD_AXES = ("head", "channel")  # parallel attention distributions over the same keys
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .data import DataError
+from hierattn.data.dataset import DataError
 
 FORMATS = ("zhang", "trec", "csv", "tsv", "jsonl")
 # Files a corpus directory may hold: (format, training file, test file), first match wins.

@@ -1,9 +1,34 @@
-"""The one output contract every model honours; the app and the metrics read nothing else."""
+"""The contract between the data and the models: a model reads a ``Batch`` and returns a
+``ClassifierOutput`` whose named-axis ``AttentionMap``s the app and the analyses read, nothing else."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import torch
+
+
+@dataclass
+class Batch:
+    """A padded mini-batch.
+
+    ``word_ids``: (batch, sentence, word) int64, 0 = ``<pad>``.
+    ``word_mask``: (batch, sentence, word) bool, True for real words.
+    ``sentence_mask``: (batch, sentence) bool, True for sentences with at least one real word.
+    ``labels``: (batch,) int64 or None.
+    """
+
+    word_ids: torch.Tensor
+    word_mask: torch.Tensor
+    sentence_mask: torch.Tensor
+    labels: torch.Tensor | None = None
+
+    def to(self, device) -> "Batch":
+        move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
+        return Batch(move(self.word_ids), move(self.word_mask), move(self.sentence_mask), move(self.labels))
+
+    def __len__(self) -> int:
+        return self.word_ids.shape[0]
+
 
 WORD, SENTENCE, HIDDEN = "word", "sentence", "hidden"
 LEVELS = (WORD, SENTENCE, HIDDEN)

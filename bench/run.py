@@ -7,20 +7,22 @@ import itertools
 import json
 import os
 import random
-import sys
-from contextlib import contextmanager, nullcontext
 import statistics
+import sys
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import torch
 
-from .checkpoint import Classifier, best_device, list_checkpoints, load_classifier
-from .data import bucketed_batches, encode_documents, load_builtin, stratified_split
-from .explain import explain
-from .models import build_model, model_config_dict, sized_for_text, text_problem
-from .text import TextConfig, Vocab, tokenize_many
-from .training import PRESETS, hardware
+from hierattn.analysis.explain import explain
+from hierattn.checkpoint import Classifier, best_device, list_checkpoints, load_classifier
+from hierattn.data.batches import bucketed_batches, encode_documents
+from hierattn.data.builtin import load_builtin
+from hierattn.data.split import stratified_split
+from hierattn.data.text import TextConfig, Vocab, tokenize_many
+from hierattn.models import build_model, model_config_dict, sized_for_text, text_problem
+from hierattn.training.loop import PRESETS, hardware
 
 LATENCY_TOKENS = (100, 1000, 10000)
 # Explain latency is measured with the caps lifted, so a 5,000-token document is read whole.
@@ -44,8 +46,8 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
     FLOPs are counted once, on the warm-up step, by ``torch.utils.flop_counter``."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from .models.layers import straightforward
-    from .training import autocast
+    from hierattn.models.layers import straightforward
+    from hierattn.training.loop import autocast
 
     preset = PRESETS[f"bbc-news-{model_type}"]
     torch.manual_seed(0)
@@ -409,7 +411,7 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
             results["explain_seconds"][f"{model_type}/{tokens}"] = {"seconds": seconds, "tokens_read": read,
                                                                    "checkpoint": classifier.name}
     # Dataset statistics page: every self-attention matrix of the bbc-news test split (issue 5: < 1 min).
-    from .stats import split_statistics
+    from hierattn.analysis.stats import split_statistics
 
     results["statistics_seconds"] = {}
     count = 16 if quick else len(test_texts)

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .checkpoint import Classifier
-from .data import streamed_batches
-from .metrics import BANDWIDTHS, EVEN, METRICS, even_spread, metric_columns
-from .outputs import AttentionMap
+from hierattn.analysis.metrics import BANDWIDTHS, EVEN, METRICS, even_spread, metric_columns
+from hierattn.checkpoint import Classifier
+from hierattn.contract import AttentionMap
+from hierattn.data.batches import streamed_batches
 
 METRIC_NAMES = {"gini": "Gini coefficient", **{f"diagonality_b{b}": f"Diagonality (bandwidth = {b})" for b in BANDWIDTHS}}
 GROUPINGS = {"overall": None, "level": "level", "map": "map", "head": "head", "map and head": "map_head",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .outputs import AttentionMap
+from hierattn.contract import AttentionMap
 
 BANDWIDTHS = (1, 2, 3, 4, 5)
 METRICS = ["gini"] + [f"diagonality_b{b}" for b in BANDWIDTHS]  # the figures of one matrix, in table order

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from .explain import Explanation, head_axis
-from .metrics import diagonality, even_spread, gini
+from hierattn.analysis.explain import Explanation, head_axis
+from hierattn.analysis.metrics import diagonality, even_spread, gini
 
 TOP_K = (5, 10)
 Span = tuple[int, int]

@@ -12,10 +12,13 @@ from typing import Callable
 
 import torch
 
-from .checkpoint import best_device, save_checkpoint
-from .data import SEED, Batch, PreparedData, bucketed_batches, load_builtin, prepare
-from .models import FITTED, build_model, sized_for_text
-from .text import TextConfig, Vocab
+from hierattn.checkpoint import best_device, save_checkpoint
+from hierattn.contract import Batch
+from hierattn.data.batches import bucketed_batches
+from hierattn.data.builtin import load_builtin
+from hierattn.data.split import SEED, PreparedData, prepare
+from hierattn.data.text import TextConfig, Vocab
+from hierattn.models import FITTED, build_model, sized_for_text
 
 
 @dataclass
@@ -210,7 +213,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
 
 def _fit(model_type, model_config, data, parts, text_config, config, out, on_event) -> dict:
     """The scikit-learn baselines: fitted once on the training split, no epochs."""
-    from .models.tfidf import fit_tfidf
+    from hierattn.models.tfidf import fit_tfidf
 
     started = time.perf_counter()
     train_docs, train_y = parts["train"]
@@ -257,7 +260,7 @@ def _pretrain_embeddings(model, config: TrainConfig, train_docs, vocab: Vocab) -
     embedding = getattr(model, "embedding", None)
     if not isinstance(embedding, torch.nn.Embedding):
         raise ValueError(f"{type(model).__name__} has no word embedding to initialise")
-    from .embeddings import initialise_embeddings, word2vec_matrix
+    from hierattn.training.embeddings import initialise_embeddings, word2vec_matrix
 
     vectors, found = word2vec_matrix(train_docs, vocab, embedding.embedding_dim, config.seed)
     return initialise_embeddings(embedding, vectors, found)

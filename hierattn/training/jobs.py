@@ -23,10 +23,11 @@ import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .data import Dataset, prepare
-from .metrics import mean_self_attention_metrics
-from .text import TextConfig
-from .training import TrainConfig, TrainEvent, train
+from hierattn.analysis.metrics import mean_self_attention_metrics
+from hierattn.data.dataset import Dataset
+from hierattn.data.split import prepare
+from hierattn.data.text import TextConfig
+from hierattn.training.loop import TrainConfig, TrainEvent, train
 
 MAX_RUNNING = 2  # concurrent training jobs per app process; the page says so
 ACTIVE = ("preparing", "running")
@@ -216,7 +217,7 @@ class JobManager:
 def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset: Dataset, text_config: TextConfig,
              config: TrainConfig, replace_existing: bool = False, device: str | None = None) -> TrainingJob:
     """Validate the name and the model config, and build a job (not started)."""
-    from .models import build_model
+    from hierattn.models import build_model
 
     out = validate_run_name(name, root, replace_existing)
     try:

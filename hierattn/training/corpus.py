@@ -38,11 +38,11 @@ import torch
 import torch.distributed as dist
 from safetensors.torch import load_file, save_file
 
-from .checkpoint import _fsync, save_checkpoint
-from .corpus_cache import CachedCorpus
-from .data import stratified_split
-from .models import FITTED, build_model, sized_for_text
-from .training import TrainConfig, TrainEvent, hardware, optimisation_step
+from hierattn.checkpoint import _fsync, save_checkpoint
+from hierattn.data.split import stratified_split
+from hierattn.models import FITTED, build_model, sized_for_text
+from hierattn.training.corpus_cache import CachedCorpus
+from hierattn.training.loop import TrainConfig, TrainEvent, hardware, optimisation_step
 
 VALIDATION_SHARE = 0.1  # of a training file, when the corpus has no validation file
 EVAL_BATCH = 64

@@ -1,0 +1,2 @@
+"""The Streamlit glue the pages call: one module per job. Only this package and ``pages/`` import
+Streamlit."""

@@ -1,0 +1,16 @@
+"""A labelled data set in memory, and the error every reader raises in user terms."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    texts: list[str]
+    labels: list[int]
+    label_names: list[str]
+
+
+class DataError(ValueError):
+    """A data set could not be read; the message says why in user terms."""

@@ -1,0 +1,20 @@
+"""What a person sees: plotly figures (``figures``), escaped HTML and markdown-safe text
+(``html``), and files to download (``export``). Built from tensors, lists and ``Explanation``s;
+never a model, never Streamlit. The figures and the HTML are importable from here."""
+from hierattn.viz.figures import (
+           attention_heatmap,
+           attention_sharpness_chart,
+           block_overview,
+           confusion_heatmap,
+           distribution_chart,
+           erasure_chart,
+           matrix_heatmap,
+           metric_boxes,
+           probability_chart,
+           training_chart,
+)
+from hierattn.viz.html import difference_html, document_html, md_code, md_text, plain_text_html, word_attention_html
+
+__all__ = ["attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
+           "distribution_chart", "document_html", "erasure_chart", "matrix_heatmap", "md_code", "md_text",
+           "metric_boxes", "plain_text_html", "probability_chart", "training_chart", "word_attention_html"]

@@ -1,0 +1,133 @@
+"""Escaped HTML of a document shaded by attention, and markdown-safe text for Streamlit. Every
+piece of user text that goes into HTML passes through ``html.escape`` and into Streamlit markdown
+through ``md_text`` or ``md_code``."""
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+RGB = (31, 119, 180)
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^])")
+
+
+def md_text(value) -> str:
+    """``value`` as literal text inside Streamlit markdown (``st.markdown``, ``st.caption``,
+    ``st.error`` ...): every character markdown, HTML or LaTeX (``$``) would read is backslash-
+    escaped, and line breaks become spaces, so a label such as ``**x**`` or ``$x$`` shows as typed."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def md_code(value) -> str:
+    """``value`` as an inline code span (shown verbatim; a backtick inside would close the span,
+    so it becomes a prime)."""
+    return "`" + " ".join(str(value).replace("`", "ʹ").split()) + "`"
+
+
+def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
+                  word_weights: Sequence[Sequence[float]] | None,
+                  sentence_weights: Sequence[float] | None, scale: str = "document",
+                  peak: float | None = None, sentence_peak: float | None = None,
+                  struck: Sequence[int] = (), marked: Sequence[tuple[int, int]] = ()) -> str:
+    """The pasted text, each sentence with a bar for its attention, each word shaded by its
+    attention (HCAN Figure 4).
+
+    ``struck``: sentences (indices) shown crossed out and faded, as removed by an edit;
+    ``marked``: word spans outlined in orange, as changed by an edit (Explore's "What if?").
+
+    ``sentences``: (start, end, [(word start, word end), ...]) character spans into ``text``.
+    ``scale="document"``: one colour scale for the whole document (the darkest word is the
+    document's largest weight), so spread-out and focused attention look different;
+    ``scale="sentence"``: each sentence's top word is darkest, to read within long documents.
+    Sentence bars are relative to the top sentence, with the weight printed beside them. Exact
+    weights are in tooltips. Characters between words are shown unshaded; all text is escaped.
+    ``peak`` / ``sentence_peak``: the weights that get the darkest shade and the full bar, in place
+    of this document's own maxima, so two models' documents share one scale (Compare page).
+    """
+    if scale not in ("document", "sentence"):
+        raise ValueError(f"scale must be 'document' or 'sentence', got {scale!r}")
+    top_sentence = sentence_peak or (max(sentence_weights, default=0.0) if sentence_weights else 0.0)
+    top_word = peak or (max((w for ws in word_weights for w in ws), default=0.0) if word_weights else 0.0)
+    rows = []
+    for s, (start, end, words) in enumerate(sentences):
+        parts, cursor = [], start
+        ws = word_weights[s] if word_weights else [0.0] * len(words)
+        darkest = (max(ws, default=0.0) if scale == "sentence" else top_word) or 1.0
+        for (w_start, w_end), w in zip(words, ws):
+            parts.append(html.escape(text[cursor:w_start]))
+            alpha = min(0.85, 0.85 * w / darkest)
+            word = _shaded(html.escape(text[w_start:w_end]), alpha, RGB, f"weight {w:.3f}")
+            if any(a < w_end and w_start < b for a, b in marked):
+                word = f'<span style="outline:2px solid #ff7f0e;border-radius:3px">{word}</span>'
+            parts.append(word)
+            cursor = w_end
+        parts.append(html.escape(text[cursor:end]))
+        if sentence_weights:
+            sw = sentence_weights[s]
+            bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;display:flex;align-items:center;'
+                   f'gap:4px;font-size:0.75em;color:#555"><div style="background:#ff7f0e;height:10px;'
+                   f'width:{50 * sw / (top_sentence or 1):.0f}px;border-radius:2px"></div>{sw:.2f}</div>')
+        else:  # no sentence weights (a flat model): the text uses the full width
+            bar = ""
+        gone = ";text-decoration:line-through;opacity:0.45" if s in struck else ""
+        rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
+                    f'<div style="flex:1;white-space:pre-wrap{gone}">{"".join(parts)}</div></div>')
+    return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+
+
+# Two hues for "model A weighs this more" and "model B weighs this more" (colour-blind safe pair).
+ARGB, BRGB = (230, 97, 1), (94, 60, 153)
+
+
+def difference_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
+                    differences: Sequence[Sequence[float | None]]) -> str:
+    """The text with each word shaded by a signed difference of importance: orange where model A
+    weighs it more, purple where model B does, white where they agree, grey text where only one
+    model read it (``None``). Shades are relative to the largest absolute difference."""
+    top = max((abs(d) for ds in differences for d in ds if d is not None), default=0.0) or 1.0
+    rows = []
+    for (start, end, words), ds in zip(sentences, differences):
+        parts, cursor = [], start
+        for (w_start, w_end), d in zip(words, ds):
+            parts.append(html.escape(text[cursor:w_start]))
+            word = html.escape(text[w_start:w_end])
+            if d is None:
+                parts.append(f'<span title="read by one model only" style="color:#aaa">{word}</span>')
+            else:
+                rgb = ARGB if d > 0 else BRGB
+                alpha = 0.85 * abs(d) / top
+                parts.append(_shaded(word, alpha, rgb, f"A − B = {d:+.4f}"))
+            cursor = w_end
+        parts.append(html.escape(text[cursor:end]))
+        rows.append(f'<div style="margin:2px 0;line-height:1.7;white-space:pre-wrap">{"".join(parts)}</div>')
+    return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+
+
+def word_attention_html(words: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]], chosen: int) -> str:
+    """HCAN Figures 5 and 8: one line per (map, head), the sentence's words shaded by the
+    attention the chosen word (outlined) gives them; darkest = the line's largest weight, exact
+    weights in tooltips. ``rows``: (label, weights over ``words``)."""
+    lines = []
+    for label, weights in rows:
+        top = max(weights, default=0.0) or 1.0
+        cells = []
+        for i, (word, w) in enumerate(zip(words, weights)):
+            alpha = 0.85 * w / top
+            outline = "outline:2px solid #d62728;" if i == chosen else ""
+            cells.append(_shaded(html.escape(word), alpha, RGB, f"weight {w:.3f}", "0 2px;" + outline))
+        lines.append(f'<div style="display:flex;gap:8px;margin:3px 0;line-height:1.8"><div style="flex:0 0 150px;'
+                     f'font-size:0.8em;color:#555">{html.escape(label)}</div><div style="flex:1">{" ".join(cells)}</div></div>')
+    return f'<div style="font-size:0.95em">{"".join(lines)}</div>'
+
+
+def plain_text_html(text: str, max_height: int = 320) -> str:
+    """A document as escaped, wrapped text in a scrolling box (no markdown, no HTML from the text)."""
+    return (f'<div style="white-space:pre-wrap;max-height:{max_height}px;overflow-y:auto;border:1px solid #ddd;'
+            f'border-radius:6px;padding:8px;font-size:0.92em">{html.escape(text)}</div>')
+
+
+def _shaded(escaped: str, alpha: float, rgb: tuple[int, int, int], title: str, padding: str = "0 1px") -> str:
+    """One word (already escaped) on a background of ``rgb`` at ``alpha``; white text on dark shades."""
+    return (f'<span title="{title}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.3f});'
+            f'color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;padding:{padding}">{escaped}</span>')
