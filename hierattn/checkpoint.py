@@ -23,7 +23,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from hierattn.data.text import TextConfig, Vocab
-from hierattn.models import build_model, legacy_config, model_config_dict, text_problem
+from hierattn.models import REGISTRY, build_model, display_name, legacy_config, model_config_dict, text_problem
 
 FORMAT_VERSION = 1
 FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json")
@@ -50,6 +50,16 @@ class Classifier:
     metrics: dict
     dataset: str | None
     device: torch.device
+
+    @property
+    def spec(self):
+        """The model type's ``ModelSpec`` (its paper name, knobs, what its maps mean)."""
+        return REGISTRY[self.model_type]
+
+    @property
+    def display_name(self) -> str:
+        """The papers' name for this model and config ("HCAN (flat)", "MahNN-rv")."""
+        return display_name(self.model_type, model_config_dict(self.model))
 
     @property
     def num_parameters(self) -> int:

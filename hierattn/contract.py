@@ -32,6 +32,8 @@ class Batch:
 
 WORD, SENTENCE, HIDDEN = "word", "sentence", "hidden"
 LEVELS = (WORD, SENTENCE, HIDDEN)
+ATTENTION, COVERAGE = "attention", "coverage"
+KINDS = (ATTENTION, COVERAGE)
 
 
 @dataclass
@@ -51,12 +53,17 @@ class AttentionMap:
         hidden state, MahNN's semantical attention).
     ``mask``: bool, same shape as ``weights``; True where both query (if any) and key are real.
         Weights are exactly 0 where the mask is False.
+    ``kind``: what the weights are. ``"attention"``: a distribution the model computes and weighs
+        its inputs by. ``"coverage"``: a stand-in for a model without attention, derived from what
+        it computes (Kim CNN: the share of max-pooled filters whose window covers each word); the
+        app draws it like attention and says it is not attention.
     """
 
     weights: torch.Tensor
     axes: tuple[str, ...]
     level: str
     mask: torch.Tensor
+    kind: str = ATTENTION
 
     def __post_init__(self):
         if self.weights.dim() != len(self.axes):
@@ -65,6 +72,8 @@ class AttentionMap:
             raise ValueError(f"axes must run from 'batch' to 'key', got {self.axes}")
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
 
     @property
     def is_self_attention(self) -> bool:

@@ -34,7 +34,7 @@ models = {slot: ui.load_or_stop(checkpoints[name], f"Model {slot} ({viz.md_code(
 with st.sidebar:
     for slot, c in models.items():
         accuracy = c.metrics.get("test_accuracy")
-        st.caption(f"**{slot}: {ui.display_name(c)}** · {viz.md_code(c.dataset or '?')}"
+        st.caption(f"**{slot}: {c.display_name}** · {viz.md_code(c.dataset or '?')}"
                    + (f" · test accuracy {accuracy:.1%}" if accuracy is not None else ""))
     if models["A"].dataset != models["B"].dataset:
         st.warning("The two models were trained on different data sets, so their classes differ.")
@@ -66,7 +66,7 @@ for slot, ex in explanations.items():
 columns = st.columns(2)
 for column, (slot, ex) in zip(columns, explanations.items()):
     with column:
-        st.markdown(f"#### {slot}: {ui.display_name(models[slot])}")
+        st.markdown(f"#### {slot}: {models[slot].display_name}")
         st.metric("Prediction", ex.label, help=f"Checkpoint `{ex.classifier_name}`")
         ui.chart(viz.probability_chart(ex.labels, ex.probabilities), f"probabilities {slot}", key=f"probs_{slot}")
 
@@ -76,7 +76,7 @@ importances = {slot: compare.importance(ex) for slot, ex in explanations.items()
 present = {slot: imp for slot, imp in importances.items() if imp is not None}
 for slot, imp in importances.items():
     if imp is None:
-        st.info(f"Model {slot} ({ui.display_name(models[slot])}) has no attention: nothing to shade.")
+        st.info(f"Model {slot} ({models[slot].display_name}) has no attention: nothing to shade.")
 if present:
     peak = max(max(imp.words.values()) for imp in present.values())
     sentence_peak = max(max(imp.sentences.values()) for imp in present.values())
@@ -101,7 +101,7 @@ if present:
         left, right = st.columns(2)
         for column, slot in ((left, "A"), (right, "B")):
             with column:
-                st.markdown(f"**{slot}: {ui.display_name(models[slot])}**")
+                st.markdown(f"**{slot}: {models[slot].display_name}**")
                 _document(slot)
     elif view in ("A", "B"):
         _document(view)
@@ -149,7 +149,7 @@ if any(maps.values()):
         columns = dict(zip(explanations, st.columns(2)))
         for slot, ex in explanations.items():
             with columns[slot]:
-                st.markdown(f"**{slot}: {ui.display_name(models[slot])}**")
+                st.markdown(f"**{slot}: {models[slot].display_name}**")
                 if not maps[slot]:
                     st.caption("No word self-attention in this model.")
                     continue
@@ -200,7 +200,7 @@ if any(maps.values()):
             columns = st.columns(2)
             for column, (slot, ex) in zip(columns, explanations.items()):
                 with column:
-                    st.markdown(f"**{slot}: {ui.display_name(models[slot])}**")
+                    st.markdown(f"**{slot}: {models[slot].display_name}**")
                     rows = compare.word_self_attention(ex, start, word)
                     if not rows:
                         st.caption("No word self-attention in this model.")

@@ -35,7 +35,7 @@ classifier = ui.load_or_stop(checkpoints[name])
 
 with st.sidebar:
     m = classifier.metrics
-    st.caption(f"**{ui.display_name(classifier)}** · trained on {viz.md_code(classifier.dataset or '?')} · "
+    st.caption(f"**{classifier.display_name}** · trained on {viz.md_code(classifier.dataset or '?')} · "
                f"{classifier.num_parameters:,} parameters")
     if "test_accuracy" in m:
         st.caption(f"Test accuracy {m['test_accuracy']:.1%} · classes: {viz.md_text(', '.join(classifier.labels))}")
@@ -58,7 +58,7 @@ doc_key = hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]  # sent
 if ex.document.truncation.truncated:
     st.warning(f"Long document: {ex.document.truncation.message}. The views below cover what the model read.")
 
-model_name = ui.display_name(classifier)
+model_name = classifier.display_name
 words = [t.text for s in ex.document.sentences for t in s.tokens]  # the document as the model read it
 sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
 
@@ -95,9 +95,10 @@ elif not painted:
     how = "it classifies from its last hidden state" if recurrent else "it pools with max-pooling, not target attention"
     st.info(f"{model_name} does not weigh words or sentences for the document as a whole ({how}). "
             "Its attention maps are below.")
-if word_map == "word.maxpool":
-    st.caption("Kim CNN has no attention. The shading is the share of its max-pooled filters whose winning "
-               "window covers each word: where its features came from, not an attention distribution.")
+coverage = word_map is not None and ex.attentions[word_map].kind == "coverage"  # a stand-in, not attention
+if coverage:
+    st.caption(f"{model_name} has no attention. The shading is {classifier.spec.maps}: where its features came "
+               "from, not an attention distribution.")
 spans = [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in ex.document.sentences]
 scale = "document"
 if word_weights is not None:
@@ -329,13 +330,13 @@ if hidden_maps:
                "over the dimensions (sums to 1): which latent features the channel keeps for that word.")
     st.plotly_chart(viz.matrix_heatmap(grid, words, [f"dim {i + 1}" for i in range(grid.shape[1])],
                                        row_title="word", column_title="hidden dimension"), width="stretch")
-if not self_maps and ex.attentions and painted and not hidden_maps and word_map != "word.maxpool":
+if not self_maps and ex.attentions and painted and not hidden_maps and not coverage:
     st.info(f"{model_name} has no self-attention: its words and sentences are read by recurrent or convolutional "
             "layers, and its only weights are those shown above and below.")
 
 # 5. Target-attention distributions
 if word_weights is not None or sentence_weights is not None:
-    st.subheader("Target-attention distributions" if word_map != "word.maxpool" else "Word weights")
+    st.subheader("Word weights" if coverage else "Target-attention distributions")
     left, right = st.columns(2)
     if word_weights is not None:
         s_idx = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",

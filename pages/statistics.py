@@ -71,7 +71,7 @@ rows, seconds = result if result is not None else (None, None)
 if rows is None:
     pass  # the progress bar is showing
 elif rows.empty:
-    st.info(f"{ui.display_name(classifier)} has no self-attention, so there are no matrices to measure. "
+    st.info(f"{classifier.display_name} has no self-attention, so there are no matrices to measure. "
             "Pick HCAN, SANet or HA-LSTM.")
 else:
     st.caption(f"{rows['document'].nunique():,} documents, {len(rows):,} matrices, computed in {seconds:.1f} s "

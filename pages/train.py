@@ -127,7 +127,7 @@ c2.caption(f"Stratified split: {sizes['train']:,} train · {sizes['validation']:
 
 # 2. Model
 st.header("2. Model")
-model_type = st.selectbox("Architecture", list(REGISTRY), key="model_type", format_func=ui.model_type_label)
+model_type = st.selectbox("Architecture", list(REGISTRY), key="model_type", format_func=lambda t: REGISTRY[t].label)
 config = {}
 model_knobs = knobs(model_type)
 initial = defaults(model_type)
@@ -149,7 +149,7 @@ if model_knobs:
 
 # 3. Training
 st.header("3. Training")
-fitted = model_type == "tfidf"
+fitted = REGISTRY[model_type].fitted
 train_defaults = ui.train_defaults(dataset.name)
 t1, t2, t3 = st.columns(3)
 epochs = t1.number_input("Epochs", 1, 200, train_defaults["epochs"], key="epochs", disabled=fitted,

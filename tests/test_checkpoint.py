@@ -6,7 +6,7 @@ import torch
 
 from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
 from hierattn.data.batches import encode_documents
-from hierattn.data.text import TextConfig, Vocab, tokenize
+from hierattn.data.text import TextConfig, tokenize
 from hierattn.models import build_model
 
 from .conftest import CORPUS, LABELS

@@ -87,7 +87,8 @@ def importance(ex: Explanation) -> Importance | None:
             source = "word attention ÷ number of sentences"
         else:
             flat = [w for ws in words for w in ws]
-            source = "max-pool coverage" if ex.target_name("word") == "word.maxpool" else "word attention over the document"
+            coverage = ex.attentions[ex.target_name("word")].kind == "coverage"
+            source = "coverage (not attention)" if coverage else "word attention over the document"
         flat = _normalised(flat)
     else:
         flat = _received(ex)

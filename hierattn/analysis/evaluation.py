@@ -16,7 +16,6 @@ from hierattn.checkpoint import Classifier, list_checkpoints, load_classifier
 from hierattn.data.batches import streamed_batches
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import SEED, stratified_split
-from hierattn.models import display_name, model_config_dict
 
 SPLITS = ("train", "validation", "test")
 
@@ -153,7 +152,7 @@ def expand(paths: list[str | Path]) -> list[Path]:
 def result_row(classifier: Classifier, accuracy: float) -> Row:
     """A results-table row: the measured accuracy and the training cost recorded in ``metrics.json``."""
     m = classifier.metrics
-    return Row(classifier.name, display_name(classifier.model_type, model_config_dict(classifier.model)), accuracy,
+    return Row(classifier.name, classifier.display_name, accuracy,
                m.get("train_ms_per_document"), m.get("total_training_seconds"), classifier.num_parameters,
                m.get("hardware", "?"), m.get("epochs_run"), (m.get("train_config") or {}).get("epochs"))
 

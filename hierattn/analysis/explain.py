@@ -128,7 +128,7 @@ class Explanation:
                 for s in self.document.sentences
             ],
             "attention": {
-                name: {"axes": list(a.axes), "level": a.level, "weights": a.weights.tolist()}
+                name: {"axes": list(a.axes), "level": a.level, "kind": a.kind, "weights": a.weights.tolist()}
                 for name, a in self.attentions.items()
             },
             "metrics": self.metrics,

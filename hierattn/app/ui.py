@@ -15,7 +15,6 @@ from hierattn.analysis.explain import Explanation, explain, head_axis
 from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
 from hierattn.data.builtin import BUILTIN, sample_documents
 from hierattn.data.dataset import DataError
-from hierattn.models import display_name as _display_name
 
 
 def run_through_app() -> None:
@@ -140,16 +139,6 @@ def job_manager():
     return JobManager()
 
 
-def display_name(classifier: Classifier) -> str:
-    return _display_name(classifier.model_type, _config(classifier))
-
-
-def _config(classifier: Classifier) -> dict:
-    import dataclasses
-
-    return dataclasses.asdict(classifier.model.config)
-
-
 # -- the Train page -------------------------------------------------------------------------------
 def duration(seconds: float) -> str:
     seconds = max(0, int(seconds))
@@ -216,16 +205,6 @@ def _split_sizes(labels: tuple[int, ...]) -> dict[str, int]:  # every rerun of t
     from hierattn.data.split import stratified_split
 
     return {k: len(v) for k, v in stratified_split(list(labels)).items()}
-
-
-_TYPE_LABELS = {"han": "HAN (hierarchical RNN + attention)", "hcan": "HCAN (hierarchical convolutional attention)",
-                "sanet": "SANet (self-attention network)", "halstm": "HA-LSTM (LSTM with sliding attention)",
-                "mahnn": "MahNN (multi-granularity attention + CNN)", "kimcnn": "Kim CNN (no attention)",
-                "tfidf": "TF-IDF + linear classifier (no attention)"}
-
-
-def model_type_label(model_type: str) -> str:
-    return _TYPE_LABELS.get(model_type, model_type)
 
 
 def train_defaults(dataset_name: str) -> dict:
@@ -423,7 +402,7 @@ def checkpoint_options(checkpoints: dict[str, Path]) -> dict[str, str]:
     for name, path in checkpoints.items():
         try:
             c = load(path)
-            out[name] = f"{name} · {display_name(c)}"
+            out[name] = f"{name} · {c.display_name}"
         except CheckpointError:
             out[name] = f"{name} · (cannot be loaded)"
     return out
@@ -443,7 +422,7 @@ def take_explore_request() -> dict | None:
     return st.session_state.pop(EXPLORE_REQUEST, None)
 
 
-__all__ = ["display_name", "head_axis", "job_manager", "CheckpointError", "available_checkpoints", "checkpoint_root", "explain_cached", "load", "samples"]
+__all__ = ["head_axis", "job_manager", "CheckpointError", "available_checkpoints", "checkpoint_root", "explain_cached", "load", "samples"]
 
 
 def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None) -> None:

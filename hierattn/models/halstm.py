@@ -20,6 +20,7 @@ from torch import nn
 from hierattn.contract import WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words, last_real, run_rnn
 from hierattn.models.recurrent import SlidingAttentionLSTMCell, scan
+from hierattn.models.spec import Knob, ModelSpec
 
 CELLS = ("ha", "lstm", "bilstm")
 
@@ -76,3 +77,16 @@ class HALSTM(nn.Module):
                 final = last_real(h, mask).clone()
                 final[:, half:] = h[:, 0, half:]
         return classification_output(self.head(final), batch, attentions)
+
+
+def display_name(config: dict) -> str:
+    cell = config.get("cell", "ha")
+    return f"HA-LSTM-{config.get('window', 4)}" if cell == "ha" else {"lstm": "LSTM", "bilstm": "BiLSTM"}[cell]
+
+
+SPEC = ModelSpec("halstm", HALSTM, HALSTMConfig, "HA-LSTM (LSTM with sliding attention)", display_name,
+                 knobs=(Knob("cell", "Recurrent layer", "HA-LSTM (sliding attention over the last N states), or the plain "
+              "LSTM and BiLSTM baselines.", "choice", ("ha", "lstm", "bilstm")),
+         Knob("window", "Window N", "How many past hidden states the HA-LSTM cell attends over.", "choice",
+              (4, 8, 12))),
+                 maps="at each time step, the cell's attention among its window of the last N hidden states")

@@ -19,6 +19,7 @@ from hierattn.contract import SENTENCE, WORD, AttentionMap, Batch, ClassifierOut
 from hierattn.models.common import classification_output, run_rnn, scatter_rows
 from hierattn.models.layers import AdditiveAttention
 from hierattn.models.recurrent import Bidirectional, CachedLSTMCell
+from hierattn.models.spec import Knob, ModelSpec
 
 
 @dataclass
@@ -85,3 +86,13 @@ def _encode(encoder: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> torch.Te
     if isinstance(encoder, nn.RNNBase):
         return run_rnn(encoder, x, mask)
     return encoder(x, mask)
+
+
+def display_name(config: dict) -> str:
+    return {"gru": "HAN", "lstm": "HAN (BiLSTM)", "cached_lstm": "HAN (Cached LSTM)"}.get(config.get("encoder", "gru"), "HAN")
+
+
+SPEC = ModelSpec("han", HAN, HANConfig, "HAN (hierarchical RNN + attention)", display_name,
+                 knobs=(Knob("encoder", "Encoder", "Recurrent units of both levels: BiGRU (Yang et al.), BiLSTM, or Cached LSTM "
+              "(memory groups with different forgetting rates).", "choice", ("gru", "lstm", "cached_lstm")),),
+                 maps="word attention within each sentence and sentence attention over the document (target attention)")

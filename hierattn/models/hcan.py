@@ -40,6 +40,7 @@ from hierattn.models.layers import (
     is_straightforward,
     masked_max,
 )
+from hierattn.models.spec import Knob, ModelSpec
 
 # Sentences grouped by length for the word level: at most this many groups of at least this many.
 MAX_GROUPS, MIN_GROUP = 4, 16
@@ -201,3 +202,19 @@ def _document_level_map(weights: torch.Tensor, mask: torch.Tensor, level: str) -
     if weights.dim() == 4:
         return AttentionMap(weights, ("batch", "head", "query", "key"), level, pair_mask(mask, 1).expand_as(weights))
     return AttentionMap(weights, ("batch", "head", "key"), level, mask.unsqueeze(1).expand_as(weights))
+
+
+def display_name(config: dict) -> str:
+    parts = [] if config.get("parallel", True) else ["one self-attention"]
+    parts += [] if config.get("pooling", "target") == "target" else ["max pool"]
+    parts += [] if config.get("hierarchical", True) else ["flat"]
+    return "HCAN" + (f" ({', '.join(parts)})" if parts else "")
+
+
+SPEC = ModelSpec("hcan", HCAN, HCANConfig, "HCAN (hierarchical convolutional attention)", display_name,
+                 knobs=(Knob("parallel", "Two parallel self-attentions", "HCAN eq. 4: an ELU and a tanh self-attention "
+               "multiplied; off: one self-attention.", "bool"),
+         Knob("pooling", "Pooling", "Target attention (eq. 5) or max pooling.", "choice", ("target", "max")),
+         Knob("hierarchical", "Hierarchical", "Words -> sentences -> document; off: one flat pass over the words.",
+              "bool")),
+                 maps="per-head self-attention among words (per sentence) and among sentences, one map per branch, and multi-head target attention over words and sentences")

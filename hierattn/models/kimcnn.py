@@ -2,9 +2,10 @@
 windows 3, 4 and 5 (100 maps each, ReLU) -> max pooling over time -> dropout 0.5 -> softmax layer.
 The document is read flat.
 
-It has no attention. For the app it exposes ``word.maxpool``: for each word, the share of the
-300 filters whose max-pooled window covers it (normalised over the document's words). It says
-which words the pooled features came from; it is not an attention distribution and the app says so.
+It has no attention. For the app it exposes ``word.maxpool``, of kind ``coverage``: for each word,
+the share of the 300 filters whose max-pooled window covers it (normalised over the document's
+words). It says which words the pooled features came from; it is not an attention distribution and
+the app says so.
 """
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hierattn.contract import WORD, AttentionMap, Batch, ClassifierOutput
+from hierattn.contract import COVERAGE, WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words
 from hierattn.models.layers import max_over_windows
+from hierattn.models.spec import ModelSpec
 
 
 @dataclass
@@ -61,5 +63,14 @@ class KimCNN(nn.Module):
         if return_attentions:
             coverage = coverage * mask
             share = coverage / coverage.sum(1, keepdim=True).clamp(min=1e-12)
-            attentions["word.maxpool"] = AttentionMap(share, ("batch", "key"), WORD, mask)
+            attentions["word.maxpool"] = AttentionMap(share, ("batch", "key"), WORD, mask, kind=COVERAGE)
         return classification_output(logits, batch, attentions)
+
+
+def display_name(config: dict) -> str:
+    return "Kim CNN"
+
+
+SPEC = ModelSpec("kimcnn", KimCNN, KimCNNConfig, "Kim CNN (no attention)", display_name,
+                 knobs=(),
+                 maps="a coverage map, the share of its max-pooled filters whose winning window covers each word")

@@ -50,6 +50,7 @@ from torch import nn
 from hierattn.contract import HIDDEN, WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words, run_rnn
 from hierattn.models.layers import masked_softmax, max_over_windows
+from hierattn.models.spec import Knob, ModelSpec
 
 
 @dataclass
@@ -153,3 +154,13 @@ def _by_peak(distribution: torch.Tensor) -> torch.Tensor:
     """Eq. 14's factor: a distribution over the last axis divided by its largest weight, in [0, 1]
     (all-zero rows, padded words, stay zero)."""
     return distribution / distribution.amax(-1, keepdim=True).clamp(min=torch.finfo(distribution.dtype).tiny)
+
+
+def display_name(config: dict) -> str:
+    return "MahNN-rv" if not config.get("semantic", True) else f"MahNN-{config.get('channels', 3)}"
+
+
+SPEC = ModelSpec("mahnn", MahNN, MahNNConfig, "MahNN (multi-granularity attention + CNN)", display_name,
+                 knobs=(Knob("channels", "Channels", "Syntactical-attention channels L (MahNN-1 ... MahNN-7).", "int", (), 1, 7),
+         Knob("semantic", "Semantical attention", "Off: MahNN-rv.", "bool")),
+                 maps="per channel, syntactical attention over the words, and semantical attention over each word's hidden dimensions")

@@ -26,6 +26,7 @@ from torch import nn
 from hierattn.contract import WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words, pair_mask
 from hierattn.models.layers import masked_max, masked_softmax
+from hierattn.models.spec import Knob, ModelSpec
 
 
 @dataclass
@@ -124,3 +125,14 @@ class SANet(nn.Module):
                     weights, ("batch", "query", "key"), WORD, pair_mask(mask, 1).squeeze(1))
         logits = self.classifier(masked_max(x, mask))
         return classification_output(logits, batch, attentions)
+
+
+def display_name(config: dict) -> str:
+    size = "big" if config.get("blocks", 1) >= 2 and config.get("d", 128) >= 256 else "base"
+    return f"SANet {size}" if config.get("attention", True) else f"SANet baseline ({size}, no attention)"
+
+
+SPEC = ModelSpec("sanet", SANet, SANetConfig, "SANet (self-attention network)", display_name,
+                 knobs=(Knob("attention", "Self-attention", "Off: the SANet paper's baseline, each self-attention replaced by a "
+              "feed-forward layer.", "bool"),),
+                 maps="one word x word self-attention matrix over the document per block")

@@ -22,6 +22,7 @@ from torch import nn
 from hierattn.contract import Batch, ClassifierOutput
 from hierattn.data.text import PAD, UNK, Document, Vocab
 from hierattn.models.common import classification_output, flatten_words
+from hierattn.models.spec import Knob, ModelSpec
 
 CLASSIFIERS = ("logreg", "nb")
 MIN_DF = 5
@@ -118,3 +119,19 @@ def fit_tfidf(documents: list[Document], labels: list[int], num_classes: int, cl
         module.weight.copy_(weight)
         module.bias.copy_(torch.tensor(intercept, dtype=torch.float32))
     return module.eval(), vocab
+
+
+def fit(documents: list[Document], labels: list[int], num_classes: int, config: dict,
+        seed: int) -> tuple[TFIDFLinear, Vocab]:
+    """The spec's one-pass fit: ``fit_tfidf`` with the config's classifier."""
+    return fit_tfidf(documents, labels, num_classes, config.get("classifier", "logreg"), seed)
+
+
+def display_name(config: dict) -> str:
+    return "TF-IDF + Naive Bayes" if config.get("classifier") == "nb" else "TF-IDF + L1 logistic regression"
+
+
+SPEC = ModelSpec("tfidf", TFIDFLinear, TFIDFConfig, "TF-IDF + linear classifier (no attention)", display_name,
+                 knobs=(Knob("classifier", "Classifier", "L1 logistic regression or multinomial Naive Bayes on TF-IDF 1-2 grams.",
+              "choice", ("logreg", "nb")),),
+                 maps="no attention", fit=fit)

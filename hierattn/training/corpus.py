@@ -40,7 +40,7 @@ from safetensors.torch import load_file, save_file
 
 from hierattn.checkpoint import _fsync, save_checkpoint
 from hierattn.data.split import stratified_split
-from hierattn.models import FITTED, build_model, sized_for_text
+from hierattn.models import REGISTRY, build_model, sized_for_text
 from hierattn.training.corpus_cache import CachedCorpus
 from hierattn.training.loop import TrainConfig, TrainEvent, hardware, optimisation_step
 
@@ -175,7 +175,7 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
     writes the document indices it trained on, to audit the sharding."""
     world = world or World()
     out = Path(out)
-    if model_type in FITTED:
+    if REGISTRY[model_type].fitted:
         raise ValueError(f"{model_type} is fitted in one pass over documents in memory; train it with --file")
     if config.embeddings != "random":
         raise ValueError("Word2Vec initialisation reads the training documents in memory; use --file for it, "

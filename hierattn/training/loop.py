@@ -18,7 +18,7 @@ from hierattn.data.batches import bucketed_batches
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import SEED, PreparedData, prepare
 from hierattn.data.text import TextConfig, Vocab
-from hierattn.models import FITTED, build_model, sized_for_text
+from hierattn.models import REGISTRY, build_model, sized_for_text
 
 
 @dataclass
@@ -154,7 +154,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     device = torch.device(device) if device else best_device()
     parts = {name: data.part(name) for name in ("train", "validation", "test")}
     train_docs, train_y = parts["train"]
-    if model_type in FITTED:
+    if REGISTRY[model_type].fitted:
         return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
     vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
     val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
@@ -212,13 +212,11 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
 
 
 def _fit(model_type, model_config, data, parts, text_config, config, out, on_event) -> dict:
-    """The scikit-learn baselines: fitted once on the training split, no epochs."""
-    from hierattn.models.tfidf import fit_tfidf
-
+    """A model fitted once on the training split (its spec's ``fit``: the scikit-learn baselines), no epochs."""
     started = time.perf_counter()
     train_docs, train_y = parts["train"]
-    model, vocab = fit_tfidf(train_docs, train_y, len(data.dataset.label_names),
-                             model_config.get("classifier", "logreg"), config.seed)
+    model, vocab = REGISTRY[model_type].fit(train_docs, train_y, len(data.dataset.label_names), model_config,
+                                            config.seed)
     train_seconds = time.perf_counter() - started
     device = torch.device("cpu")
     val_acc, val_loss, _ = evaluate(model, bucketed_batches(*parts["validation"], vocab, 64, shuffle=False), device)

@@ -1,0 +1,55 @@
+"""What the rest of hierattn knows about a model type, declared once, in the model's own file.
+
+Each model file ends with ``SPEC = ModelSpec(...)``; the registry (``hierattn.models``) collects
+them. The app, the command line and the analyses ask the spec (never a model's name) for its
+class and config, its name in the papers, the Train page's knobs, and whether it is trained by
+gradient descent or fitted in one pass.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import nn
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting the Train page offers for a model: ``name`` is the config field."""
+
+    name: str
+    label: str
+    help: str
+    kind: str  # "int", "float", "bool" or "choice"
+    options: tuple = ()
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model type.
+
+    ``name``: the registry key, written to config.json as ``model_type``.
+    ``model`` / ``config``: the ``nn.Module`` and the config dataclass it is built from.
+    ``label``: how the Train page lists the architecture.
+    ``display_name(config dict)``: the name the papers use for one configuration ("HA-LSTM-8").
+    ``knobs``: its variant settings for the Train page (size settings come from
+    ``hierattn.models.knobs.SIZES`` where the config has the field).
+    ``fit``: for a model fitted in one pass rather than trained by gradient descent (TF-IDF), the
+    function ``fit(documents, labels, num_classes, config dict, seed) -> (model, vocab)``.
+    ``maps``: what its attention maps mean, in a sentence (the documentation and the app say it).
+    """
+
+    name: str
+    model: type[nn.Module]
+    config: type
+    label: str
+    display_name: Callable[[dict], str]
+    knobs: tuple[Knob, ...] = ()
+    fit: Callable | None = None
+    maps: str = ""
+
+    @property
+    def fitted(self) -> bool:
+        return self.fit is not None
