@@ -4,33 +4,34 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import evaluation
-from hierattn.app import ui
+from hierattn.app import downloads, loading, samples, tasks, url_state
+from hierattn.app.routing import run_through_app
 from hierattn.data.builtin import BUILTIN
 from hierattn.data.formats import csv_bytes
 
-ui.run_through_app()
+run_through_app()
 
 st.title("Evaluate a model")
-checkpoints = ui.checkpoints_or_stop()
+checkpoints = loading.checkpoints_or_stop()
 names = list(checkpoints)
-labels = ui.checkpoint_options(checkpoints)
+labels = loading.checkpoint_options(checkpoints)
 datasets = list(BUILTIN)
 
 with st.sidebar:
     name = st.selectbox("Model", names, key="eval_model", format_func=labels.get)
-classifier = ui.load_or_stop(checkpoints[name])
+classifier = loading.load_or_stop(checkpoints[name])
 with st.sidebar:
     dataset_name = st.selectbox("Data set", datasets, key="eval_dataset",
                                 index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0)
     split = st.selectbox("Split", evaluation.SPLITS, index=2, key="eval_split",
                          help="The stratified 80/10/10 split (seed 1234) that training used.")
-dataset = ui.builtin_dataset(dataset_name)
+dataset = samples.builtin_dataset(dataset_name)
 
 
 def _evaluated(checkpoint: str, split_name: str):
-    c = ui.load(checkpoints[checkpoint])
-    key = ("evaluation", *ui.checkpoint_key(checkpoints[checkpoint]), dataset_name, split_name)
-    return ui.computed(key, lambda progress: evaluation.evaluate_split(c, dataset, split_name, progress=progress),
+    c = loading.load(checkpoints[checkpoint])
+    key = ("evaluation", *loading.checkpoint_key(checkpoints[checkpoint]), dataset_name, split_name)
+    return tasks.computed(key, lambda progress: evaluation.evaluate_split(c, dataset, split_name, progress=progress),
                        f"Evaluating {checkpoint} on {dataset_name} ({split_name}):")
 
 
@@ -56,10 +57,10 @@ if result is not None:
         st.markdown("**Per class**")
         st.dataframe(report.style.format({"precision": "{:.1%}", "recall": "{:.1%}", "F1": "{:.1%}",
                                           "support": "{:,.0f}"}), hide_index=True, width="stretch")
-        ui.table_downloads(report, f"per-class-{name}-{dataset_name}-{split}", "report_table")
+        downloads.table_downloads(report, f"per-class-{name}-{dataset_name}-{split}", "report_table")
     with right:
         st.markdown("**Confusion matrix**")
-        ui.chart(viz.confusion_heatmap(result.confusion(), result.labels), f"confusion {name} {split}")
+        downloads.chart(viz.confusion_heatmap(result.confusion(), result.labels), f"confusion {name} {split}")
 
     st.subheader("Misclassified documents")
     wrong = result.misclassified()
@@ -81,35 +82,35 @@ if result is not None:
                         f"({row['confidence']:.1%})")
             st.html(viz.plain_text_html(document))
             if st.button("Open it in Explore", key="eval_open", type="primary", icon=":material/search:"):
-                ui.open_in_explore(name, document)
+                url_state.open_in_explore(name, document)
         st.download_button("Download the misclassified documents (CSV)",
                            csv_bytes(wrong.assign(text=[dataset.texts[d] for d in wrong["document"]])),
                            f"misclassified-{name}-{dataset_name}-{split}.csv", "text/csv", key="eval_wrong_csv")
 
 # Every checkpoint of the data set, as the README's results table
 st.subheader(f"Results on `{dataset_name}` (test split), every checkpoint")
-matching = [n for n, c in ui.loadable(checkpoints).items() if sorted(c.labels) == sorted(dataset.label_names)]
-keys = {n: ("evaluation", *ui.checkpoint_key(checkpoints[n]), dataset_name, "test") for n in matching}
-missing = [n for n in matching if not ui.is_computed(keys[n])]
-running = [n for n in missing if ui.is_running(keys[n])]
+matching = [n for n, c in loading.loadable(checkpoints).items() if sorted(c.labels) == sorted(dataset.label_names)]
+keys = {n: ("evaluation", *loading.checkpoint_key(checkpoints[n]), dataset_name, "test") for n in matching}
+missing = [n for n in matching if not tasks.is_computed(keys[n])]
+running = [n for n in missing if tasks.is_running(keys[n])]
 if missing and not running and st.button(f"Evaluate the {len(missing)} remaining checkpoint{'s' * (len(missing) > 1)}",
                                          key="eval_all", help=", ".join(missing)):
     running = missing
 for n in running:  # started now, or by an earlier click: progress bars until they finish
     _evaluated(n, "test")
-missing = [n for n in matching if not ui.is_computed(keys[n])]
-done = [n for n in matching if ui.is_computed(keys[n])]
+missing = [n for n in matching if not tasks.is_computed(keys[n])]
+done = [n for n in matching if tasks.is_computed(keys[n])]
 if done:
-    rows = [evaluation.result_row(ui.load(checkpoints[n]), ui.result(keys[n]).accuracy) for n in done]
+    rows = [evaluation.result_row(loading.load(checkpoints[n]), tasks.result(keys[n]).accuracy) for n in done]
     table = evaluation.results_frame(rows)
     st.dataframe(table.style.format({"test accuracy": "{:.2%}", "training ms / document": "{:.2f}",
                                      "parameters": "{:,}"}, na_rep="?"), hide_index=True, width="stretch")
-    ui.table_downloads(table, f"results-{dataset_name}", "results_table")
+    downloads.table_downloads(table, f"results-{dataset_name}", "results_table")
     checks = evaluation.orderings(rows)
     if checks:
         st.markdown("**The papers' orderings, as measured here**")
         st.dataframe(evaluation.orderings_frame(checks), hide_index=True, width="stretch")
-        ui.table_downloads(evaluation.orderings_frame(checks), f"orderings-{dataset_name}", "orderings_table")
+        downloads.table_downloads(evaluation.orderings_frame(checks), f"orderings-{dataset_name}", "orderings_table")
     if missing:
         st.caption(f"Not evaluated yet: {viz.md_text(', '.join(m for m in missing if m not in running) or 'none')}"
                    + (f"; running: {viz.md_text(', '.join(running))}." if running else "."))

@@ -3,184 +3,41 @@ cancel if needed; the checkpoint appears in Explore's picker when it is written.
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app import ui
-from hierattn.data.builtin import BUILTIN
-from hierattn.data.dataset import DataError
-from hierattn.data.formats import MAX_UPLOAD_MB
-from hierattn.data.formats import columns as table_columns
-from hierattn.data.text import TextConfig
-from hierattn.models import REGISTRY
-from hierattn.models.knobs import defaults, knobs
+from hierattn.app import train_form
+from hierattn.app.panels import training
+from hierattn.app.routing import run_through_app
+from hierattn.checkpoint import checkpoint_root
 from hierattn.training.jobs import MAX_RUNNING, JobError, make_job
-from hierattn.training.loop import TrainConfig
 
-ui.run_through_app()
+run_through_app()
 
 st.title("Train a model")
-jobs = ui.job_manager()
-
+jobs = train_form.job_manager()
 # A run survives a browser refresh: its id is kept in the address bar.
-job_id = st.query_params.get("job") or st.session_state.get("job_id")
-
-
-def _job_panel(job_id: str):
-    job = jobs.get(job_id)
-    if job is None:
-        return
-    was_active = job.active
-
-    @st.fragment(run_every=1.0 if was_active else None)
-    def panel():
-        snap = job.snapshot()
-        st.subheader(f"Run {viz.md_code(snap['name'])}")
-        if snap["status"] in ("preparing", "running"):
-            if snap["status"] == "preparing":
-                st.info(f"Reading and tokenising {snap['documents']:,} documents (spaCy; large data sets take a "
-                        f"minute)… {ui.duration(snap['elapsed_seconds'])} so far.")
-            else:
-                eta = snap["eta_seconds"]
-                rate = f"{snap['docs_per_s']:.0f} documents/s" if snap["docs_per_s"] else ""
-                text = (f"Epoch {snap['epoch']}/{snap['epochs']}, batch {snap['step']}/{snap['steps']} · {rate}"
-                        + (f" · about {ui.duration(eta)} left" if eta is not None else ""))
-                st.progress(min(snap["fraction"], 1.0), text=text)
-            if snap["stopping"]:
-                st.warning("Stopping after this batch…")
-            elif st.button("Cancel", key=f"cancel_{snap['id']}",
-                           help="Stops after the current batch; the best epoch so far is kept."):
-                job.cancel()
-                st.rerun(scope="fragment")
-        elif snap["status"] == "finished":
-            st.success(viz.md_text(snap["message"]))
-        elif snap["status"] == "cancelled":
-            st.warning(viz.md_text(snap["message"]))
-        else:
-            st.error(viz.md_text(snap["message"]))
-        if snap["losses"] or snap["history"]:
-            left, right = st.columns(2)
-            left.caption("Training loss and validation accuracy")
-            left.plotly_chart(viz.training_chart(snap["losses"], snap["history"], snap["steps"]), width="stretch",
-                              key=f"curve_{snap['id']}")
-            right.caption("Self-attention on the validation set: mean Gini (sparsity) and diagonality (b=3); dashed, "
-                          "the diagonality attention spread evenly over the same words would have (its Gini is 0): "
-                          "the model looks near only where its line is above the dashed one.")
-            if any("attention_gini" in h for h in snap["history"]):
-                right.plotly_chart(viz.attention_sharpness_chart(snap["history"]), width="stretch",
-                                   key=f"sharp_{snap['id']}")
-            elif snap["history"]:
-                right.info("This model has no self-attention to measure.")
-            else:
-                right.info("Measured after each epoch.")
-        if snap["status"] in ("finished", "cancelled") and snap["metrics"]:
-            if st.button("Open it in Explore", key=f"open_{snap['id']}"):
-                st.session_state.model = snap["name"]  # Explore's model picker
-                st.switch_page("pages/explore.py")
-        if was_active and not job.active:
-            st.rerun(scope="app")  # stop polling; the picker and the form see the new checkpoint
-
-    panel()
-
-
-current = jobs.get(job_id)
+current = jobs.get(st.query_params.get("job") or st.session_state.get("job_id"))
 if current is not None:  # e.g. after a refresh: say where the run is
     st.info(f"Your run {viz.md_code(current.name)} is {current.status}; it is shown at the bottom of this page.")
 
-# 1. Data
 st.header("1. Data")
-source = st.radio("Data set", ["built-in", "upload"], horizontal=True, key="data_source",
-                  format_func={"built-in": "a built-in data set", "upload": "my own file (CSV, TSV or JSONL)"}.get)
-dataset = None
-if source == "built-in":
-    name = st.selectbox("Built-in data set", list(BUILTIN), key="builtin_name",
-                        help="bbc-news: 2,225 BBC articles in 5 topics. tweets: about 38k tweets, 3 sentiments.")
-    dataset = ui.builtin_dataset(name)
-else:
-    upload = st.file_uploader(f"Your file (at most {MAX_UPLOAD_MB} MB)", type=["csv", "tsv", "jsonl"], key="upload",
-                              help="One document per row, with a text column and a label column. UTF-8 or UTF-16.")
-    if upload is not None:
-        try:
-            rows = ui.parse_upload(upload.getvalue(), upload.name)
-        except DataError as exc:
-            st.error(f"This file cannot be used: {viz.md_text(exc)}")
-            st.stop()
-        columns = table_columns(rows)
-        st.caption(f"{len(rows):,} rows. The first ten:")
-        st.dataframe(ui.preview(rows, columns), hide_index=True, width="stretch")
-        c1, c2 = st.columns(2)
-        text_column = c1.selectbox("Text column", columns, key="text_column",
-                                   index=columns.index(ui.guess_text_column(rows, columns)))
-        label_column = c2.selectbox("Label column", columns, key="label_column",
-                                    index=columns.index(ui.guess_label_column(rows, columns, text_column)))
-        try:
-            dataset = ui.dataset_from_upload(rows, text_column, label_column, upload.name)
-        except DataError as exc:
-            st.error(f"Cannot train on this: {viz.md_text(exc)}")
-            st.stop()
+dataset = training.data_section()
 if dataset is None:
     st.info("Upload a file to go on.")
     st.stop()
-
-counts, sizes = ui.dataset_summary(dataset)
-c1, c2 = st.columns([2, 1])
-c1.dataframe(counts, hide_index=True, width="stretch")
-c2.metric("Documents", f"{len(dataset.texts):,}")
-c2.caption(f"Stratified split: {sizes['train']:,} train · {sizes['validation']:,} validation · {sizes['test']:,} test")
-
-# 2. Model
 st.header("2. Model")
-model_type = st.selectbox("Architecture", list(REGISTRY), key="model_type", format_func=lambda t: REGISTRY[t].label)
-config = {}
-model_knobs = knobs(model_type)
-initial = defaults(model_type)
-if model_knobs:
-    grid = st.columns(3)
-    for i, k in enumerate(model_knobs):
-        slot, key = grid[i % 3], f"hp_{model_type}_{k.name}"
-        if k.kind == "bool":
-            config[k.name] = slot.toggle(k.label, value=initial[k.name], help=k.help, key=key)
-        elif k.kind == "choice":
-            config[k.name] = slot.selectbox(k.label, k.options, index=k.options.index(initial[k.name]), help=k.help,
-                                            key=key)
-        elif k.kind == "int":
-            config[k.name] = int(slot.number_input(k.label, int(k.low), int(k.high), int(initial[k.name]), help=k.help,
-                                                   key=key))
-        else:
-            config[k.name] = float(slot.number_input(k.label, k.low, k.high, float(initial[k.name]), step=0.05,
-                                                     help=k.help, key=key))
-
-# 3. Training
+model_type, config = training.model_section()
 st.header("3. Training")
-fitted = REGISTRY[model_type].fitted
-train_defaults = ui.train_defaults(dataset.name)
-t1, t2, t3 = st.columns(3)
-epochs = t1.number_input("Epochs", 1, 200, train_defaults["epochs"], key="epochs", disabled=fitted,
-                         help="Passes over the training split; the best epoch on validation is kept.")
-batch_size = t2.number_input("Batch size", 1, 512, train_defaults["batch_size"], key="batch_size", disabled=fitted,
-                             help="Documents per optimisation step.")
-lr = t3.number_input("Learning rate", 1e-5, 1e-1, 1e-3, format="%.5f", key="lr", disabled=fitted,
-                     help="Adam's step size.")
-max_sentences = t1.number_input("Max sentences", 1, 500, train_defaults["max_sentences"], key="max_sentences",
-                                help="Sentences read per document; the rest is cut (and reported in Explore).")
-max_words = t2.number_input("Max words per sentence", 1, 500, train_defaults["max_words"], key="max_words",
-                            help="Words read per sentence.")
-seed = t3.number_input("Seed", 0, 2**31 - 1, 1234, key="seed", help="Fixes the split and the initialisation.")
-embeddings = t1.selectbox("Embeddings", ["random", "word2vec"], key="embeddings", disabled=fitted,
-                          help="word2vec: initialised with Word2Vec trained on the training split (HCAN §4.3).")
+text_config, train_config = training.training_section(dataset, model_type)
 
-# 4. Run
 st.header("4. Run")
 r1, r2 = st.columns([2, 1])
-run_name = r1.text_input("Run name", value=ui.suggest_run_name(dataset.name, model_type),
+run_name = r1.text_input("Run name", value=train_form.suggest_run_name(dataset.name, model_type),
                          key=f"run_name_{dataset.name}_{model_type}",  # the suggestion follows the choices
                          max_chars=64, help="Letters, digits, '-' and '_'. The checkpoint is saved under this name.")
 replace_existing = r2.checkbox("Replace a checkpoint with this name", key="replace")
-running = jobs.running()
-st.caption(f"Device: {ui.device_label()} · {len(running)} of at most {MAX_RUNNING} runs training now")
+st.caption(f"Device: {train_form.device_label()} · {len(jobs.running())} of at most {MAX_RUNNING} runs training now")
 if st.button("Start training", type="primary", key="start"):
     try:
-        job = make_job(run_name.strip(), ui.checkpoint_root(), model_type, config, dataset,
-                       TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
-                       TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
-                                       embeddings=embeddings),
+        job = make_job(run_name.strip(), checkpoint_root(), model_type, config, dataset, text_config, train_config,
                        replace_existing=replace_existing)
         jobs.start(job)
     except JobError as exc:
@@ -189,6 +46,5 @@ if st.button("Start training", type="primary", key="start"):
         st.session_state.job_id = job.id
         st.query_params["job"] = job.id
         st.rerun()
-
 if current is not None:
-    _job_panel(current.id)  # right under the button that started it
+    training.run_panel(jobs, current.id)  # right under the button that started it

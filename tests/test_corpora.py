@@ -345,9 +345,9 @@ def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, mo
     assert stats_page.selectbox(key="stats_split").options == ["test"]
     assert any("24 documents," in c.value for c in stats_page.caption)  # the whole test file
     copy.rename(tmp_path / "moved")  # the corpus is gone: the built-in samples remain
-    from hierattn.app import ui
+    from hierattn.app import samples
 
-    ui.corpus_samples.clear()
+    samples.corpus_samples.clear()
     again = AppTest.from_file(str(ROOT / "pages/explore.py"), default_timeout=60).run()
     assert not again.exception and not any(o.startswith("ag_news") for o in again.selectbox(key="sample").options[1:])
 

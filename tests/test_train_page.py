@@ -110,7 +110,7 @@ def test_cancel_keeps_the_best_epoch_so_far(train_env):
     at = configure(upload(open_train_page(), toy_csv(60)), "films-cancel", epochs=200)
     at.button(key="start").click().run()
     wait_for(at, lambda a: bool(a.get("plotly_chart")) and bool(a.progress))  # progress and curves are live
-    job = next(j for j in __import__("hierattn.app.ui", fromlist=["job_manager"]).job_manager().jobs()
+    job = next(j for j in __import__("hierattn.app.train_form", fromlist=["job_manager"]).job_manager().jobs()
                if j.name == "films-cancel")
     deadline = time.time() + 60
     while not job.snapshot()["history"] and time.time() < deadline:  # one epoch has finished

@@ -6,6 +6,7 @@ contract (``ClassifierOutput`` / ``AttentionMap``), so it works for every model 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -14,6 +15,9 @@ from hierattn.checkpoint import Classifier
 from hierattn.contract import SENTENCE, AttentionMap
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HEAD_AXES = ("head", "channel")  # parallel attention distributions over the same keys
 
@@ -155,11 +159,11 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows)
 
 
-def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None):
+def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None) -> pd.DataFrame:
     """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each
     diagonality followed by its even-spread value at the matrix's size (``diagonality_b1_even``,
     ...); an even spread's Gini is 0 at every size, so that column is left out."""
-    import pandas as pd
+    import pandas as pd  # lazily: the command line's explain does without it
 
     rows = [r for r in explanation.metrics
             if (name is None or r["map"] == name) and (sentence is None or r["sentence"] == sentence)]
@@ -170,3 +174,28 @@ def metrics_table(explanation: Explanation, name: str | None = None, sentence: i
     df[where] = df[where].astype("Int64")  # indices with gaps (maps without the axis), not floats
     figures = [c for m in METRICS for c in ([m] if m == "gini" else [m, EVEN[m]])]
     return df[["map", "level"] + where + ["head", "size"] + figures]
+
+
+def metrics_view(explanation: Explanation, level: str, group_axis: str | None, group: int | None,
+                 heads: int) -> pd.DataFrame:
+    """The metrics table a reader sees beside one self-attention heatmap: every map of ``level``
+    (so its branches compare), for one sentence or time step (``group`` along ``group_axis``),
+    numbered from 1 as the pickers number them, and the head column only where there are heads.
+    ``METRIC_LABELS`` names its figures for a reader."""
+    table = metrics_table(explanation)
+    table = table[table["level"] == level]
+    if group_axis:
+        table = table[table[group_axis] == group]
+    table = table.drop(columns=["level"] + [c for c in ("sentence", "time") if c != group_axis and c in table])
+    if heads > 1:
+        table["head"] = table["head"] + 1
+    else:
+        table = table.drop(columns=["head"])
+    if group_axis:
+        table[group_axis] = table[group_axis] + 1  # S1, S2, ... as in the selectors
+    return table
+
+
+# The metrics table's figures as a reader sees them: "Gini", "b=1", "b=1 (even)", ...
+METRIC_LABELS = {"gini": "Gini", **{f"diagonality_b{b}{even}": f"b={b}{' (even)' if even else ''}"
+                                    for b in range(1, 6) for even in ("", "_even")}}

@@ -111,6 +111,15 @@ def grouped_by(rows: pd.DataFrame, by: str | None) -> pd.DataFrame:
     return rows.assign(map_head=rows["map"].astype(str) + " · head " + (rows["head"] + 1).astype(str))
 
 
+def metric_groups(rows: pd.DataFrame, by: str | None, metric: str) -> dict[str, list[float]]:
+    """One metric's values per group of ``by`` (None: all matrices), named as ``table2`` names its
+    columns: what the box plots show."""
+    if by is None:
+        return {"all matrices": rows[metric].tolist()}
+    return {(f"head {k + 1}" if by == "head" else str(k)): v[metric].tolist()
+            for k, v in grouped_by(rows, by).groupby(by, observed=True)}
+
+
 KINDS = ("measured", "even spread", "excess")  # the three columns of every group in ``table2``
 
 

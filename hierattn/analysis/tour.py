@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hierattn.analysis.compare import importance
+from hierattn.analysis.compare import importance, word_self_attention
 from hierattn.analysis.explain import Explanation, head_axis
 from hierattn.analysis.metrics import diagonality, even_spread, gini, gini_of_values
 
@@ -307,3 +307,20 @@ def han_hcan_verdict(han: Concentration, hcan: Concentration) -> tuple[bool, str
         f"{han.random_gini:.2f} "
         f"on this document, and two random maps differ by up to {noise:.2f}. HAN more focused, as in the paper — "
         + (SHOWN if holds else NOT_SHOWN))
+
+
+def branch_lines(ex: Explanation, sentence_start: int, word: tuple[int, int]) -> list[tuple[str, list[float]]]:
+    """What one word gives the words of its sentence in each self-attention branch, heads averaged:
+    (label, weights) lines for ``viz.word_attention_html`` (HCAN Figures 5 and 8)."""
+    per_map: dict[str, list[list[float]]] = {}
+    for line in word_self_attention(ex, sentence_start, word):
+        per_map.setdefault(line["map"], []).append(line["weights"])
+    return [(f"branch {name[-1]} (mean of heads)", [sum(c) / len(c) for c in zip(*ws)]) for name, ws in per_map.items()]
+
+
+def heaviest_word(ex: Explanation):
+    """(sentence, word index in it) of the word with the largest importance (Figure 8's word)."""
+    weights = importance(ex).words  # span -> weight
+    span = max(weights, key=weights.get)
+    sentence = next(s for s in ex.document.sentences if s.start <= span[0] < s.end)
+    return sentence, [(t.start, t.end) for t in sentence.tokens].index(span)

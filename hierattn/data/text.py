@@ -77,6 +77,10 @@ class Document:
     def num_tokens(self) -> int:
         return sum(len(s.tokens) for s in self.sentences)
 
+    def spans(self) -> list[tuple[int, int, list[tuple[int, int]]]]:
+        """Each sentence's character span and its words' spans: what ``viz.document_html`` shades."""
+        return [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in self.sentences]
+
 
 @dataclass(frozen=True)
 class TextConfig:

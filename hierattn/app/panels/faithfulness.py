@@ -1,0 +1,96 @@
+"""Does the shading drive the prediction? Erasure curves for one document (Explore, with the
+attribution shading beside the attention's) and over a split (Dataset statistics)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from hierattn import viz
+from hierattn.analysis import faithfulness
+from hierattn.analysis.explain import Explanation
+from hierattn.app.downloads import chart
+from hierattn.app.loading import checkpoint_key
+from hierattn.app.panels.shading import Shading
+from hierattn.app.tasks import computed
+from hierattn.app.widgets import keep_valid
+from hierattn.checkpoint import Classifier
+
+
+def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shading: Shading, doc_key: str,
+                     figures: dict):
+    """Explore's "Test the shading": the document's erasure curves, computed in the background, and
+    the gradient × input or leave-one-out shading beside the attention's. Returns the curves (None
+    while they are computed)."""
+    methods = faithfulness.interactive_methods(ex.document.num_tokens)
+    if "leave-one-out" not in methods:
+        st.caption(f"Leave-one-out is left out: it needs one forward pass per word, and this document has "
+                   f"{ex.document.num_tokens:,} (the limit here is {faithfulness.LEAVE_ONE_OUT_MAX_WORDS:,}). "
+                   "`hierattn.analysis.faithfulness.erasure_curves(classifier, explanation)` runs it on any length.")
+    curves = computed(("erasure", *checkpoint_key(path), doc_key, methods),
+                      lambda progress: faithfulness.erasure_curves(classifier, ex, methods=methods), "Removing words:")
+    if curves is None:
+        return None
+    attributions = [m for m in ("gradient × input", "leave-one-out") if m in curves.scores]
+    if attributions:  # the attention shading and an attribution's, side by side, with their agreement
+        with shading.slot.container():
+            keep_valid("attribution", attributions)
+            method = st.radio("Beside the attention shading", attributions, horizontal=True, key="attribution",
+                              help="Gradient × input: |gradient · embedding| of the predicted class's logit. "
+                                   "Leave-one-out: the fall in its probability when the word alone is removed "
+                                   "(a word whose removal raises it is left unshaded).")
+            rho = curves.agreement.get(method)
+            left, right = st.columns(2)
+            left.markdown("**Attention**")
+            left.html(viz.document_html(*shading.view(ex)))
+            right.markdown(f"**{method}** · Spearman ρ with attention: " + ("n/a" if rho is None else f"{rho:+.2f}"))
+            attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
+            right.html(viz.document_html(ex.document.text, ex.document.spans()[shading.part],
+                                         attribution[shading.part], None, shading.scale,
+                                         max((w for ws in attribution for w in ws), default=None)))
+    drawn, verdict = st.columns([3, 2])
+    chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), "erasure curves", drawn,
+          collect=figures)
+    verdict.markdown("\n".join(f"- {viz.md_text(line)}" for line in curves.verdicts()))
+    for method, rho in curves.agreement.items():
+        verdict.metric(f"Spearman, attention vs {method}", "n/a" if rho is None else f"{rho:+.2f}",
+                       help="Rank correlation of the words' attention and their attribution, over this document.")
+    return curves
+
+
+def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, split: str, texts: list[str]) -> None:
+    """Dataset statistics' erasure over the first documents of a split, on request."""
+    st.subheader("Is the attention faithful? Erasure over the split")
+    st.caption("For each document: remove the top words by attention, by gradient × input, by leave-one-out "
+               "occlusion and in random orders (1/40 up to half of its words), and measure the drop in the "
+               "probability of the class the model predicted. Curves are means over documents; the area is the "
+               "mean drop. Leave-one-out needs one forward pass per word: slow on long articles.")
+    left, middle, right = st.columns([1, 1, 2])
+    count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
+                              key="erasure_documents")
+    with_occlusion = middle.toggle("Include leave-one-out", value=classifier.text_config.max_sentences <= 10,
+                                   key="erasure_occlusion")
+    asked = (name, dataset, split, count, with_occlusion)
+    if not (right.button("Compute the erasure curves", key="erasure_go")
+            or st.session_state.get("erasure_shown") == asked):
+        return
+    st.session_state["erasure_shown"] = asked
+    methods = faithfulness.METHODS if with_occlusion else tuple(m for m in faithfulness.METHODS if m != "leave-one-out")
+    part = texts[:count]
+    erasure = computed(("split-erasure", *checkpoint_key(path), dataset, split, count, methods),
+                       lambda progress: faithfulness.split_erasure(classifier, part, methods=methods, progress=progress),
+                       f"Erasure, {name} on {dataset} ({split}):")
+    if erasure is None:
+        return
+    if not erasure.documents:
+        st.info("No document of this split has enough words.")
+        return
+    drawn, numbers = st.columns([3, 2])
+    chart(viz.erasure_chart(erasure.shares, erasure.drops, "predicted class", "share of words removed",
+                            percent_x=True), f"erasure {name} {dataset} {split}", drawn)
+    base = erasure.auc.get("random", 0.0)
+    numbers.dataframe({"method": list(erasure.auc), "mean drop (points)": [round(100 * v, 1) for v in erasure.auc.values()],
+                       "vs random (points)": [round(100 * (v - base), 1) for v in erasure.auc.values()]},
+                      hide_index=True)
+    numbers.caption(f"{erasure.documents} documents. Mean Spearman correlation with attention: "
+                    + ", ".join(f"{m} {r:+.2f}" for m, r in erasure.agreement.items()) + ".")

@@ -1,0 +1,123 @@
+"""Self-attention heatmaps per level, map, head and sentence (or time step) with their Gini and
+diagonality beside an even spread's (Explore), and MahNN's per-channel and hidden-dimension views."""
+from __future__ import annotations
+
+import streamlit as st
+
+from hierattn import viz
+from hierattn.analysis.explain import METRIC_LABELS, Explanation, head_axis, metrics_view
+from hierattn.app.downloads import chart, table_downloads
+from hierattn.app.url_state import pending_view
+from hierattn.app.widgets import head_picker, keep_valid
+
+MAX_HEATMAP = 120  # rows and columns drawn at once
+MAX_BLOCKS = 100  # an overview of a longer matrix has at most this many blocks a side
+
+
+def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str], doc_key: str, name: str,
+                   figures: dict) -> dict:
+    """The self-attention section; returns the view for the address bar (empty without self-attention)."""
+    maps = ex.self_attention_names
+    if not maps:
+        return {}
+    st.subheader("Self-attention")
+    levels = sorted({ex.attentions[n].level for n in maps}, key=["word", "sentence"].index)
+    keep_valid("self_level", levels)
+    level = st.radio("Level", levels, horizontal=True, key="self_level",
+                     format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to sentences")
+    names = [n for n in maps if ex.attentions[n].level == level]
+    c1, c2, c3 = st.columns(3)
+    if (linked := pending_view("branch")) in names:
+        st.session_state[f"branch_{level}"] = linked
+    branch = c1.selectbox("Self-attention", names, key=f"branch_{level}",
+                          help="HCAN with two parallel self-attentions has branches a (ELU values) and b (tanh "
+                               "values); SANet has one map per block.")
+    axes = ex.attentions[branch].axes
+    heads = ex.heads(branch)
+    head = head_picker(c2, "Head", heads, "self_head") if heads > 1 else None
+    head_name = "single head" if heads == 1 else "mean of heads" if head is None else f"head {head + 1}"
+    group, labels = _group(ex, axes, level, branch, words, sentence_labels, doc_key, c3)
+    shown = slice(0, len(labels))
+    if len(labels) > MAX_HEATMAP:  # a document-wide matrix over many words: an overview in blocks, then zoom
+        block = -(-len(labels) // MAX_BLOCKS)
+        full = ex.self_attention(branch, group, head)
+        block_names = [f"{a + 1}–{min(a + block, len(labels))}: {labels[a]}" for a in range(0, len(labels), block)]
+        chart(viz.attention_heatmap(viz.block_overview(full, block), block_names,
+                                    f"overview: {len(labels)} positions in blocks of {block}"),
+              f"self-attention overview {branch} {head_name}", collect=figures)
+        first = st.slider("Zoom: first position shown at full resolution", 1, len(labels) - MAX_HEATMAP + 1, 1,
+                          key="self_window", help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at "
+                                                  "full resolution below. The overview above shows all of it in blocks.") - 1
+        shown = slice(first, first + MAX_HEATMAP)
+    matrix = ex.self_attention(branch, group, head)[shown, shown]
+    chart(viz.attention_heatmap(matrix, labels[shown], f"{branch} · {head_name}"),
+          f"self-attention {branch} {head_name}", collect=figures)
+    if heads > 1 and st.toggle("Show every head side by side", key="all_heads"):
+        columns = st.columns(min(heads, 4))
+        for h in range(heads):
+            fig = viz.attention_heatmap(ex.self_attention(branch, group, h)[shown, shown], labels[shown],
+                                        f"head {h + 1}", compact=True)
+            columns[h % len(columns)].plotly_chart(fig, width="stretch", key=f"head_grid_{h}")
+    if "time" in axes:
+        lookback = ex.lookback(branch)  # (time, window): mean attention each slot receives
+        st.plotly_chart(viz.matrix_heatmap(
+            lookback, [f"{t + 1}: {w}" for t, w in enumerate(words)], [f"{w + 1} back" for w in range(lookback.shape[1])],
+            "Where each step looks back (attention each window slot receives, mean over the window's queries)",
+            "time step (word read)"), width="stretch")
+    group_axis = "sentence" if "sentence" in axes else "time" if "time" in axes else None
+    table = metrics_view(ex, level, group_axis, group, heads)
+    st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
+               "of the diagonal), per the SANet paper §5.3, for " + ("this sentence." if group_axis == "sentence"
+                                                                      else "this time step." if group_axis
+                                                                      else "the document-wide matrix.")
+               + " Beside each diagonality (even): what attention spread evenly over the same n words gives; a "
+               "short sentence is mostly 'diagonal' by construction, so only the excess says the model looks near. "
+               "An even spread has Gini 0.")
+    readable = table.rename(columns=METRIC_LABELS)
+    st.dataframe(readable.style.format(dict.fromkeys([METRIC_LABELS[c] for c in table if c in METRIC_LABELS], "{:.1%}")),
+                 hide_index=True, width="stretch")
+    table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
+    return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
+            "sentence": group if "sentence" in axes else None}
+
+
+def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> tuple[int | None, list[str]]:
+    """The sentence (or time step) whose matrix is shown, and the labels of its rows."""
+    if "sentence" in axes:
+        if (linked := pending_view("sentence")) and linked.isdigit() and int(linked) < len(sentence_labels):
+            st.session_state[f"self_sentence_{doc_key}"] = int(linked)
+        group = where.selectbox("Sentence", range(len(sentence_labels)), format_func=sentence_labels.__getitem__,
+                                key=f"self_sentence_{doc_key}")
+        return group, [t.text for t in ex.document.sentences[group].tokens]
+    if "time" in axes:  # a recurrent cell's attention over its window of past states (HA-LSTM)
+        group = st.select_slider("Time step (the word being read)", range(len(words)), value=len(words) - 1,
+                                 key=f"self_step_{doc_key}", format_func=lambda t: f"{t + 1}: {words[t]}",
+                                 help="Starts at the last word: the state the classifier reads.")
+        window = ex.attentions[branch].weights.shape[-1]
+        return group, [f"h(t−{w + 1})" + (f" {words[group - 1 - w]}" if group - 1 - w >= 0 else " (zeros)")
+                       for w in range(window)]
+    return None, words if level == "word" else sentence_labels
+
+
+def channels(ex: Explanation, words: list[str]) -> bool:
+    """MahNN: one strip per channel (its Figure 3) and the semantical attention over hidden
+    dimensions. True when the model has the hidden-dimension view."""
+    word_map = ex.target_name("word")
+    if word_map and head_axis(ex.attentions[word_map]) == "channel":
+        st.subheader("Syntactical attention per channel")
+        st.caption("One row per channel (MahNN Figure 3): each channel's attention over the words, on one scale.")
+        strips = ex.channel_strips(word_map)
+        st.plotly_chart(viz.matrix_heatmap(strips, [f"channel {c + 1}" for c in range(strips.shape[0])], words,
+                                           row_title="channel", height=140 + 30 * strips.shape[0]), width="stretch")
+    hidden = [n for n, a in ex.attentions.items() if a.level == "hidden"]
+    if not hidden:
+        return False
+    st.subheader("Semantical attention over hidden dimensions")
+    channel = st.selectbox("Channel", range(ex.heads(hidden[0])), format_func=lambda c: f"channel {c + 1}",
+                           key="semantic_channel")
+    grid = ex.hidden_attention(hidden[0], channel)
+    st.caption("Rows: the document's words; columns: the BiLSTM's hidden dimensions. Each row is a distribution "
+               "over the dimensions (sums to 1): which latent features the channel keeps for that word.")
+    st.plotly_chart(viz.matrix_heatmap(grid, words, [f"dim {i + 1}" for i in range(grid.shape[1])],
+                                       row_title="word", column_title="hidden dimension"), width="stretch")
+    return True

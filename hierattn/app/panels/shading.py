@@ -1,0 +1,101 @@
+"""The document shaded by its target attention (Explore), and the attention's distributions."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from hierattn import viz
+from hierattn.analysis.explain import Explanation, head_axis
+from hierattn.app.downloads import chart
+from hierattn.app.widgets import head_picker, keep_valid
+
+PAGE = 40  # sentences of the document view per page
+
+
+@dataclass
+class Shading:
+    """What the shaded view shows, for the sections below it: the weights of the chosen head, the
+    scale, the page of a long document, and the slot the view is drawn in."""
+
+    painted: bool  # the model weighs words or sentences for the document (target attention or coverage)
+    coverage: bool  # the word weights are a coverage stand-in, not attention
+    head: int | None = None
+    words: list | None = None  # weights per sentence
+    sentences: list | None = None
+    scale: str = "document"
+    part: slice = field(default_factory=lambda: slice(None))
+    slot: object = None  # the st.empty the view is drawn in
+
+    def view(self, ex: Explanation) -> tuple:
+        """``viz.document_html``'s arguments for the page of the document shown."""
+        spans, part = ex.document.spans(), self.part
+        peak = max((w for ws in self.words or [] for w in ws), default=None)
+        top = max(self.sentences, default=None) if self.sentences else None
+        return (ex.document.text, spans[part], self.words[part] if self.words else None,
+                self.sentences[part] if self.sentences else None, self.scale, peak, top)
+
+
+def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key: str) -> Shading:
+    """Explore's "Where the model looks": a head picker where there are heads, the word shading's
+    scale, pages of 40 sentences for a long document, and the shaded document."""
+    st.subheader("Where the model looks")
+    word_map, sentence_map = ex.target_name("word"), ex.target_name("sentence")
+    names = [n for n in (word_map, sentence_map) if n]
+    shading = Shading(bool(names), word_map is not None and ex.attentions[word_map].kind == "coverage")
+    if names:
+        axis = head_axis(ex.attentions[names[0]]) or "head"
+        count = max(ex.heads(n) for n in names)
+        if count > 1:
+            label = "Channel" if axis == "channel" else "Target-attention head"
+            shading.head = head_picker(st, label, count, "target_head", axis, radio=True)
+    shading.words = ex.target_attention("word", shading.head)
+    shading.sentences = ex.target_attention("sentence", shading.head)
+    if not ex.attentions:
+        st.info(f"{model_name} has no attention mechanism: it is one of the papers' baselines without attention, "
+                "so only its prediction is shown.")
+    elif not names:
+        recurrent = any("time" in a.axes for a in ex.attentions.values())
+        how = "it classifies from its last hidden state" if recurrent else "it pools with max-pooling, not target attention"
+        st.info(f"{model_name} does not weigh words or sentences for the document as a whole ({how}). "
+                "Its attention maps are below.")
+    if shading.coverage:
+        st.caption(f"{model_name} has no attention. The shading is {model_maps}: where its features came "
+                   "from, not an attention distribution.")
+    if shading.words is not None:
+        keep_valid("shade_scale", ["document", "sentence"])
+        shading.scale = st.radio("Word shading", ["document", "sentence"], horizontal=True, key="shade_scale",
+                                 format_func={"document": "one scale for the document",
+                                              "sentence": "relative to each sentence's top word"}.get)
+        st.caption(("Orange bars: sentence attention (relative to the top sentence, weight beside it). "
+                    if shading.sentences else "") + "Blue: word weight, darkest = "
+                   + ("the document's largest weight" if shading.scale == "document" else "the sentence's top word")
+                   + "; hover for the weight.")
+    if shading.painted:
+        count = len(ex.document.sentences)
+        pages = -(-count // PAGE)
+        if pages > 1:  # a long document: the view pages by sentence, the scale stays the document's
+            page = st.number_input(f"Page (sentences {PAGE} at a time, {count} in all)", 1, pages, 1,
+                                   key=f"page_{doc_key}")
+            shading.part = slice((page - 1) * PAGE, page * PAGE)
+        shading.slot = st.empty()  # the shading alone, or beside an attribution's once one is computed
+        shading.slot.html(viz.document_html(*shading.view(ex)))
+    return shading
+
+
+def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str], doc_key: str,
+                  figures: dict) -> None:
+    """The target attention as bar charts: over the words of one sentence, over the sentences."""
+    if shading.words is None and shading.sentences is None:
+        return
+    st.subheader("Word weights" if shading.coverage else "Target-attention distributions")
+    left, right = st.columns(2)
+    if shading.words is not None:
+        s = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
+                           format_func=sentence_labels.__getitem__)
+        chart(viz.distribution_chart(shading.words[s], [t.text for t in ex.document.sentences[s].tokens],
+                                     "over the words of the sentence"), "word distribution", left, collect=figures)
+    if shading.sentences is not None:
+        chart(viz.distribution_chart(shading.sentences, [f"S{i + 1}" for i in range(len(shading.sentences))],
+                                     "over the sentences of the document", "sentence"), "sentence distribution", right,
+              collect=figures)

@@ -1,0 +1,39 @@
+"""Share and export (Explore): the view in the address bar, and the explanation as files."""
+from __future__ import annotations
+
+import streamlit as st
+
+from hierattn import viz
+from hierattn.analysis.explain import Explanation
+from hierattn.app.panels.shading import Shading
+from hierattn.app.url_state import document_id, mirror_view
+from hierattn.viz import export
+
+
+def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str, doc_key: str, shading: Shading,
+                     self_view: dict, figures: dict, notes: list[str]) -> None:
+    kind, document_ref = document_id(text, dataset)
+    link = mirror_view({"model": name, kind: document_ref, "head": st.session_state.get("target_head"),
+                        "scale": st.session_state.get("shade_scale"), **self_view})
+    st.subheader("Share and export")
+    st.caption("The address bar follows this view (model, document, heads, level, sentence); copy it, or the link "
+               "below. " + ("A pasted document is kept only in this browser session: others who open the link are "
+                            "asked to paste it." if kind == "doc" else
+                            "The document is a built-in sample, so the link works for anyone using this app."))
+    st.code(link, language=None)
+    st.caption("Each figure has its own Export button (PNG, SVG, HTML). The report is one HTML file with the "
+               "prediction, the shaded document, every figure shown above (interactive, works offline) and the "
+               "metrics.")
+    stem = f"{name}-{doc_key}"
+    document_view = (viz.document_html(ex.document.text, ex.document.spans(), shading.words, shading.sentences,
+                                       shading.scale) if shading.painted else None)
+    buttons = st.columns(4)
+    buttons[0].download_button("Report (HTML)", lambda: export.report_html(ex, dict(figures), document_view, notes),
+                               f"{stem}-report.html", "text/html", key="export_report", type="primary",
+                               on_click="ignore")
+    buttons[1].download_button("Explanation (JSON)", lambda: export.explanation_json(ex), f"{stem}.json",
+                               "application/json", key="export_json", on_click="ignore")
+    buttons[2].download_button("Attention maps (CSV)", lambda: export.attention_csv(ex), f"{stem}-attention.csv",
+                               "text/csv", key="export_attention", on_click="ignore")
+    buttons[3].download_button("Metrics (CSV)", lambda: export.metrics_csv(ex), f"{stem}-metrics.csv", "text/csv",
+                               key="export_metrics", on_click="ignore")

@@ -1,0 +1,78 @@
+"""Documents for the pages: test-split samples of the built-in data sets (and of a local corpus
+a checkpoint was trained on), and whole splits for the statistics, read once per process."""
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from hierattn.checkpoint import Classifier
+from hierattn.data.builtin import BUILTIN, sample_documents
+from hierattn.data.dataset import DataError
+
+
+@st.cache_data(show_spinner=False)
+def samples(dataset: str | None) -> list[tuple[str, str, str]]:
+    """(data set, label, text) samples; every built-in data set, the checkpoint's own first."""
+    names = ([dataset] if dataset in BUILTIN else []) + [n for n in BUILTIN if n != dataset]
+    out = []
+    for name in names:
+        try:
+            out += [(name, label, text) for label, text in sample_documents(name, per_class=2)]
+        except DataError:
+            continue
+    return out
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def corpus_samples(dataset: str, settings: str) -> list[tuple[str, str, str]]:
+    """(data set, label, text) from the test file of the local corpus a checkpoint was trained on;
+    none when the files are gone or unreadable (the built-in samples remain)."""
+    from hierattn.data.corpora import from_settings, test_samples
+
+    try:
+        return [(dataset, label, text) for label, text in test_samples(from_settings(dataset, json.loads(settings)))]
+    except (DataError, OSError, KeyError, ValueError):
+        return []
+
+
+@st.cache_resource(show_spinner="Reading the data set…")
+def builtin_dataset(name: str):
+    from hierattn.data.builtin import load_builtin
+
+    return load_builtin(name)
+
+
+CORPUS_DOCUMENTS = 20_000  # of a local corpus's test file, read for the Dataset statistics page
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)  # every rerun of Statistics asks; shared, read-only
+def split_part(dataset_name: str, split: str, corpus: dict | None = None) -> tuple[list[str], list[str], list[int]]:
+    """(texts, true class names, indices) of one split of a built-in data set; with ``corpus``
+    (a checkpoint's ``metrics["corpus"]``), the first ``CORPUS_DOCUMENTS`` of its test file."""
+    if corpus is not None:
+        texts, names = _corpus_test_part(dataset_name, json.dumps(corpus, sort_keys=True))
+        return texts, names, list(range(len(texts)))
+    from hierattn.data.split import stratified_split
+
+    ds = builtin_dataset(dataset_name)
+    indices = stratified_split(ds.labels)[split]
+    return [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices], indices
+
+
+@st.cache_data(show_spinner="Reading the corpus's test file…", max_entries=4)
+def _corpus_test_part(dataset_name: str, settings: str) -> tuple[list[str], list[str]]:
+    from hierattn.data.corpora import from_settings, test_documents
+
+    try:
+        return test_documents(from_settings(dataset_name, json.loads(settings)), CORPUS_DOCUMENTS)
+    except (DataError, OSError, KeyError, ValueError):
+        return [], []
+
+
+def corpus_with_test_file(classifier: Classifier) -> dict | None:
+    """The local corpus a checkpoint was trained on, when its test file is still there to read."""
+    corpus = classifier.metrics.get("corpus")
+    if not corpus or "test" not in corpus.get("files", {}):
+        return None
+    return corpus if split_part(classifier.dataset, "test", corpus)[0] else None

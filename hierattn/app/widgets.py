@@ -1,0 +1,59 @@
+"""Widgets several pages share: the document picker, the head picker, and keeping a remembered
+value valid."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import streamlit as st
+
+from hierattn.app.samples import corpus_samples, samples
+
+SAMPLE_PROMPT = "— write or paste your own —"
+
+
+def document_input(dataset: str | None, sample_key: str, document_key: str, height: int, placeholder: str,
+                   corpus: dict | None = None) -> str:
+    """A sample picker (test-split documents, the model's data set first: for a model trained on
+    a local corpus, its test file's) above a text box that holds the document; the first visit
+    shows the first sample, not an empty page. Returns the text."""
+    docs = (corpus_samples(dataset, json.dumps(corpus, sort_keys=True)) if corpus else []) + samples(dataset)
+    options = [SAMPLE_PROMPT] + [f"{ds} · {label} · {' '.join(text.split())[:70]}…" for ds, label, text in docs]
+
+    def use_sample():
+        i = options.index(st.session_state[sample_key])
+        if i:
+            st.session_state[document_key] = docs[i - 1][2]
+
+    def own_text():
+        st.session_state[sample_key] = SAMPLE_PROMPT  # the box no longer holds the chosen sample
+
+    if document_key not in st.session_state and docs:
+        st.session_state[document_key] = docs[0][2]
+        st.session_state[sample_key] = options[1]
+    st.selectbox("Sample document (test split)", options, key=sample_key, on_change=use_sample)
+    return st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder)
+
+
+def keep_valid(key: str, options) -> None:
+    """Forget a widget value (from a link, or from another model) that is not among ``options``."""
+    if key in st.session_state and st.session_state[key] not in list(options):
+        del st.session_state[key]
+
+
+def document_key(text: str) -> str:
+    """A short stable key for a document's text (12 hex digits of its SHA-1): widgets whose choices
+    depend on the document carry it in their keys, and a pasted document is linked by it."""
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def head_picker(where, label: str, count: int, key: str, axis: str = "head", radio: bool = False) -> int | None:
+    """A picker of one head (or MahNN channel) of ``count``, or their mean: returns the head's index,
+    or None for the mean. The options are the labels a reader sees ("mean of heads", "head 1", ...);
+    the index is the chosen option's position, never read back out of its label."""
+    options = [f"mean of {axis}s"] + [f"{axis} {h + 1}" for h in range(count)]
+    keep_valid(key, options)
+    pick = (where.radio(label, options, horizontal=True, key=key) if radio
+            else where.selectbox(label, options, key=key))
+    position = options.index(pick)
+    return None if position == 0 else position - 1
