@@ -172,3 +172,43 @@ def test_split_is_scikit_learns_on_random_labels():
         labels += list(range(classes)) * 10  # every class can be split
         seed = rng.randrange(10_000)
         assert stratified_split(labels, seed) == _sklearn_split(labels, seed), trial
+
+
+def _both_ways(tmp_path, name: str, content: bytes):
+    """What an upload (load_table) and a local corpus (open_corpus, records) make of one file:
+    (texts, labels) from each, or the DataError message each raises."""
+    from hierattn.data.corpora import open_corpus
+
+    path = tmp_path / name
+    path.write_bytes(content)
+    results = []
+    for read in (lambda: [(t, ds.label_names[y]) for ds in [load_table(path)] for t, y in zip(ds.texts, ds.labels)],
+                 lambda: list(open_corpus(path).records("all"))):
+        try:
+            results.append(sorted(read()))
+        except DataError as exc:
+            results.append(str(exc))
+    return results
+
+
+@pytest.mark.parametrize("name,content,outcome", [
+    # a row with an extra field: refused by both (the corpus reader used to drop the extra field silently)
+    ("x.csv", b"text,label\n" + b"".join(b"hi %d,a\n" % i for i in range(12)) + b"oops,a,b\n"
+     + b"".join(b"ho %d,b\n" % i for i in range(12)), "line 14 has 3 fields; the header has 2"),
+    # bytes that are not UTF-8: refused by both (the corpus reader used to replace them)
+    ("x.csv", b"text,label\n" + b"".join(b"hi %d,a\n" % i for i in range(12)) + b"caf\xe9,b\n", "not UTF-8"),
+    # a JSON line without the label field: refused by both (an upload used to skip it)
+    ("x.jsonl", b"".join(b'{"text": "hi %d", "label": "a"}\n' % i for i in range(12)) + b'{"text": "no label"}\n',
+     "has no field 'label'"),
+])
+def test_an_upload_and_a_corpus_refuse_the_same_files(tmp_path, name, content, outcome):
+    upload, corpus = _both_ways(tmp_path, name, content)
+    assert outcome in upload and outcome in corpus, (upload, corpus)
+
+
+def test_an_upload_and_a_corpus_skip_the_same_rows(tmp_path):
+    """Rows with an empty text or an empty label are skipped by both (the corpus reader used to keep
+    empty texts); what remains is the same documents."""
+    rows = [f"hi {i},a" for i in range(12)] + [f"ho {i},b" for i in range(12)] + [" ,a", "lonely,", '"",b']
+    upload, corpus = _both_ways(tmp_path, "x.csv", ("text,label\n" + "\n".join(rows) + "\n").encode())
+    assert upload == corpus and len(upload) == 24

@@ -22,7 +22,7 @@ so a file of any size streams through ``corpus_cache`` without being held in mem
 from __future__ import annotations
 
 import csv
-import json
+import itertools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 from hierattn.data.dataset import DataError
+from hierattn.data.formats import labelled, table_rows
 
 FORMATS = ("zhang", "trec", "csv", "tsv", "jsonl")
 # Files a corpus directory may hold: (format, training file, test file), first match wins.
@@ -61,7 +62,7 @@ class Corpus:
     def records(self, part: str) -> Iterator[tuple[str, str]]:
         """(text, label) of each document of ``part``, in file order, one at a time."""
         path = self.parts[part]
-        reader = {"zhang": _zhang, "trec": _trec, "csv": _table, "tsv": _table, "jsonl": _jsonl}[self.format]
+        reader = {"zhang": _zhang, "trec": _trec, "csv": _table, "tsv": _table, "jsonl": _table}[self.format]
         return reader(self, path)
 
     def settings(self) -> dict:
@@ -128,7 +129,7 @@ def _csv_kind(path: Path, text_column: str) -> str:
 
 
 def _open_text(path: Path, encoding: str = "utf-8"):
-    return open(path, newline="", encoding=encoding, errors="replace")
+    return open(path, newline="", encoding=encoding)
 
 
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # Yahoo! Answers has fields past the 128 KB default
@@ -136,7 +137,7 @@ csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # Yahoo! Answers has fields p
 
 def _zhang(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
     with _open_text(path) as f:
-        for line, row in enumerate(csv.reader(f), 1):
+        for line, row in enumerate(csv.reader(_decoded(f, path.name)), 1):
             if not row:
                 continue
             label = row[0].strip()
@@ -160,35 +161,29 @@ def _trec(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _table(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
+    """CSV / TSV / JSONL through the same reader as uploads (``formats.table_rows``)."""
     with _open_text(path) as f:
-        reader = csv.DictReader(f, delimiter="\t" if corpus.format == "tsv" else ",")
-        missing = [c for c in (corpus.text_column, corpus.label_column) if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataError(f"{path.name} has no column named {', '.join(repr(c) for c in missing)} "
-                            f"(its header: {', '.join(reader.fieldnames or [])})")
-        for row in reader:
-            text, label = row.get(corpus.text_column), row.get(corpus.label_column)
-            if text is None or label is None:
-                raise DataError(f"{path.name} line {reader.line_num} has fewer fields than the header")
-            if label.strip():
-                yield text, label.strip()
+        rows = table_rows(_decoded(f, path.name), path.name, corpus.format)
+        if corpus.format != "jsonl":
+            first = next(rows, None)
+            header = list(first[1]) if first else []
+            missing = [c for c in (corpus.text_column, corpus.label_column) if c not in header]
+            if first is not None and missing:
+                raise DataError(f"{path.name} has no column named {', '.join(repr(c) for c in missing)} "
+                                f"(its header: {', '.join(header)})")
+            rows = itertools.chain([first] if first else [], rows)
+        yield from labelled(rows, corpus.text_column, corpus.label_column, path.name)
 
 
-def _jsonl(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
-    with _open_text(path) as f:
-        for line, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path.name} line {line} is not JSON: {exc.msg}") from None
-            if not isinstance(row, dict) or corpus.text_column not in row or corpus.label_column not in row:
-                raise DataError(f"{path.name} line {line}: expected an object with {corpus.text_column!r} and "
-                                f"{corpus.label_column!r}")
-            label = str(row[corpus.label_column]).strip()
-            if label:
-                yield str(row[corpus.text_column] or ""), label
+def _decoded(f, name: str) -> Iterator[str]:
+    """A text file's lines; bytes that are not UTF-8 are refused with the file and line named (as
+    an upload's are), not replaced."""
+    n = 0
+    try:
+        for n, line in enumerate(f, 1):  # noqa: B007  (n names the line that fails to decode)
+            yield line
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{name} is not UTF-8 text ({exc.reason} after line {n}); save it as UTF-8") from None
 
 
 def label_order(corpus: Corpus, seen: list[str]) -> list[str]:

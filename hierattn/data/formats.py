@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hierattn.data.dataset import DataError
@@ -37,38 +38,62 @@ def decode_text(raw: bytes, name: str) -> str:
                         "(or UTF-16) and upload it again") from None
 
 
+def table_rows(stream: Iterable[str], name: str, kind: str) -> Iterator[tuple[int, dict]]:
+    """The rows of a table read one at a time, each with its line number: ``kind`` ``csv`` or ``tsv``
+    (a header row names the fields) or ``jsonl`` (one JSON object per line; blank lines skipped).
+    Uploads and local corpora both read through here, so the same file passes or fails the same
+    way: a CSV row with more or fewer fields than its header, a line that is not a JSON object and
+    a malformed CSV are refused, with the file and line named."""
+    if kind == "jsonl":
+        for n, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{name} line {n} is not JSON: {exc.msg}") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{name} line {n} is not a JSON object with named fields")
+            yield n, row
+        return
+    separator = "\t" if kind == "tsv" else ","
+    reader = csv.DictReader(stream, delimiter=separator)
+    try:
+        for row in reader:
+            if None in row or None in row.values():  # DictReader's marks for too many / too few fields
+                fields = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+                raise DataError(f"{name} line {reader.line_num} has {fields} field{'' if fields == 1 else 's'}; "
+                                f"the header has {len(reader.fieldnames)} (a missing or extra separator, or an "
+                                f"unquoted {'tab' if kind == 'tsv' else 'comma'})")
+            yield reader.line_num, row
+    except csv.Error as exc:
+        raise DataError(f"{name} is not a valid {kind.upper()} file ({exc})") from None
+
+
+def labelled(rows: Iterable[tuple[int, dict]], text_column: str, label_column: str, name: str,
+             unit: str = "line") -> Iterator[tuple[str, str]]:
+    """(text, label) of each numbered row (``unit`` names the numbers in messages). A row without
+    either field is refused; a row whose text or label is empty is skipped (it can be neither
+    classified nor learnt from). Labels are stripped of surrounding space."""
+    for n, row in rows:
+        missing = [c for c in (text_column, label_column) if c not in row]
+        if missing:
+            raise DataError(f"{name} {unit} {n} has no field {' or '.join(repr(c) for c in missing)}")
+        text, label = str(row[text_column] or ""), str(row[label_column] or "").strip()
+        if text.strip() and label:
+            yield text, label
+
+
 def read_rows(raw: bytes, name: str) -> list[dict]:
-    """Parse an uploaded CSV / TSV / JSONL file (``name`` gives the format) into row dicts."""
+    """An uploaded CSV / TSV / JSONL file (``name`` gives the format) as row dicts: at most
+    ``MAX_UPLOAD_MB``, decoded by ``decode_text``, read by ``table_rows``."""
     if len(raw) > MAX_UPLOAD_MB * 2**20:
         raise DataError(f"{name} is {len(raw) / 2**20:.0f} MB; the limit is {MAX_UPLOAD_MB} MB")
     suffix = Path(name).suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise DataError(f"{name}: expected a .csv, .tsv or .jsonl file")
     content = decode_text(raw, name)
-    if suffix == ".jsonl":
-        rows = []
-        for n, line in enumerate(content.splitlines(), 1):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{name} line {n} is not JSON: {exc.msg}") from None
-                if not isinstance(row, dict):
-                    raise DataError(f"{name} line {n} is not a JSON object with named fields")
-                rows.append(row)
-    else:
-        reader = csv.DictReader(io.StringIO(content, newline=""), delimiter="\t" if suffix == ".tsv" else ",")
-        try:
-            rows = []
-            for row in reader:
-                if None in row or None in row.values():  # DictReader's marks for too many / too few fields
-                    fields = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
-                    raise DataError(f"{name} line {reader.line_num} has {fields} field{'' if fields == 1 else 's'}; the header has "
-                                    f"{len(reader.fieldnames)} (a missing or extra separator, or an unquoted "
-                                    f"{'tab' if suffix == '.tsv' else 'comma'})")
-                rows.append(row)
-        except csv.Error as exc:
-            raise DataError(f"{name} is not a valid {suffix[1:].upper()} file ({exc})") from None
+    rows = [row for _, row in table_rows(io.StringIO(content, newline=""), name, suffix[1:])]
     if not rows:
         raise DataError(f"{name} has no rows (only a header, or nothing)")
     return rows

@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from hierattn.data.dataset import DataError, Dataset
-from hierattn.data.formats import columns, read_rows
+from hierattn.data.formats import columns, labelled, read_rows
 
 MAX_CLASSES = 100  # more distinct labels than this is almost surely a text column, not labels
 MIN_PER_CLASS = 10  # a stratified 80/10/10 split needs a few documents of every label in each part
@@ -19,10 +19,10 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
     missing = [c for c in (text_column, label_column) if c not in columns(rows)]
     if missing:
         raise DataError(f"{name} has no column named {', '.join(repr(c) for c in missing)}")
-    kept = [r for r in rows if str(r.get(text_column) or "").strip() and str(r.get(label_column) or "").strip()]
+    kept = list(labelled(enumerate(rows, 1), text_column, label_column, name, unit="row"))
     if not kept:
         raise DataError(f"every row of {name} has an empty text or label")
-    labels = [str(r[label_column]).strip() for r in kept]
+    labels = [label for _, label in kept]
     counts = Counter(labels)
     if len(counts) < 2:
         raise DataError(f"{name} has only one label ({next(iter(counts))!r}); a classifier needs at least two")
@@ -35,7 +35,7 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
         raise DataError(f"every label needs at least {MIN_PER_CLASS} documents for an 80/10/10 split; too few: {examples}")
     label_names = sorted(counts)
     index = {n: i for i, n in enumerate(label_names)}
-    return Dataset(name, [str(r[text_column]) for r in kept], [index[y] for y in labels], label_names)
+    return Dataset(name, [text for text, _ in kept], [index[y] for y in labels], label_names)
 
 
 def load_table(path: str | Path, text_column: str = "text", label_column: str = "label") -> Dataset:
