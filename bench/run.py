@@ -22,7 +22,8 @@ from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
 from hierattn.data.text import TextConfig, Vocab, tokenize_many
 from hierattn.models import build_model, model_config_dict, sized_for_text, text_problem
-from hierattn.training.loop import PRESETS, hardware
+from hierattn.training.loop import hardware
+from hierattn.training.presets import PRESETS
 
 LATENCY_TOKENS = (100, 1000, 10000)
 # Explain latency is measured with the caps lifted, so a 5,000-token document is read whole.

@@ -95,7 +95,7 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2))
         for f in FILES:  # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
             os.chmod(tmp / f, 0o644)
-            _fsync(tmp / f)
+            fsync(tmp / f)
         os.chmod(tmp, 0o755)
         if directory.exists():
             if _exchange(tmp, directory):  # one atomic step: the old checkpoint is now at tmp
@@ -154,7 +154,7 @@ def _remove_stale_temporaries(directory: Path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def _fsync(path: Path) -> None:
+def fsync(path: Path) -> None:
     """Flush a file to disk before it is renamed into place, so a crash of the machine (not only of
     the process) cannot leave a renamed but empty file."""
     fd = os.open(path, os.O_RDONLY)

@@ -158,7 +158,6 @@ def test_preprocessing_streams_with_a_bounded_window(cache_root, monkeypatch):
     assert pulled[0] == 60 and max(ahead) <= 4  # one chunk at a time in-process
     # with workers: the window of pending chunks is bounded by 2 x processes
     pending = []
-    real_apply = None
 
     class Pool:
         def __init__(self, n):

@@ -9,7 +9,8 @@ from hierattn.cli import main
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.training.embeddings import initialise_embeddings, word2vec_matrix
-from hierattn.training.loop import TrainConfig, train
+from hierattn.training.in_memory import train
+from hierattn.training.loop import TrainConfig
 
 from .test_training import _toy
 

@@ -100,3 +100,27 @@ def test_cheap_dropout_keeps_the_expected_share_and_the_expectation():
     torch.testing.assert_close(x.grad, y.detach())  # the gradient goes through the same mask
     assert torch.equal(cheap_dropout(x, 0.3, training=False), x)
     assert not torch.equal(cheap_dropout(x, 0.3, True), cheap_dropout(x, 0.3, True))  # a new mask each call
+
+
+def test_the_reference_layers_switch_is_local_to_the_calling_thread():
+    """``straightforward()`` changes HCAN's implementation for the thread that asked only: a server
+    thread explaining for another session keeps the fast path."""
+    import threading
+
+    from hierattn.models.layers import is_straightforward, straightforward
+
+    inside, seen_elsewhere, ready, done = [], [], threading.Event(), threading.Event()
+
+    def other_thread():
+        ready.wait()
+        seen_elsewhere.append(is_straightforward())
+        done.set()
+
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    with straightforward():
+        inside.append(is_straightforward())
+        ready.set()
+        done.wait(10)
+    thread.join()
+    assert inside == [True] and seen_elsewhere == [False] and not is_straightforward()

@@ -78,10 +78,10 @@ def test_metrics_refuse_target_attention():
 
 
 def test_mean_self_attention_metrics_summarise_a_model():
-    from hierattn.analysis.metrics import mean_self_attention_metrics
     from hierattn.data.batches import encode_documents
     from hierattn.data.text import Vocab, tokenize
     from hierattn.models import build_model
+    from hierattn.training.sharpness import mean_self_attention_metrics
 
     docs = [tokenize("The team won the cup. Fans cheered loudly!"), tokenize("Shares fell. Markets were calm.")]
     vocab = Vocab.build(docs, min_freq=1)

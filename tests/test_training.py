@@ -6,7 +6,8 @@ from hierattn.checkpoint import load_classifier
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
-from hierattn.training.loop import TrainConfig, train
+from hierattn.training.in_memory import train
+from hierattn.training.loop import TrainConfig
 
 WORDS = {0: "great lovely superb", 1: "awful boring dreadful"}
 
@@ -64,12 +65,12 @@ def test_cosine_schedule_anneals_to_zero_over_all_epochs():
     import pytest
     import torch
 
-    from hierattn.training.loop import _scheduler
+    from hierattn.training.loop import schedule
 
     param = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.Adam([param], lr=1e-3)
-    assert _scheduler(opt, TrainConfig(lr_schedule="constant"), 10) is None
-    sched = _scheduler(opt, TrainConfig(epochs=3, lr_schedule="cosine"), steps_per_epoch=10)
+    assert schedule(opt, TrainConfig(lr_schedule="constant"), 10) is None
+    sched = schedule(opt, TrainConfig(epochs=3, lr_schedule="cosine"), steps_per_epoch=10)
     lrs = []
     for _ in range(30):
         opt.step()
@@ -77,7 +78,7 @@ def test_cosine_schedule_anneals_to_zero_over_all_epochs():
         lrs.append(opt.param_groups[0]["lr"])
     assert lrs[14] == pytest.approx(5e-4, rel=0.05) and lrs[-1] == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(ValueError, match="lr_schedule"):
-        _scheduler(opt, TrainConfig(lr_schedule="step"), 10)
+        schedule(opt, TrainConfig(lr_schedule="step"), 10)
 
 
 def test_word_dropout_replaces_only_real_words_with_unk():

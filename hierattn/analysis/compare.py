@@ -103,7 +103,7 @@ def importance(ex: Explanation) -> Importance | None:
     return Importance(by_span, {s.start: v for s, v in zip(sentences, per_sentence)}, source)
 
 
-def _spearman(a: list[float], b: list[float]) -> float | None:
+def spearman(a: list[float], b: list[float]) -> float | None:
     if len(a) < 2:
         return None
     rho = pd.Series(a).corr(pd.Series(b), method="spearman")
@@ -153,7 +153,7 @@ def agreement(a: Importance, b: Importance) -> Agreement:
     sentences = sorted(a.sentences.keys() & b.sentences.keys())
     return Agreement(
         len(common), len(sentences),
-        _spearman(wa, wb), _spearman([a.sentences[s] for s in sentences], [b.sentences[s] for s in sentences]),
+        spearman(wa, wb), spearman([a.sentences[s] for s in sentences], [b.sentences[s] for s in sentences]),
         {k: top_k_overlap(a.words, b.words, k) for k in TOP_K},
         {k: top_k_overlap(a.sentences, b.sentences, k) for k in TOP_K},
         {s: x - y for s, x, y in zip(common, wa, wb)},

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from hierattn.analysis.compare import _spearman, importance
+from hierattn.analysis.compare import importance, spearman
 from hierattn.analysis.explain import Explanation
 from hierattn.checkpoint import Classifier
 from hierattn.data.batches import encode_documents
@@ -201,7 +201,7 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
     if "attention" in scores:
         for method in ("gradient × input", "leave-one-out"):
             if method in scores:
-                agreement[method] = _spearman(scores["attention"], scores[method])
+                agreement[method] = spearman(scores["attention"], scores[method])
     return ErasureCurves(ex.labels[label], base, ks, drops, scores, agreement)
 
 

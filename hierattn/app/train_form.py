@@ -80,7 +80,7 @@ def _split_sizes(labels: tuple[int, ...]) -> dict[str, int]:  # every rerun of t
 def train_defaults(dataset_name: str) -> dict:
     """Short runs by default: the page is for looking, presets are for the shipped checkpoints."""
     from hierattn.data.text import TextConfig
-    from hierattn.training.loop import DATASET_TEXT
+    from hierattn.training.presets import DATASET_TEXT
 
     text = DATASET_TEXT.get(dataset_name, TextConfig())
     small = dataset_name == "bbc-news"

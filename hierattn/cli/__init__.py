@@ -17,7 +17,8 @@ def _train(args) -> int:
     from hierattn.data.split import prepare
     from hierattn.data.tables import load_table
     from hierattn.data.text import TextConfig
-    from hierattn.training.loop import DATASET_TEXT, PRESETS, train
+    from hierattn.training.in_memory import train
+    from hierattn.training.presets import DATASET_TEXT, PRESETS
 
     if not args.preset and (not args.model or not (args.dataset or args.file)):
         print("give --preset, or --model with --dataset or --file", file=sys.stderr)
@@ -93,7 +94,7 @@ def _explain(args) -> int:
 
 def _text_config(args, default):
     """The preset's text reading (or ``default``), with --max-sentences / --max-words applied."""
-    from hierattn.training.loop import PRESETS
+    from hierattn.training.presets import PRESETS
 
     if args.preset and args.preset not in PRESETS:
         raise ValueError(f"unknown preset '{args.preset}'; presets: {', '.join(PRESETS)}")
@@ -106,7 +107,8 @@ def _model_and_text(args, default_text=None):
     """(model type, model config, TextConfig, TrainConfig) from --preset or --model and the flags;
     ``default_text``: the reading without a preset (``TextConfig()`` unless given)."""
     from hierattn.data.text import TextConfig
-    from hierattn.training.loop import PRESETS, TrainConfig
+    from hierattn.training.loop import TrainConfig
+    from hierattn.training.presets import PRESETS
 
     text_config = _text_config(args, default_text or TextConfig())
     if args.preset:

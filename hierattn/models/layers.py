@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 import torch.nn.functional as F
@@ -49,24 +50,26 @@ class ConvFeatures(nn.Module):
         return self.activation(self.conv(x.transpose(1, 2)).transpose(1, 2))
 
 
-_STRAIGHTFORWARD = False
+# Local to the calling thread (and asyncio task): one session's reference run never changes the
+# implementation another thread of the server is using.
+_REFERENCE: ContextVar[bool] = ContextVar("hierattn_reference_layers", default=False)
 
 
 @contextmanager
 def straightforward():
-    """Within this block HCAN runs its reference implementation: one convolution per Q, K and V,
-    explicit masked softmax, weights kept, even when no weights are asked for. The bench measures
-    the fast paths against it; the tests check both give the same numbers."""
-    global _STRAIGHTFORWARD
-    before, _STRAIGHTFORWARD = _STRAIGHTFORWARD, True
+    """Within this block, in this thread only, HCAN runs its reference implementation: one
+    convolution per Q, K and V, explicit masked softmax, weights kept, even when no weights are
+    asked for. The bench measures the fast paths against it; the tests check both give the same
+    numbers."""
+    token = _REFERENCE.set(True)
     try:
         yield
     finally:
-        _STRAIGHTFORWARD = before
+        _REFERENCE.reset(token)
 
 
 def is_straightforward() -> bool:
-    return _STRAIGHTFORWARD
+    return _REFERENCE.get()
 
 
 def cheap_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -81,7 +84,7 @@ def cheap_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or _STRAIGHTFORWARD:
+    if x.device.type != "cpu" or _REFERENCE.get():
         return F.dropout(x, p, True)
     n = x.numel()
     bits = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64, device=x.device)
@@ -135,7 +138,7 @@ class ConvMultiHeadSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):
         # x: (N, L, d); mask: (N, L) -> out (N, L, d), weights (N, h, L, L) or None
-        if _STRAIGHTFORWARD:
+        if _REFERENCE.get():
             q, k, v = (split_heads(f(x, mask), self.heads) for f in (self.q, self.k, self.v))
         elif not need_weights:
             return self._fast(x, mask), None
@@ -187,7 +190,7 @@ class ConvMultiHeadTargetAttention(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor):
         # x: (N, L, d); mask: (N, L) -> out (N, d), weights (N, h, L)
         d = x.shape[-1]
-        if _STRAIGHTFORWARD:
+        if _REFERENCE.get():
             k, v = split_heads(self.k(x, mask), self.heads), split_heads(self.v(x, mask), self.heads)
             return self._attend(x, mask, k, v)
         kv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), *stacked_kernels(self, (self.k.conv, self.v.conv)),

@@ -24,25 +24,24 @@ resumed).
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from safetensors.torch import load_file, save_file
 
-from hierattn.checkpoint import _fsync, save_checkpoint
+from hierattn.checkpoint import fsync, save_checkpoint
 from hierattn.data.split import stratified_split
 from hierattn.models import REGISTRY, build_model, sized_for_text
 from hierattn.training.corpus_cache import CachedCorpus
-from hierattn.training.loop import TrainConfig, TrainEvent, hardware, optimisation_step
+from hierattn.training.loop import Progress, TrainConfig, TrainEvent, optimiser, record, run
 
 VALIDATION_SHARE = 0.1  # of a training file, when the corpus has no validation file
 EVAL_BATCH = 64
@@ -121,7 +120,7 @@ def _save_resume(path: Path, model, best_state, optimizer, scheduler, state: dic
     path.parent.mkdir(parents=True, exist_ok=True)  # the checkpoint's folder may not exist before its first save
     temporary = path.with_name(path.name + f".tmp-{os.getpid()}")
     save_file(tensors, str(temporary), metadata={"state": json.dumps(state)})
-    _fsync(temporary)
+    fsync(temporary)
     os.replace(temporary, path)
 
 
@@ -166,6 +165,33 @@ def evaluate_shard(model, cache: CachedCorpus, documents: np.ndarray, lookup, wo
     return float(totals[0] / totals[2].clamp(min=1)), float(totals[1] / totals[2].clamp(min=1))
 
 
+class CorpusEpochs:
+    """Each rank's batches of an epoch: a ``DistributedSampler`` shards the epoch's shuffled order
+    (the order does not depend on the number of processes), each rank taking ``batch / processes``
+    documents a step; validation reads each rank's share and sums across ranks."""
+
+    def __init__(self, cache: CachedCorpus, split: CorpusSplit, lookup, world: World, config: TrainConfig,
+                 shard_log: list | None = None):
+        self.cache, self.split, self.lookup, self.world = cache, split, lookup, world
+        self.local = config.batch_size // world.size
+        self.steps = math.ceil(math.ceil(len(split.train) / world.size) / self.local)
+        self.sampler = torch.utils.data.DistributedSampler(range(len(split.train)), num_replicas=world.size,
+                                                           rank=world.rank, shuffle=True, seed=config.seed)
+        self.shard_log = shard_log
+
+    def batches(self, epoch: int, start: int) -> Iterator:
+        self.sampler.set_epoch(epoch)
+        positions = np.fromiter(iter(self.sampler), np.int64)
+        for step in range(start, self.steps):
+            documents = self.split.train[positions[step * self.local: (step + 1) * self.local]]
+            if self.shard_log is not None:
+                self.shard_log.extend(documents.tolist())
+            yield self.cache.batch(documents, self.lookup)
+
+    def validate(self, model) -> tuple[float, float]:
+        return evaluate_shard(model, self.cache, self.split.validation, self.lookup, self.world)
+
+
 def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, config: TrainConfig, out: str | Path,
                  validate_every: int | None = None, resume: bool = False, world: World | None = None,
                  on_event: Callable[[TrainEvent], None] | None = None, stop=None, log=print,
@@ -182,7 +208,6 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
                          "or random embeddings with --corpus")
     if config.batch_size % world.size:
         raise ValueError(f"the global batch ({config.batch_size}) must divide evenly among {world.size} processes")
-    local_batch = config.batch_size // world.size
     torch.manual_seed(config.seed)
     split = split_corpus(cache, config.seed)
     counts = cache.counts_of(split.train)
@@ -196,122 +221,68 @@ def train_corpus(cache: CachedCorpus, model_type: str, model_config: dict, confi
     if world.size > 1:
         trained = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[world.device.index] if world.device.type == "cuda" else None)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    steps_per_epoch = math.ceil(math.ceil(len(split.train) / world.size) / local_batch)
-    scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs * steps_per_epoch)
-                 if config.lr_schedule == "cosine" else None)
+    seen_log: list[int] = []
+    epochs = CorpusEpochs(cache, split, lookup, world, config, seen_log if shard_log is not None else None)
+    optimizer, scheduler = optimiser(model, config, epochs.steps)
     resume_path = _resume_path(out)
-    progress = {"epoch": 1, "step": 0, "documents": 0, "validations": 0, "best_accuracy": -1.0,
-                "best_loss": float("inf"), "best_at": 0, "stale": 0, "history": [], "train_seconds": 0.0}
-    best_state = None
+    progress, best_state = Progress(), None
     if resume and resume_path.is_file():
         saved, best_state = _load_resume(resume_path, model, optimizer, scheduler, world.device)
         if saved["batch_size"] != config.batch_size or saved["vocab_size"] != len(vocab):
             raise ValueError(f"{resume_path.name} was written by a run with another batch size or vocabulary; "
                              "resume with the same settings, or delete it to start afresh")
-        progress.update({k: saved[k] for k in progress})
+        progress = Progress(**{k: saved[k] for k in asdict(progress) if k in saved})
         if world.size > 1:  # rank 0's saved random state would give every rank the same dropout masks
-            torch.manual_seed(config.seed + 7919 * world.rank + 104729 * progress["documents"])
-        log(f"resuming from epoch {progress['epoch']}, step {progress['step']} "
-            f"({progress['documents']:,} training documents seen)")
+            torch.manual_seed(config.seed + 7919 * world.rank + 104729 * progress.documents)
+        log(f"resuming from epoch {progress.epoch}, step {progress.step} "
+            f"({progress.documents:,} training documents seen)")
     elif resume:
         log(f"no resume state at {resume_path}; starting from the beginning")
-    seen_log: list[int] = []
     started = time.perf_counter()
 
-    def validate(epoch: int) -> bool:
-        """Validate, keep the best weights, save a resume state; True when patience ran out."""
-        nonlocal best_state
-        accuracy, loss = evaluate_shard(model, cache, split.validation, lookup, world)
-        progress["validations"] += 1
-        row = {"epoch": epoch, "documents": progress["documents"], "val_accuracy": accuracy,
-               "val_loss": loss}
-        progress["history"].append(row)
-        improved = accuracy > progress["best_accuracy"]
-        if improved or (accuracy == progress["best_accuracy"] and loss < progress["best_loss"]):
-            progress.update(best_accuracy=accuracy, best_loss=loss, best_at=progress["documents"])
-            best_state = copy.deepcopy(model.state_dict())
-        progress["stale"] = 0 if improved else progress["stale"] + 1
+    def save_state(state: Progress, best: dict | None) -> None:
         if world.main:
-            log(f"validation {progress['validations']} after {progress['documents']:,} documents: "
-                f"accuracy {accuracy:.4f}, loss {loss:.4f}")
-        save_state()  # rank 0 only
-        if on_event:
-            on_event(TrainEvent("epoch", epoch, val_accuracy=accuracy, extra=row))
-        return progress["stale"] >= config.patience
-
-    def save_state() -> None:
-        if world.main:
-            _save_resume(resume_path, model, best_state, optimizer, scheduler,
-                         {**progress, "batch_size": config.batch_size, "vocab_size": len(vocab),
+            _save_resume(resume_path, model, best, optimizer, scheduler,
+                         {**asdict(state), "batch_size": config.batch_size, "vocab_size": len(vocab),
                           "model_type": model_type, "model_config": model_config, "train_config": asdict(config)})
 
-    sampler = torch.utils.data.DistributedSampler(range(len(split.train)), num_replicas=world.size, rank=world.rank,
-                                                  shuffle=True, seed=config.seed)
-    patience_out = False
+    def validated(state: Progress, best: dict | None, row: dict) -> None:
+        if world.main:
+            log(f"validation {state.validations} after {state.documents:,} documents: "
+                f"accuracy {row['val_accuracy']:.4f}, loss {row['val_loss']:.4f}")
+        save_state(state, best)
+
+    def every_50_steps(state: Progress, loss: torch.Tensor, rate: float) -> None:
+        if state.step % 50 == 0 or state.step == epochs.steps:  # every rank: a collective
+            shown = loss.to(world.device)
+            if world.size > 1:
+                dist.all_reduce(shown)
+                shown /= world.size
+            log(f"epoch {state.epoch} step {state.step}/{epochs.steps}: loss {shown.item():.4f}, "
+                f"{rate:,.0f} documents/s")
+
     try:
-        while progress["epoch"] <= config.epochs and not patience_out:
-            sampler.set_epoch(progress["epoch"])
-            positions = np.fromiter(iter(sampler), np.int64)
-            epoch_start, first_step = time.perf_counter(), progress["step"]
-            trained.train()
-            while progress["step"] < steps_per_epoch:
-                step = progress["step"]
-                documents = split.train[positions[step * local_batch: (step + 1) * local_batch]]
-                if shard_log is not None:
-                    seen_log.extend(documents.tolist())
-                loss = optimisation_step(trained, cache.batch(documents, lookup), optimizer, scheduler, config,
-                                         world.device, model.parameters())
-                before = progress["documents"]
-                progress["documents"] += len(documents) * world.size
-                progress["step"] += 1
-                if on_event:
-                    on_event(TrainEvent("batch", progress["epoch"], progress["step"], steps_per_epoch, loss.item()))
-                if progress["step"] % 50 == 0 or progress["step"] == steps_per_epoch:  # every rank: a collective
-                    shown = loss.detach().clone()
-                    if world.size > 1:
-                        dist.all_reduce(shown)
-                        shown /= world.size
-                    rate = (progress["step"] - first_step) * config.batch_size / (time.perf_counter() - epoch_start)
-                    log(f"epoch {progress['epoch']} step {progress['step']}/{steps_per_epoch}: loss {shown.item():.4f}, "
-                        f"{rate:,.0f} documents/s")
-                if validate_every and progress["documents"] // validate_every > before // validate_every:
-                    if validate(progress["epoch"]):
-                        patience_out = True
-                        break
-                if stop is not None and stop.is_set():
-                    save_state()
-                    return {}
-            progress["train_seconds"] += time.perf_counter() - epoch_start
-            if patience_out:
-                break
-            progress["epoch"] += 1  # before validating, so a resume state saved there starts the next epoch
-            progress["step"] = 0
-            if not validate_every and validate(progress["epoch"] - 1):
-                break
-        if validate_every and not progress["history"]:
-            validate(progress["epoch"] - 1)  # a run shorter than one validation interval is still validated once
+        outcome = run(model, trained, epochs, optimizer, scheduler, config, world.device, progress,
+                      validate_every=validate_every, processes=world.size, best_state=best_state, on_event=on_event,
+                      stop=stop, on_step=every_50_steps, on_validation=validated)
     except KeyboardInterrupt:
-        save_state()
+        save_state(progress, best_state)
         raise
     finally:
         if shard_log is not None:
             Path(shard_log).mkdir(parents=True, exist_ok=True)
             (Path(shard_log) / f"rank-{world.rank}.json").write_text(json.dumps(seen_log))
-    if best_state is not None:
-        model.load_state_dict(best_state)
+    if outcome.stopped:
+        save_state(progress, outcome.best_state)
+        return {}
+    if outcome.best_state is not None:
+        model.load_state_dict(outcome.best_state)
     test_accuracy, _ = evaluate_shard(model, cache, split.test, lookup, world) if len(split.test) else (None, None)
-    metrics = {
-        "dataset": cache.meta["name"], "corpus": cache.meta["corpus"], "model_type": model_type, "validation_accuracy": progress["best_accuracy"],
-        "validation_loss": progress["best_loss"], "best_after_documents": progress["best_at"],
-        "epochs_run": progress["epoch"] - (0 if patience_out else 1), "history": progress["history"],
-        "test_accuracy": test_accuracy, "hardware": hardware(), "device": world.device.type, "processes": world.size,
-        "train_ms_per_document": 1000 * progress["train_seconds"] / max(progress["documents"], 1),
-        "total_training_seconds": time.perf_counter() - started,
-        "num_parameters": sum(p.numel() for p in model.parameters()),
-        "split_sizes": {"train": len(split.train), "validation": len(split.validation), "test": len(split.test)},
-        "train_config": {**asdict(config), "validate_every": validate_every},
-    }
+    metrics = record(progress, outcome, model, {**asdict(config), "validate_every": validate_every}, world.device,
+                     started, dataset=cache.meta["name"], corpus=cache.meta["corpus"], model_type=model_type,
+                     test_accuracy=test_accuracy, processes=world.size,
+                     split_sizes={"train": len(split.train), "validation": len(split.validation),
+                                  "test": len(split.test)})
     if world.main:
         save_checkpoint(out, model, model_type, vocab, cache.label_names, cache.text_config, metrics,
                         dataset=cache.meta["name"])

@@ -23,11 +23,12 @@ import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from hierattn.analysis.metrics import mean_self_attention_metrics
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
-from hierattn.training.loop import TrainConfig, TrainEvent, train
+from hierattn.training.in_memory import train
+from hierattn.training.loop import TrainConfig, TrainEvent
+from hierattn.training.sharpness import mean_self_attention_metrics
 
 MAX_RUNNING = 2  # concurrent training jobs per app process; the page says so
 ACTIVE = ("preparing", "running")

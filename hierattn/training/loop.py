@@ -1,24 +1,25 @@
-"""The training loop (one loop for the CLI and, later, the app), presets and evaluation."""
+"""The one training loop, for in-memory data sets (``in_memory.train``) and streamed corpora on
+one process or many (``corpus.train_corpus``): the optimiser and its schedule, one optimisation
+step, the best-epoch rule with patience, validation once an epoch or every N documents, and the
+metrics record written with the checkpoint. Where the data comes from is an ``Epochs`` source.
+"""
 from __future__ import annotations
 
 import copy
+import math
 import platform
 import random
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import Callable
+from typing import Protocol
 
 import torch
 
-from hierattn.checkpoint import best_device, save_checkpoint
 from hierattn.contract import Batch
-from hierattn.data.batches import bucketed_batches
-from hierattn.data.builtin import load_builtin
-from hierattn.data.split import SEED, PreparedData, prepare
-from hierattn.data.text import TextConfig, Vocab
-from hierattn.models import REGISTRY, build_model, sized_for_text
+from hierattn.data.split import SEED
+from hierattn.data.text import Vocab
 
 
 @dataclass
@@ -39,57 +40,6 @@ class TrainConfig:
 
 
 @dataclass
-class Preset:
-    model_type: str
-    dataset: str
-    model_config: dict = field(default_factory=dict)
-    text: TextConfig = field(default_factory=TextConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-
-
-_BBC_TEXT = TextConfig(max_sentences=50, max_words=60)
-_TWEET_TEXT = TextConfig(max_sentences=8, max_words=50)
-PRESETS = {
-    # HAN overfits bbc-news within three epochs at dropout 0.1; 0.5 on embeddings and the document
-    # vector, with lr 1e-3, was chosen on the validation split.
-    "bbc-news-han": Preset("han", "bbc-news", {"dropout": 0.5}, _BBC_TEXT,
-                           TrainConfig(epochs=30, batch_size=16, lr=1e-3, patience=6, max_vocab=15000)),
-    # HCAN memorises bbc-news's 1,780 training documents by epoch 3 at the paper's dropout 0.1.
-    # Recipe: dropout 0.3, the paper's vocabulary minimum count of 5 and Word2Vec initialisation
-    # (section 4.3), 20% word dropout, a cosine schedule. With random embeddings the same recipe
-    # tied on validation accuracy (98.2%) at twice the validation loss (0.115 vs 0.053), and
-    # reached 93.3% test; Word2Vec reaches 98.2% test.
-    "bbc-news-hcan": Preset("hcan", "bbc-news", {"d": 128, "heads": 4, "dropout": 0.3}, _BBC_TEXT,
-                            TrainConfig(epochs=15, batch_size=16, lr=1e-3, patience=15, max_vocab=15000,
-                                        min_freq=5, lr_schedule="cosine", word_dropout=0.2,
-                                        embeddings="word2vec")),
-    "tweets-han": Preset("han", "tweets", {"dropout": 0.3}, _TWEET_TEXT,
-                         TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000)),
-    "tweets-hcan": Preset("hcan", "tweets", {"d": 128, "heads": 4}, _TWEET_TEXT,
-                          TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000)),
-    # SANet base (Letarte et al. section 4). Adam instead of the paper's SGD with momentum: one
-    # optimiser for every model here, and the paper's 40 epochs of SGD do not fit a CPU budget.
-    "tweets-sanet": Preset("sanet", "tweets", {}, _TWEET_TEXT,
-                           TrainConfig(epochs=10, batch_size=64, lr=5e-4, patience=3, max_vocab=15000)),
-    # At most 25 x 40 = 1,000 words, as the paper truncates at 1,000 tokens (section 4): its
-    # attention is one (words x words) matrix per document.
-    "bbc-news-sanet": Preset("sanet", "bbc-news", {}, TextConfig(max_sentences=25, max_words=40),
-                             TrainConfig(epochs=12, batch_size=16, lr=5e-4, patience=4, max_vocab=15000)),
-    # HA-LSTM-4 with the paper's section 3.2 head and learning rate (6e-4).
-    "tweets-halstm": Preset("halstm", "tweets", {"cell": "ha", "window": 4}, _TWEET_TEXT,
-                            TrainConfig(epochs=10, batch_size=64, lr=6e-4, patience=3, max_vocab=15000)),
-    # MahNN-3 with the paper's L2 of 5e-4 (Table 3) as Adam weight decay.
-    "tweets-mahnn": Preset("mahnn", "tweets", {"channels": 3}, _TWEET_TEXT,
-                           TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000,
-                                       weight_decay=5e-4)),
-    "tweets-kimcnn": Preset("kimcnn", "tweets", {}, _TWEET_TEXT,
-                            TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000)),
-}
-# What a run without a preset reads of each built-in data set.
-DATASET_TEXT = {"bbc-news": _BBC_TEXT, "tweets": _TWEET_TEXT}
-
-
-@dataclass
 class TrainEvent:
     """What the loop reports: ``kind`` is "batch", "epoch" or "done"."""
 
@@ -100,7 +50,7 @@ class TrainEvent:
     loss: float | None = None
     val_accuracy: float | None = None
     docs_per_s: float | None = None
-    extra: dict = field(default_factory=dict)  # "epoch": what ``after_epoch`` measured
+    extra: dict = field(default_factory=dict)  # "epoch": the history row
 
 
 def hardware() -> str:
@@ -120,148 +70,19 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-@torch.no_grad()
-def evaluate(model: torch.nn.Module, batches: list[Batch], device) -> tuple[float, float, float]:
-    """(accuracy, mean cross-entropy, seconds) over ``batches``."""
-    model.eval()
-    correct = total = 0
-    loss_sum = 0.0
-    start = time.perf_counter()
-    for batch in batches:
-        batch = batch.to(device)
-        out = model(batch, return_attentions=False)
-        correct += int((out.logits.argmax(-1) == batch.labels).sum())
-        loss_sum += out.loss.item() * len(batch)
-        total += len(batch)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return correct / max(total, 1), loss_sum / max(total, 1), time.perf_counter() - start
-
-
-def train(model_type: str, model_config: dict, data: PreparedData, text_config: TextConfig,
-          config: TrainConfig, out: str | Path | None = None,
-          on_event: Callable[[TrainEvent], None] | None = None,
-          stop: threading.Event | None = None, progress: bool = False, device=None,
-          after_epoch: Callable[[torch.nn.Module, list[Batch], torch.device], dict] | None = None) -> dict:
-    """Train with Adam, keep the best-validation weights, stop early, evaluate on test, save.
-
-    Returns the metrics written to ``metrics.json``. ``stop`` ends training after the current
-    batch; the best weights so far are still saved when at least one epoch finished.
-    ``after_epoch(model, validation batches, device)`` may measure more after each epoch (the Train
-    page: attention Gini and diagonality); its numbers join that epoch's history row.
-    """
-    seed_everything(config.seed)
-    device = torch.device(device) if device else best_device()
-    parts = {name: data.part(name) for name in ("train", "validation", "test")}
-    train_docs, train_y = parts["train"]
-    if REGISTRY[model_type].fitted:
-        return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
-    vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
-    val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
-    model_config = sized_for_text(model_type, model_config, text_config.max_sentences, text_config.max_words)
-    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
-                                     **model_config})
-    pretrained_words = _pretrain_embeddings(model, config, train_docs, vocab)
-    model = model.to(device)
+def optimiser(model: torch.nn.Module, config: TrainConfig, steps_per_epoch: int):
+    """(Adam, its schedule or None) for ``model``'s parameters."""
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = _scheduler(optimizer, config, steps_per_epoch=-(-len(train_docs) // config.batch_size))
-
-    history, best_acc, best_loss, best_state, best_epoch, stale = [], -1.0, float("inf"), None, 0, 0
-    train_seconds = train_docs_seen = 0
-    started = time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
-        batches = bucketed_batches(train_docs, train_y, vocab, config.batch_size, shuffle=True,
-                                   seed=config.seed + epoch)
-        epoch_start = time.perf_counter()
-        epoch_loss, epoch_docs, finished = _run_epoch(model, batches, optimizer, scheduler, config, device,
-                                                      epoch, on_event, stop, progress)
-        train_seconds += time.perf_counter() - epoch_start
-        train_docs_seen += epoch_docs
-        if not finished:
-            break  # stopped: an unfinished epoch is not evaluated or kept
-        val_acc, val_loss, _ = evaluate(model, val_batches, device)
-        history.append({"epoch": epoch, "train_loss": epoch_loss, "val_accuracy": val_acc, "val_loss": val_loss})
-        if after_epoch is not None:
-            history[-1].update(after_epoch(model, val_batches, device))
-        if progress:
-            print(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}, validation accuracy {val_acc:.4f}, "
-                  f"validation loss {val_loss:.4f}", flush=True)
-        if on_event:
-            on_event(TrainEvent("epoch", epoch, loss=history[-1]["train_loss"], val_accuracy=val_acc,
-                                extra=dict(history[-1])))
-        # The best epoch has the highest validation accuracy; ties go to the lower validation loss
-        # (a validation split of a few hundred documents ties often).
-        improved = val_acc > best_acc
-        if improved or (val_acc == best_acc and val_loss < best_loss):
-            best_acc, best_loss, best_epoch = val_acc, val_loss, epoch
-            best_state = copy.deepcopy(model.state_dict())
-        stale = 0 if improved else stale + 1  # patience counts epochs without a better accuracy
-        if stale >= config.patience or (stop is not None and stop.is_set()):
-            break
-
-    if best_state is None:
-        if on_event:
-            on_event(TrainEvent("done", 0))
-        return {}
-    model.load_state_dict(best_state)
-    return _conclude(model, model_type, vocab, data, parts, text_config, config, out, on_event, device,
-                     validation_accuracy=best_acc, validation_loss=best_loss, best_epoch=best_epoch,
-                     epochs_run=len(history), history=history,
-                     train_ms_per_document=1000 * train_seconds / max(train_docs_seen, 1),
-                     total_training_seconds=time.perf_counter() - started, pretrained_words=pretrained_words)
+    return optimizer, schedule(optimizer, config, steps_per_epoch)
 
 
-def _fit(model_type, model_config, data, parts, text_config, config, out, on_event) -> dict:
-    """A model fitted once on the training split (its spec's ``fit``: the scikit-learn baselines), no epochs."""
-    started = time.perf_counter()
-    train_docs, train_y = parts["train"]
-    model, vocab = REGISTRY[model_type].fit(train_docs, train_y, len(data.dataset.label_names), model_config,
-                                            config.seed)
-    train_seconds = time.perf_counter() - started
-    device = torch.device("cpu")
-    val_acc, val_loss, _ = evaluate(model, bucketed_batches(*parts["validation"], vocab, 64, shuffle=False), device)
-    return _conclude(model, model_type, vocab, data, parts, text_config, config, out, on_event, device,
-                     validation_accuracy=val_acc, validation_loss=val_loss, best_epoch=1, epochs_run=1, history=[],
-                     train_ms_per_document=1000 * train_seconds / max(len(train_docs), 1),
-                     total_training_seconds=train_seconds, pretrained_words=0)
-
-
-def _conclude(model, model_type, vocab, data, parts, text_config, config, out, on_event, device, **fields) -> dict:
-    """Test the chosen weights, write ``metrics.json`` with the checkpoint, report "done"."""
-    test_acc, _, test_seconds = evaluate(model, bucketed_batches(*parts["test"], vocab, 64, shuffle=False), device)
-    metrics = {
-        "dataset": data.dataset.name,
-        "model_type": model_type,
-        **fields,
-        "test_accuracy": test_acc,
-        "inference_ms_per_document": 1000 * test_seconds / max(len(parts["test"][0]), 1),
-        "hardware": hardware(),
-        "device": device.type,
-        "num_parameters": sum(p.numel() for p in model.parameters()),
-        "split_sizes": {k: len(v[0]) for k, v in parts.items()},
-        "train_config": asdict(config),
-    }
-    if out is not None:
-        save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
-                        dataset=data.dataset.name)
-    if on_event:
-        on_event(TrainEvent("done", fields["best_epoch"], val_accuracy=fields["validation_accuracy"]))
-    return metrics
-
-
-def _pretrain_embeddings(model, config: TrainConfig, train_docs, vocab: Vocab) -> int:
-    """Initialise the word embeddings as ``config.embeddings`` says; returns how many rows were set."""
-    if config.embeddings == "random":
-        return 0
-    if config.embeddings != "word2vec":
-        raise ValueError(f"embeddings must be 'random' or 'word2vec', got {config.embeddings!r}")
-    embedding = getattr(model, "embedding", None)
-    if not isinstance(embedding, torch.nn.Embedding):
-        raise ValueError(f"{type(model).__name__} has no word embedding to initialise")
-    from hierattn.training.embeddings import initialise_embeddings, word2vec_matrix
-
-    vectors, found = word2vec_matrix(train_docs, vocab, embedding.embedding_dim, config.seed)
-    return initialise_embeddings(embedding, vectors, found)
+def schedule(optimizer, config: TrainConfig, steps_per_epoch: int):
+    """``constant``: no schedule; ``cosine``: anneal to 0 over every step of ``config.epochs``."""
+    if config.lr_schedule == "constant":
+        return None
+    if config.lr_schedule == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs * steps_per_epoch)
+    raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {config.lr_schedule!r}")
 
 
 def word_dropout(batch: Batch, p: float) -> Batch:
@@ -276,14 +97,6 @@ def autocast(device, precision: str):
     if precision not in ("fp32", "bf16"):
         raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
     return torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=precision == "bf16")
-
-
-def _scheduler(optimizer, config: TrainConfig, steps_per_epoch: int):
-    if config.lr_schedule == "constant":
-        return None
-    if config.lr_schedule == "cosine":
-        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs * steps_per_epoch)
-    raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {config.lr_schedule!r}")
 
 
 def optimisation_step(model, batch: Batch, optimizer, scheduler, config: TrainConfig, device,
@@ -305,37 +118,136 @@ def optimisation_step(model, batch: Batch, optimizer, scheduler, config: TrainCo
     return loss
 
 
-def _run_epoch(model, batches, optimizer, scheduler, config: TrainConfig, device, epoch, on_event, stop, progress):
-    """One pass over ``batches``: (mean training loss, documents seen, whether it ran to the end)."""
-    model.train()
-    bar = _progress(len(batches), f"epoch {epoch}/{config.epochs}") if progress else None
-    start, loss_sum, docs = time.perf_counter(), 0.0, 0
-    for step, batch in enumerate(batches, 1):
-        value = optimisation_step(model, batch, optimizer, scheduler, config, device).item()  # one sync a step
-        loss_sum += value * len(batch)
-        docs += len(batch)
-        rate = docs / (time.perf_counter() - start)
-        if bar:
-            bar.set_postfix(loss=f"{value:.3f}", docs_s=f"{rate:.0f}")
-            bar.update()
+class Epochs(Protocol):
+    """Where a run's batches come from: ``steps`` per epoch, the batches of one epoch from a step
+    on (a resumed run starts mid-epoch), and validation."""
+
+    steps: int
+
+    def batches(self, epoch: int, start: int) -> Iterator[Batch]: ...
+
+    def validate(self, model: torch.nn.Module) -> tuple[float, float]: ...
+
+
+@dataclass
+class Progress:
+    """Where a run is and what it has found: a resume state saves and restores it whole."""
+
+    epoch: int = 1
+    step: int = 0
+    documents: int = 0  # training documents seen, over every process
+    validations: int = 0
+    best_accuracy: float = -1.0
+    best_loss: float = math.inf
+    best_epoch: int = 0
+    best_after_documents: int = 0
+    stale: int = 0  # validations since the accuracy last improved
+    history: list = field(default_factory=list)
+    train_seconds: float = 0.0
+
+    def observe(self, accuracy: float, loss: float) -> tuple[bool, bool]:
+        """The best-epoch rule: (best so far, improved). The best has the highest validation
+        accuracy, ties going to the lower loss (a validation split of a few hundred documents
+        ties often); patience counts validations without a higher accuracy."""
+        improved = accuracy > self.best_accuracy
+        best = improved or (accuracy == self.best_accuracy and loss < self.best_loss)
+        if best:
+            self.best_accuracy, self.best_loss = accuracy, loss
+            self.best_epoch, self.best_after_documents = self.epoch - (self.step == 0), self.documents
+        self.stale = 0 if improved else self.stale + 1
+        return best, improved
+
+
+@dataclass
+class Outcome:
+    best_state: dict | None  # the best validation weights
+    stopped: bool  # ``stop`` ended it inside an epoch
+    ended_mid_epoch: bool  # patience ran out at a validation inside an epoch
+
+    def epochs_run(self, progress: Progress) -> int:
+        return progress.epoch - (0 if self.ended_mid_epoch else 1)
+
+
+def run(model: torch.nn.Module, trained: torch.nn.Module, epochs: Epochs, optimizer, scheduler, config: TrainConfig,
+        device, progress: Progress, *, validate_every: int | None = None, processes: int = 1,
+        best_state: dict | None = None, on_event: Callable[[TrainEvent], None] | None = None,
+        stop: threading.Event | None = None, measure: Callable[[torch.nn.Module], dict] | None = None,
+        on_step: Callable[[Progress, torch.Tensor, float], None] | None = None,
+        on_validation: Callable[[Progress, dict | None, dict], None] | None = None) -> Outcome:
+    """Train ``trained`` (``model``, or its DistributedDataParallel wrapper) from ``progress`` on.
+
+    Validation runs every ``validate_every`` training documents, else at the end of each epoch;
+    each appends a history row (``measure(model)`` adds to it), keeps the best weights and calls
+    ``on_validation(progress, best_state, row)`` (logging, resume states). Patience counts
+    validations. ``stop`` ends the run after the current step, inside an epoch (the caller keeps
+    or saves what it has); set at the end of an epoch, it ends the run after that epoch's
+    validation. ``on_step(progress, loss, documents/s)`` runs after every step on every process (a
+    collective may go there). ``processes`` of a distributed run each take their share of a batch.
+    """
+    state = {"best": best_state, "loss_sum": 0.0, "loss_documents": 0}
+
+    def validate() -> bool:
+        accuracy, loss = epochs.validate(model)
+        progress.validations += 1
+        epoch = progress.epoch - (progress.step == 0)  # at an epoch's end the counter has moved on
+        row = {"epoch": epoch, "documents": progress.documents,
+               "train_loss": state["loss_sum"] / max(state["loss_documents"], 1), "val_accuracy": accuracy,
+               "val_loss": loss}
+        state["loss_sum"] = state["loss_documents"] = 0
+        if measure is not None:
+            row.update(measure(model))
+        progress.history.append(row)
+        if progress.observe(accuracy, loss)[0]:
+            state["best"] = copy.deepcopy(model.state_dict())
+        if on_validation is not None:
+            on_validation(progress, state["best"], row)
         if on_event:
-            on_event(TrainEvent("batch", epoch, step, len(batches), value, docs_per_s=rate))
-        if stop is not None and stop.is_set() and step < len(batches):
-            if bar:
-                bar.close()
-            return loss_sum / max(docs, 1), docs, False
-    if bar:
-        bar.close()
-    return loss_sum / max(docs, 1), docs, True
+            on_event(TrainEvent("epoch", epoch, loss=row["train_loss"], val_accuracy=accuracy, extra=dict(row)))
+        return progress.stale >= config.patience
+
+    while progress.epoch <= config.epochs:
+        trained.train()
+        start, first = time.perf_counter(), progress.documents
+        for batch in epochs.batches(progress.epoch, progress.step):
+            began = time.perf_counter()
+            value = optimisation_step(trained, batch, optimizer, scheduler, config, device,
+                                      model.parameters()).item()  # one sync a step
+            progress.train_seconds += time.perf_counter() - began
+            before = progress.documents
+            progress.documents += len(batch) * processes
+            progress.step += 1
+            state["loss_sum"] += value * len(batch)
+            state["loss_documents"] += len(batch)
+            rate = (progress.documents - first) / max(time.perf_counter() - start, 1e-9)
+            if on_step is not None:
+                on_step(progress, torch.tensor(value), rate)
+            if on_event:
+                on_event(TrainEvent("batch", progress.epoch, progress.step, epochs.steps, value, docs_per_s=rate))
+            if validate_every and progress.documents // validate_every > before // validate_every and validate():
+                return Outcome(state["best"], False, True)
+            if stop is not None and stop.is_set() and progress.step < epochs.steps:
+                return Outcome(state["best"], True, False)
+        progress.epoch += 1  # before validating, so a resume state saved there starts the next epoch
+        progress.step = 0
+        if (not validate_every and validate()) or (stop is not None and stop.is_set()):
+            return Outcome(state["best"], False, False)
+    if validate_every and not progress.history:
+        validate()  # a run shorter than one validation interval is still validated once
+    return Outcome(state["best"], False, False)
 
 
-def _progress(total: int, desc: str):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="batch", leave=False, dynamic_ncols=True)
-
-
-def train_preset(name: str, out: str | Path, **kwargs) -> dict:
-    preset = PRESETS[name]
-    data = prepare(load_builtin(preset.dataset), preset.text, preset.train.seed)
-    return train(preset.model_type, preset.model_config, data, preset.text, preset.train, out, **kwargs)
+def record(progress: Progress, outcome: Outcome | None, model: torch.nn.Module, config: TrainConfig | dict,
+           device, started: float, **fields) -> dict:
+    """The metrics written beside a checkpoint, the same for every way of training: the best
+    validation figures and when they came, the history, speed, hardware, size and settings;
+    ``fields`` adds the data set, the test accuracy and what a source knows."""
+    return {
+        "validation_accuracy": progress.best_accuracy, "validation_loss": progress.best_loss,
+        "best_epoch": progress.best_epoch, "best_after_documents": progress.best_after_documents,
+        "epochs_run": outcome.epochs_run(progress) if outcome else 1, "history": progress.history,
+        "train_ms_per_document": 1000 * progress.train_seconds / max(progress.documents, 1),
+        "total_training_seconds": time.perf_counter() - started,
+        "hardware": hardware(), "device": torch.device(device).type,
+        "num_parameters": sum(p.numel() for p in model.parameters()),
+        "train_config": config if isinstance(config, dict) else asdict(config), **fields,
+    }

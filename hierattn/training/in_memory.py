@@ -1,0 +1,170 @@
+"""Training on a data set held in memory (a built-in one, or your table): batches in length
+buckets, validation after every epoch, through the one loop (``loop.run``); models fitted in one
+pass (TF-IDF) are fitted instead."""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import torch
+
+from hierattn.checkpoint import best_device, save_checkpoint
+from hierattn.contract import Batch
+from hierattn.data.batches import bucketed_batches
+from hierattn.data.split import PreparedData
+from hierattn.data.text import Document, TextConfig, Vocab
+from hierattn.models import REGISTRY, build_model, sized_for_text
+from hierattn.training.loop import Progress, TrainConfig, TrainEvent, optimiser, record, run, seed_everything
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, batches: list[Batch], device) -> tuple[float, float, float]:
+    """(accuracy, mean cross-entropy, seconds) over ``batches``."""
+    model.eval()
+    correct = total = 0
+    loss_sum = 0.0
+    start = time.perf_counter()
+    for batch in batches:
+        batch = batch.to(device)
+        out = model(batch, return_attentions=False)
+        correct += int((out.logits.argmax(-1) == batch.labels).sum())
+        loss_sum += out.loss.item() * len(batch)
+        total += len(batch)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return correct / max(total, 1), loss_sum / max(total, 1), time.perf_counter() - start
+
+
+class InMemoryEpochs:
+    """Each epoch's batches: documents of similar size together (``bucketed_batches``), the batch
+    order shuffled with the epoch's seed; validation over the whole validation split."""
+
+    def __init__(self, documents: list[Document], labels: list[int], vocab: Vocab, config: TrainConfig,
+                 validation: list[Batch], device):
+        self.documents, self.labels, self.vocab, self.config = documents, labels, vocab, config
+        self.validation, self.device = validation, device
+        self.steps = -(-len(documents) // config.batch_size)
+
+    def batches(self, epoch: int, start: int) -> Iterator[Batch]:
+        batches = bucketed_batches(self.documents, self.labels, self.vocab, self.config.batch_size, shuffle=True,
+                                   seed=self.config.seed + epoch)
+        yield from batches[start:]
+
+    def validate(self, model: torch.nn.Module) -> tuple[float, float]:
+        accuracy, loss, _ = evaluate(model, self.validation, self.device)
+        return accuracy, loss
+
+
+def train(model_type: str, model_config: dict, data: PreparedData, text_config: TextConfig,
+          config: TrainConfig, out: str | Path | None = None,
+          on_event: Callable[[TrainEvent], None] | None = None,
+          stop: threading.Event | None = None, progress: bool = False, device=None,
+          after_epoch: Callable[[torch.nn.Module, list[Batch], torch.device], dict] | None = None) -> dict:
+    """Train with Adam, keep the best-validation weights, stop early, evaluate on test, save.
+
+    Returns the metrics written to ``metrics.json``. ``stop`` ends training after the current
+    batch; the best weights so far are still saved when at least one epoch finished.
+    ``after_epoch(model, validation batches, device)`` may measure more after each epoch (the Train
+    page: attention Gini and diagonality); its numbers join that epoch's history row.
+    ``progress``: a progress bar per epoch and a line per validation on the terminal.
+    """
+    seed_everything(config.seed)
+    device = torch.device(device) if device else best_device()
+    parts = {name: data.part(name) for name in ("train", "validation", "test")}
+    train_docs, train_y = parts["train"]
+    if REGISTRY[model_type].fitted:
+        return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
+    vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
+    val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
+    model_config = sized_for_text(model_type, model_config, text_config.max_sentences, text_config.max_words)
+    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
+                                     **model_config})
+    pretrained_words = _pretrain_embeddings(model, config, train_docs, vocab)
+    model = model.to(device)
+    epochs = InMemoryEpochs(train_docs, train_y, vocab, config, val_batches, device)
+    optimizer, scheduler = optimiser(model, config, epochs.steps)
+    state, started, bar = Progress(), time.perf_counter(), _Bar(config, epochs.steps) if progress else None
+    outcome = run(model, model, epochs, optimizer, scheduler, config, device, state, on_event=on_event, stop=stop,
+                  measure=(lambda m: after_epoch(m, val_batches, device)) if after_epoch else None,
+                  on_step=bar.step if bar else None, on_validation=bar.validated if bar else None)
+    if bar:
+        bar.close()
+    if outcome.best_state is None:
+        if on_event:
+            on_event(TrainEvent("done", 0))
+        return {}
+    model.load_state_dict(outcome.best_state)
+    return _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device,
+                     record(state, outcome, model, config, device, started, pretrained_words=pretrained_words))
+
+
+class _Bar:
+    """A terminal progress bar for each epoch, and a line after each validation (the command line)."""
+
+    def __init__(self, config: TrainConfig, steps: int):
+        self.config, self.steps, self.bar = config, steps, None
+
+    def step(self, progress: Progress, loss: torch.Tensor, rate: float) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.steps, desc=f"epoch {progress.epoch}/{self.config.epochs}", unit="batch",
+                            leave=False, dynamic_ncols=True)
+        self.bar.set_postfix(loss=f"{float(loss):.3f}", docs_s=f"{rate:.0f}")
+        self.bar.update()
+
+    def validated(self, progress: Progress, best_state, row: dict) -> None:
+        self.close()
+        print(f"epoch {row['epoch']}: train loss {row['train_loss']:.4f}, validation accuracy "
+              f"{row['val_accuracy']:.4f}, validation loss {row['val_loss']:.4f}", flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _fit(model_type, model_config, data, parts, text_config, config, out, on_event) -> dict:
+    """A model fitted once on the training split (its spec's ``fit``: the scikit-learn baselines), no epochs."""
+    started = time.perf_counter()
+    train_docs, train_y = parts["train"]
+    model, vocab = REGISTRY[model_type].fit(train_docs, train_y, len(data.dataset.label_names), model_config,
+                                            config.seed)
+    train_seconds = time.perf_counter() - started
+    device = torch.device("cpu")
+    val_acc, val_loss, _ = evaluate(model, bucketed_batches(*parts["validation"], vocab, 64, shuffle=False), device)
+    state = Progress(best_accuracy=val_acc, best_loss=val_loss, best_epoch=1, documents=len(train_docs),
+                     train_seconds=train_seconds)
+    return _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device,
+                     record(state, None, model, config, device, started, pretrained_words=0))
+
+
+def _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device, metrics: dict) -> dict:
+    """Test the chosen weights, write ``metrics.json`` with the checkpoint, report "done"."""
+    test_acc, _, test_seconds = evaluate(model, bucketed_batches(*parts["test"], vocab, 64, shuffle=False), device)
+    metrics = {"dataset": data.dataset.name, "model_type": model_type, **metrics, "test_accuracy": test_acc,
+               "inference_ms_per_document": 1000 * test_seconds / max(len(parts["test"][0]), 1),
+               "split_sizes": {k: len(v[0]) for k, v in parts.items()}}
+    if out is not None:
+        save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
+                        dataset=data.dataset.name)
+    if on_event:
+        on_event(TrainEvent("done", metrics["best_epoch"], val_accuracy=metrics["validation_accuracy"]))
+    return metrics
+
+
+def _pretrain_embeddings(model, config: TrainConfig, train_docs, vocab: Vocab) -> int:
+    """Initialise the word embeddings as ``config.embeddings`` says; returns how many rows were set."""
+    if config.embeddings == "random":
+        return 0
+    if config.embeddings != "word2vec":
+        raise ValueError(f"embeddings must be 'random' or 'word2vec', got {config.embeddings!r}")
+    embedding = getattr(model, "embedding", None)
+    if not isinstance(embedding, torch.nn.Embedding):
+        raise ValueError(f"{type(model).__name__} has no word embedding to initialise")
+    from hierattn.training.embeddings import initialise_embeddings, word2vec_matrix
+
+    vectors, found = word2vec_matrix(train_docs, vocab, embedding.embedding_dim, config.seed)
+    return initialise_embeddings(embedding, vectors, found)
