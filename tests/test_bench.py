@@ -4,9 +4,9 @@ from hierattn.cli import main
 
 
 def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
-    import bench.run as bench
+    import bench.inference
 
-    monkeypatch.setattr(bench, "list_checkpoints", lambda root: [])  # untrained models: fast and independent
+    monkeypatch.setattr(bench.inference, "list_checkpoints", lambda root: [])  # untrained models: fast, independent
     out = tmp_path / "bench.json"
     markdown = tmp_path / "BENCHMARKS.md"
     assert main(["bench", "--json", str(out), "--quick", "--markdown", str(markdown)]) == 0

@@ -1,0 +1,137 @@
+"""The app as a visitor meets it: its resident memory with every checkpoint loaded, an Explore
+rerun (AppTest), the cold start and a long document drawn in headless Chromium."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def app_memory_mb(checkpoints: str | Path) -> float:
+    """Resident memory (MB) of a fresh process that imports what the app imports and loads every
+    checkpoint in ``checkpoints`` and the tokeniser (Linux: VmRSS)."""
+    import subprocess
+
+    code = ("import streamlit, plotly, pandas, torch\n"
+            "from hierattn.checkpoint import list_checkpoints, load_classifier\n"
+            "from hierattn.analysis.explain import explain\n"
+            f"models = [load_classifier(p) for p in list_checkpoints({str(checkpoints)!r})]\n"
+            "[explain(m, 'The market rallied. Shares rose.') for m in models]\n"
+            "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def _chromium() -> str | None:
+    """Debian's Chromium when it and Playwright are installed (test tools, not requirements of the
+    app); None otherwise, and the browser figures are left out."""
+    import shutil
+
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return None
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    return chromium if Path(chromium).exists() else None
+
+
+@contextmanager
+def _served_app(port: int, timeout: float):
+    """``streamlit run app.py`` on ``port``, from the moment it answers its health check until the
+    block ends."""
+    import subprocess
+    import urllib.request
+
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                               "--server.port", str(port)], cwd=Path(__file__).resolve().parent.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            try:
+                urllib.request.urlopen(f"http://localhost:{port}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://localhost:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def cold_start_seconds(port: int = 8597, timeout: float = 120.0) -> float | None:
+    """Seconds from launching ``streamlit run app.py`` to the first chart drawn in headless
+    Chromium (the browser is started beforehand, as a user's is). None without Playwright and
+    Chromium."""
+    chromium = _chromium()
+    if chromium is None:
+        return None
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        start = time.perf_counter()
+        with _served_app(port, timeout) as url:
+            page.goto(url + "/")
+            page.wait_for_selector(".js-plotly-plot", timeout=timeout * 1000)
+            seconds = time.perf_counter() - start
+        browser.close()
+    return seconds
+
+
+def long_document_render_seconds(text: str, checkpoints: tuple[str, ...], port: int = 8598,
+                                 timeout: float = 180.0) -> dict[str, float] | None:
+    """Seconds from pasting ``text`` (Ctrl+Enter) into Explore in headless Chromium to the page
+    finished and drawn (no script running, the document view and a heatmap on screen), for each
+    checkpoint. None without Playwright and Chromium."""
+    chromium = _chromium()
+    if chromium is None:
+        return None
+    from playwright.sync_api import sync_playwright
+
+    busy = "!!document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]')"
+    out = {}
+    with _served_app(port, timeout) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        for checkpoint in checkpoints:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{url}/?model={checkpoint}")
+            page.wait_for_selector(".js-plotly-plot", timeout=timeout * 1000)
+            page.wait_for_function(f"() => !({busy})", timeout=timeout * 1000)
+            box = page.get_by_role("textbox", name="Document", exact=True)
+            box.fill(text)
+            before = page.get_by_text("tokens read").first.inner_text()
+            start = time.perf_counter()
+            box.press("Control+Enter")
+            # done: the prediction's caption names the new document, nothing runs, the charts are drawn
+            page.wait_for_function(
+                f"""before => {{ const c = [...document.querySelectorAll('[data-testid=stCaptionContainer]')]
+                                 .find(e => e.innerText.includes('tokens read'));
+                               return c && c.innerText !== before && !({busy})
+                                      && document.querySelectorAll('.js-plotly-plot').length >= 2; }}""",
+                arg=before, timeout=timeout * 1000)
+            page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+            out[checkpoint] = time.perf_counter() - start
+            page.close()
+        browser.close()
+    return out
+
+
+def explore_rerun_seconds(text: str, checkpoint: str, repeats: int) -> float:
+    """Median seconds of an Explore page rerun (AppTest, the shipped checkpoints) for ``text``."""
+    from streamlit.testing.v1 import AppTest
+
+    app = str(Path(__file__).resolve().parent.parent / "pages" / "explore.py")
+    at = AppTest.from_file(app, default_timeout=120)
+    at.session_state["model"] = checkpoint
+    at.session_state["document"] = text
+    at.run()  # the first run explains (cached after)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

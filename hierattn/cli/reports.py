@@ -1,0 +1,173 @@
+"""``explain`` (one document), ``evaluate`` (the results table) and ``stats`` (attention metrics
+against their baseline, and SANet's topic-versus-sentiment verdict)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def _read_document(path: Path) -> str:
+    """A text file for ``explain --file``: binary files (zero bytes) are refused, as uploads are;
+    bytes that are not UTF-8 in an otherwise text file are replaced, and the user is told."""
+    from hierattn.analysis.explain import ExplainError
+
+    raw = path.read_bytes()
+    if b"\x00" in raw[:4096] and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ExplainError(f"{path.name} is not a text file (it contains binary bytes)")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16", "replace")
+    text = raw.decode("utf-8-sig", "replace")
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+        print(f"note: {path.name} is not valid UTF-8; {text.count(chr(0xFFFD))} undecodable bytes were replaced",
+              file=sys.stderr)
+    return text
+
+
+def _explain(args) -> int:
+    from hierattn.analysis.explain import ExplainError, explain
+    from hierattn.checkpoint import CheckpointError, load_classifier
+
+    try:
+        text = args.text if args.text is not None else _read_document(Path(args.file))
+        classifier = load_classifier(args.checkpoint, device=args.device)
+        result = explain(classifier, text)
+    except (CheckpointError, ExplainError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    json.dump(result.to_dict(), sys.stdout, indent=None if args.compact else 1)
+    print()
+    return 0
+
+
+def explain(args) -> int:
+    from hierattn.analysis.explain import ExplainError, explain
+    from hierattn.checkpoint import CheckpointError, load_classifier
+
+    try:
+        text = args.text if args.text is not None else _read_document(Path(args.file))
+        classifier = load_classifier(args.checkpoint, device=args.device)
+        result = explain(classifier, text)
+    except (CheckpointError, ExplainError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    json.dump(result.to_dict(), sys.stdout, indent=None if args.compact else 1)
+    print()
+    return 0
+
+
+def evaluate(args) -> int:
+    from hierattn.analysis.evaluation import evaluate_checkpoints, expand, markdown
+    from hierattn.checkpoint import CheckpointError
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.dataset import DataError
+    from hierattn.data.tables import load_table
+
+    try:
+        ds = load_table(args.file, args.text_column, args.label_column) if args.file else load_builtin(args.dataset)
+        paths = expand(args.checkpoints)
+        if not paths:
+            print("error: no checkpoints found in " + ", ".join(args.checkpoints), file=sys.stderr)
+            return 2
+        rows = evaluate_checkpoints(ds, paths, device=args.device)
+    except (CheckpointError, DataError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    table = markdown(ds.name, rows)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.as_dict() for r in rows], indent=2))
+    return 0
+
+
+# The task of each built-in data set, for the topic-versus-sentiment comparison of ``stats --versus``.
+TASKS = {"bbc-news": "topic", "tweets": "sentiment"}
+
+
+def _split_statistics(checkpoint: str, dataset: str | None, split: str, documents: int | None, device):
+    """(classifier, data set name, statistics rows) for the first ``documents`` of a split."""
+    from hierattn.analysis.stats import split_statistics
+    from hierattn.checkpoint import load_classifier
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+
+    classifier = load_classifier(checkpoint, device=device)
+    name = dataset or classifier.dataset
+    if name is None:
+        raise ValueError(f"{classifier.name} records no data set: give --dataset")
+    ds = load_builtin(name)
+    indices = stratified_split(ds.labels)[split][:documents]
+    texts, labels = [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices]
+    return classifier, name, split_statistics(classifier, texts, labels)
+
+
+def stats(args) -> int:
+    from hierattn.analysis.stats import summary, versus
+    from hierattn.checkpoint import CheckpointError
+    from hierattn.data.dataset import DataError
+
+    level = None if args.level == "all" else args.level
+    try:
+        classifier, dataset, rows = _split_statistics(args.checkpoint, args.dataset, args.split, args.documents,
+                                                      args.device)
+        report = {"checkpoint": classifier.name, "dataset": dataset, "split": args.split,
+                  **summary(rows, level)}
+        if args.versus:
+            other, dataset2, rows2 = _split_statistics(args.versus, args.dataset2, args.split, args.documents,
+                                                       args.device)
+            tasks = [TASKS.get(dataset), TASKS.get(dataset2)]
+            if tasks[0] is not None and tasks[0] == tasks[1]:
+                raise ValueError(f"{dataset} and {dataset2} are both {tasks[0]} data sets: the comparison needs one "
+                                 "of each")
+            if tasks == ["sentiment", "topic"] or tasks == [None, "topic"] or tasks == ["sentiment", None]:
+                first, second = "sentiment", "topic"
+            else:  # by position where the tasks are not known: --checkpoint is the topic model
+                first, second = "topic", "sentiment"
+            sides = {first: (dict(report), rows), second: ({"checkpoint": other.name, "dataset": dataset2,
+                                                           **summary(rows2, level)}, rows2)}
+            report["versus"] = {"topic": sides["topic"][0], "sentiment": sides["sentiment"][0],
+                                **versus(sides["topic"][1], sides["sentiment"][1], level)}
+    except (CheckpointError, DataError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(_stats_text(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1, default=float) + "\n")
+    return 0
+
+
+def _stats_text(report: dict) -> str:
+    """The stats report for a reader: each metric beside its even-spread value, and the verdicts."""
+    from hierattn.analysis.stats import METRIC_NAMES
+
+    def percent(x):
+        return "n/a" if x is None else f"{100 * x:.2f}"
+
+    lines = []
+    sides = [report] if "versus" not in report else [report["versus"]["topic"], report["versus"]["sentiment"]]
+    for side in sides:
+        lines.append(f"{side['checkpoint']} on {side['dataset']} ({report['split']}, level {side['level']}): "
+                     f"{side['matrices']:,} matrices of {side['documents']:,} documents")
+        if not side["metrics"]:
+            lines.append("  no self-attention matrix at this level: nothing to measure")
+        for m, r in side["metrics"].items():
+            lines.append(f"  {METRIC_NAMES[m]:<29} measured {percent(r['measured']):>6}%, even spread "
+                         f"{percent(r['even_spread']):>6}%, excess {100 * r['excess']:+.2f} points "
+                         f"[{100 * r['interval'][0]:+.2f}, {100 * r['interval'][1]:+.2f}]: {r['verdict']}")
+    if "versus" in report:
+        v = report["versus"]
+        lines.append(f"sentiment ({v['sentiment']['checkpoint']}) against topic ({v['topic']['checkpoint']}), "
+                     "SANet section 5.3: sentiment attention sparser and more diagonal")
+        for m, r in v["metrics"].items():
+            matched = r["length_matched"]
+            adjusted = ("no shared length" if matched["difference"] is None else
+                        f"{100 * matched['difference']:+.2f} [{100 * matched['interval'][0]:+.2f}, "
+                        f"{100 * matched['interval'][1]:+.2f}]")
+            lines.append(f"  {METRIC_NAMES[m]:<29} raw {100 * r['raw']['difference']:+.2f} points "
+                         f"({r['raw']['verdict']}); length-matched excess {adjusted}: {r['verdict']} ({r['reason']})")
+    return "\n".join(lines)
+
+
+

@@ -1,0 +1,190 @@
+"""``train`` (a built-in data set, your table or a preset, in memory; or a local corpus, streamed,
+on one process or under torchrun) and ``preprocess`` (tokenise a corpus into the cache ahead)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+
+def train(args) -> int:
+    if args.corpus:
+        return train_corpus(args)
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.dataset import DataError
+    from hierattn.data.split import prepare
+    from hierattn.data.tables import load_table
+    from hierattn.data.text import TextConfig
+    from hierattn.training.in_memory import train
+    from hierattn.training.presets import DATASET_TEXT, PRESETS
+
+    if not args.preset and (not args.model or not (args.dataset or args.file)):
+        print("give --preset, or --model with --dataset or --file", file=sys.stderr)
+        return 2
+    try:
+        default_text = DATASET_TEXT.get(args.dataset, TextConfig())
+        model_type, model_config, text_config, config = _model_and_text(args, default_text)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    dataset = PRESETS[args.preset].dataset if args.preset else args.dataset
+    from hierattn.checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
+    from hierattn.training.jobs import JobError, validate_run_name
+
+    try:
+        if args.name:  # the app's rules for a run name, under the app's checkpoints folder
+            out = validate_run_name(args.name, checkpoint_root(), replace_existing=True)
+        ds = load_table(args.file, args.text_column, args.label_column) if args.file else load_builtin(dataset)
+        if not args.name:
+            out = Path(args.out) if args.out else checkpoint_root() / (args.preset or f"{ds.name}-{model_type}")
+        refuse_to_replace(out)  # before hours of training, not after
+    except (DataError, JobError, CheckpointError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    data = prepare(ds, text_config, config.seed)
+    try:
+        metrics = train(model_type, model_config, data, text_config, config, out, progress=True,
+                        device=args.device)
+    except CheckpointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not metrics:
+        print("no epoch finished; nothing written", file=sys.stderr)
+        return 1
+    print(json.dumps({k: metrics[k] for k in ("validation_accuracy", "test_accuracy", "train_ms_per_document",
+                                                "total_training_seconds", "hardware")}, indent=2))
+    print(f"saved {out}")
+    return 0
+
+
+def _text_config(args, default):
+    """The preset's text reading (or ``default``), with --max-sentences / --max-words applied."""
+    from hierattn.training.presets import PRESETS
+
+    if args.preset and args.preset not in PRESETS:
+        raise ValueError(f"unknown preset '{args.preset}'; presets: {', '.join(PRESETS)}")
+    text_config = PRESETS[args.preset].text if args.preset else default
+    caps = {k: v for k, v in (("max_sentences", args.max_sentences), ("max_words", args.max_words)) if v}
+    return replace(text_config, **caps) if caps else text_config
+
+
+def _model_and_text(args, default_text=None):
+    """(model type, model config, TextConfig, TrainConfig) from --preset or --model and the flags;
+    ``default_text``: the reading without a preset (``TextConfig()`` unless given)."""
+    from hierattn.data.text import TextConfig
+    from hierattn.training.loop import TrainConfig
+    from hierattn.training.presets import PRESETS
+
+    text_config = _text_config(args, default_text or TextConfig())
+    if args.preset:
+        preset = PRESETS[args.preset]
+        model_type, model_config, config = preset.model_type, dict(preset.model_config), replace(preset.train)
+    else:
+        if not args.model:
+            raise ValueError("give --model (or --preset for a preset's model and settings)")
+        model_type, model_config, config = args.model, {}, TrainConfig()
+    for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
+                "word_dropout", "embeddings", "precision"):
+        if getattr(args, key) is not None:
+            setattr(config, key, getattr(args, key))
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        if not key or not _:
+            raise ValueError(f"--set takes KEY=VALUE, got {item!r}")
+        try:
+            model_config[key] = json.loads(value)
+        except json.JSONDecodeError:  # a bare word such as pooling=max is meant as a string
+            model_config[key] = value
+    return model_type, model_config, text_config, config
+
+
+def _cache_for(args, text_config, main: bool = True):
+    """The corpus cache for --corpus with this text reading, built (by the main process) or reused."""
+    from hierattn.data.corpora import open_corpus
+    from hierattn.training.corpus_cache import CachedCorpus, build_cache
+
+    corpus = open_corpus(args.corpus, args.format, args.text_column, args.label_column, args.fine_labels)
+    if not main:
+        return corpus, None
+    shown = [0]
+
+    def progress(done: int) -> None:
+        if done - shown[0] >= 100_000:
+            shown[0] = done
+            print(f"preprocessing: {done:,} documents", file=sys.stderr, flush=True)
+
+    report = build_cache(corpus, text_config, args.processes, progress=progress)
+    print(("reusing the cache " if report.reused else
+           f"preprocessed {report.documents:,} documents in {report.seconds:.0f} s "
+           f"({report.documents_per_second:,.0f}/s, {report.processes} processes) into ") + str(report.path),
+          file=sys.stderr)
+    cache = CachedCorpus(report.path)
+    cache.report = report
+    return corpus, cache
+
+
+def train_corpus(args) -> int:
+    from hierattn.checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
+    from hierattn.data.dataset import DataError
+    from hierattn.training.corpus import init_world, train_corpus
+    from hierattn.training.corpus_cache import CachedCorpus, build_cache
+    from hierattn.training.jobs import JobError, validate_run_name
+
+    try:
+        model_type, model_config, text_config, config = _model_and_text(args)
+        world = init_world(args.device)
+        # one process per machine tokenises (LOCAL_RANK 0); the others wait for its cache
+        corpus, cache = _cache_for(args, text_config, os.environ.get("LOCAL_RANK", "0") == "0")
+        if args.name:
+            out = validate_run_name(args.name, checkpoint_root(), replace_existing=True)
+        else:
+            out = Path(args.out) if args.out else checkpoint_root() / f"{corpus.name}-{model_type}"
+        refuse_to_replace(out)
+    except (DataError, JobError, CheckpointError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if world.size > 1:
+        import torch.distributed as dist
+
+        dist.barrier()  # each machine's first process has built the cache
+        if cache is None:
+            cache = CachedCorpus(build_cache(corpus, text_config, 1).path)  # reused: LOCAL_RANK 0 wrote it
+    try:
+        train_corpus(cache, model_type, model_config, config, out, args.validate_every, args.resume, world,
+                     log=print if world.main else (lambda *a, **k: None), shard_log=args.log_shards)
+    except KeyboardInterrupt:
+        if world.main:
+            print("interrupted; the resume state is saved: run the same command with --resume", file=sys.stderr)
+        return 130
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def preprocess(args) -> int:
+    from hierattn.data.dataset import DataError
+
+    if not args.corpus:
+        print("error: give --corpus PATH", file=sys.stderr)
+        return 2
+    try:
+        from hierattn.data.text import TextConfig
+
+        _, cache = _cache_for(args, _text_config(args, TextConfig()))
+    except (DataError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    from hierattn.training.corpus_cache import peak_memory_mb
+
+    meta, report = cache.meta, cache.report
+    print(json.dumps({"cache": str(cache.path), "documents": meta["documents"], "parts": meta["parts"],
+                      "labels": meta["label_names"], "tokens": meta["tokens"], "token_table": meta["table_size"],
+                      "reused": report.reused, "seconds": report.seconds, "processes": report.processes,
+                      "documents_per_s": report.documents_per_second, "peak_memory_mb": peak_memory_mb()}))
+    return 0
+
+
+
