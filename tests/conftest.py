@@ -51,6 +51,15 @@ def app_env(checkpoint_dir, monkeypatch):
 
 
 REPO = Path(__file__).resolve().parent.parent
+CORPORA = REPO / "tests" / "corpora"  # one tiny synthetic file per local corpus format
+
+
+@pytest.fixture
+def cache_root(tmp_path, monkeypatch):
+    """A private corpus cache folder (HIERATTN_CACHE) for the test."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("HIERATTN_CACHE", str(root))
+    return root
 
 
 def shown(markdown: str) -> str:

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a real Chromium against a served app
 ARTIFACTS = Path(os.environ.get("HIERATTN_ARTIFACTS", REPO / "test-artifacts"))
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DOCUMENT = ("Shares in the carmaker fell sharply on Monday after it warned that profits would drop. "

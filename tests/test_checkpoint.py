@@ -8,8 +8,7 @@ from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifi
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import TextConfig, tokenize
 from hierattn.models import build_model
-
-from .conftest import CORPUS, LABELS
+from tests.conftest import CORPUS, LABELS
 
 
 @pytest.fixture

@@ -17,8 +17,7 @@ import hierattn.checkpoint as checkpoint
 from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model
-
-from .conftest import CORPUS, LABELS
+from tests.conftest import CORPUS, LABELS
 
 KILLS = 24
 
@@ -127,6 +126,7 @@ def test_a_really_full_disk(tmp_path, tiny_vocab):
         subprocess.run(["umount", str(mount)], check=False)
 
 
+@pytest.mark.slow
 def test_ten_explorers_and_two_trainings_at_once(tmp_path, checkpoint_dir, tiny_vocab):
     """Ten threads explain documents with one shared cached model while two training jobs run:
     every prediction equals the single-session one, and the shared model is never changed."""
@@ -180,6 +180,7 @@ def test_ten_explorers_and_two_trainings_at_once(tmp_path, checkpoint_dir, tiny_
         assert load_classifier(tmp_path / j.name, device="cpu").labels == ["pos", "neg"]
 
 
+@pytest.mark.slow
 def test_a_training_child_does_not_run_the_page_script_that_is_main(tmp_path, monkeypatch):
     """Streamlit makes each script a fake ``__main__`` with ``__file__`` = the script; a spawned
     training process must not execute it (it did: Explore's script crashed a training child when

@@ -21,10 +21,8 @@ from hierattn.data.formats import csv_bytes, read_rows
 from hierattn.data.text import TextConfig, tokenize
 from hierattn.models import build_model
 from hierattn.viz.html import document_html, md_code, md_text
+from tests.conftest import LABELS, REPO, shown
 
-from .conftest import LABELS, shown
-
-REPO = Path(__file__).resolve().parent.parent
 # What would run as HTML, markdown or LaTeX if it reached the page unescaped.
 PAYLOADS = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "**bold** _it_", "$\\frac{1}{2}$",
             "[click](javascript:alert(3))", "=cmd|' /C calc'!A0"]
@@ -98,6 +96,7 @@ def cli_fails(argv, capsys, message: str) -> str:
 
 
 # ---- text ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_1_mb_paste_is_read_up_to_the_caps_and_says_so(checkpoint_dir, tmp_path, capsys, monkeypatch):
     text = ("The team won the cup. " * 50_000)[: 2**20]
     classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
@@ -112,6 +111,7 @@ def test_a_1_mb_paste_is_read_up_to_the_caps_and_says_so(checkpoint_dir, tmp_pat
     assert json.loads(capsys.readouterr().out)["truncation"]
 
 
+@pytest.mark.slow
 def test_a_50000_sentence_paste(checkpoint_dir, monkeypatch):
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
     text = "Go. " * 50_000
@@ -189,7 +189,7 @@ def test_injection_in_label_and_data_set_names_is_shown_not_run(hostile_env, pag
 
 
 def test_injection_in_an_uploaded_file_name_and_labels(hostile_env):
-    from .test_train_page import open_train_page, upload
+    from tests.app.test_train_page import open_train_page, upload
 
     rows = ["text,label"] + [f"\"Film {i} was fine.\",\"{PAYLOADS[i % 2]}\"" for i in range(30)] + \
            [f"\"Match {i} was won.\",\"{PAYLOADS[2]}\"" for i in range(30)]
@@ -202,7 +202,7 @@ def test_injection_in_an_uploaded_file_name_and_labels(hostile_env):
 
 
 def test_injection_in_a_run_name(hostile_env, capsys):
-    from .test_train_page import configure, open_train_page, toy_csv, upload
+    from tests.app.test_train_page import configure, open_train_page, toy_csv, upload
 
     at = configure(upload(open_train_page(), toy_csv()), "<img src=x onerror=alert(1)>", epochs=1)
     at.button(key="start").click().run()

@@ -10,8 +10,7 @@ from hierattn.analysis.evaluation import evaluate_split
 from hierattn.analysis.explain import explain
 from hierattn.checkpoint import list_checkpoints, load_classifier
 from hierattn.data.builtin import load_builtin, sample_documents
-
-from .conftest import REPO
+from tests.conftest import REPO
 
 SHIPPED = list_checkpoints(REPO / "checkpoints")
 REQUIRED = {"bbc-news-han", "bbc-news-hcan", "tweets-han", "tweets-hcan",
@@ -31,6 +30,7 @@ def test_the_required_checkpoints_are_shipped():
     assert REQUIRED <= {p.name for p in SHIPPED}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_checkpoint_matches_its_recorded_accuracies(path):
     assert sum(f.stat().st_size for f in path.iterdir()) < 8 * 2**20

@@ -1,11 +1,10 @@
 """Compare, Dataset statistics and Evaluation pages, headless (AppTest), on the shipped checkpoints."""
 import time
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
 
 
 @pytest.fixture(autouse=True)
@@ -92,6 +91,7 @@ def test_statistics_page_says_when_a_model_has_no_self_attention():
     assert any("has no self-attention" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_topic_versus_sentiment_panel():
     at = open_page("pages/statistics.py", stats_model="bbc-news-sanet", stats_documents=3,
                    stats_topic="bbc-news-sanet", stats_sentiment="tweets-sanet")
@@ -111,6 +111,7 @@ def test_topic_versus_sentiment_panel():
     assert all("**no finding**" in v for v in verdicts) and any("no lengths in common" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_evaluation_page_and_opening_a_mistake_in_explore():
     at = open_page("pages/evaluation.py", eval_model="bbc-news-han")
     metrics = {m.label: m.value for m in at.metric}
@@ -152,6 +153,7 @@ def test_statistics_page_survives_a_corrupted_checkpoint(checkpoint_dir, tmp_pat
     assert "tiny-hcan · HCAN" in options and not any(o.startswith("tiny-sanet") for o in options)
 
 
+@pytest.mark.slow
 def test_statistics_erasure_curves_over_a_split():
     at = open_page("pages/statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=20,
                    erasure_documents=10)
@@ -168,7 +170,7 @@ def test_statistics_erasure_curves_over_a_split():
 
 def _tour_verdicts(at) -> list[str]:
     """The step's checks as a reader sees them: green where shown here, a warning where not."""
-    from .conftest import shown
+    from tests.conftest import shown
 
     return [shown(s.value) for s in at.success] + [shown(w.value) for w in at.warning]
 
@@ -208,6 +210,7 @@ def test_a_compare_link_reopens_the_comparison():
     assert again.text_area(key="compare_document").value == at.text_area(key="compare_document").value
 
 
+@pytest.mark.slow
 def test_topic_versus_sentiment_at_matched_lengths():
     """Two hierarchical models, whose word-level matrices (sentences) share lengths: the panel
     compares them within length buckets, with the interval, and lists the buckets."""

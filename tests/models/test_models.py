@@ -6,8 +6,7 @@ from hierattn.contract import ClassifierOutput
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Vocab, tokenize
 from hierattn.models import REGISTRY, build_model, is_attention_free
-
-from .conftest import CORPUS
+from tests.conftest import CORPUS
 
 SMALL = {
     "han": {"embed_dim": 16, "hidden": 8, "attention_dim": 12, "cache_groups": 4},

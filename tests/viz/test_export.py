@@ -55,6 +55,7 @@ def test_figure_as_standalone_html(explained):
     assert len(page) > 1_000_000 and not re.search(r"<script[^>]*src=", page)  # plotly.js inline: opens offline
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_BROWSER and os.environ.get("CI") != "true", reason="PNG/SVG are drawn by Chromium (apt-get install -y chromium); CI installs it and runs this")
 def test_figure_as_png_and_svg(explained):
     png = export.figure_bytes(_figure(explained), "png")

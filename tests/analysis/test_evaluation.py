@@ -11,8 +11,7 @@ from hierattn.data.text import TextConfig, Vocab
 from hierattn.training.embeddings import initialise_embeddings, word2vec_matrix
 from hierattn.training.in_memory import train
 from hierattn.training.loop import TrainConfig
-
-from .test_training import _toy
+from tests.training.test_training import _toy
 
 TEXT = TextConfig(4, 12)
 

@@ -12,9 +12,8 @@ from hierattn.data.dataset import Dataset
 from hierattn.data.text import TextConfig
 from hierattn.training.jobs import JobError, JobManager, make_job, validate_run_name
 from hierattn.training.loop import TrainConfig
-
-from .conftest import shown
-from .test_app import APP
+from tests.app.test_explore import APP
+from tests.conftest import shown
 
 WORDS = {"pos": "great lovely superb fine", "neg": "awful boring dreadful bad"}
 
@@ -80,6 +79,7 @@ def messages(at: AppTest) -> str:
                            for e in getattr(at, kind)))
 
 
+@pytest.mark.slow
 def test_upload_preview_train_and_find_it_in_explore(train_env):
     at = upload(open_train_page(), toy_csv())
     assert at.selectbox(key="text_column").value == "text" and at.selectbox(key="label_column").value == "label"
@@ -106,6 +106,7 @@ def test_upload_preview_train_and_find_it_in_explore(train_env):
     assert "films-hcan" in at.selectbox(key="model").options and at.selectbox(key="model").value == "films-hcan"
 
 
+@pytest.mark.slow
 def test_cancel_keeps_the_best_epoch_so_far(train_env):
     at = configure(upload(open_train_page(), toy_csv(60)), "films-cancel", epochs=200)
     at.button(key="start").click().run()
@@ -123,6 +124,7 @@ def test_cancel_keeps_the_best_epoch_so_far(train_env):
     assert load_classifier(train_env / "films-cancel", device="cpu").metrics["epochs_run"] == snap["metrics"]["epochs_run"]
 
 
+@pytest.mark.slow
 def test_a_refresh_finds_the_run_again(train_env):
     at = configure(upload(open_train_page(), toy_csv()), "films-again", epochs=1)
     at.button(key="start").click().run()
@@ -190,6 +192,7 @@ def _job(root, name, epochs=2, **kw):
                     TextConfig(4, 12), TrainConfig(epochs=epochs, batch_size=8, min_freq=1), device="cpu", **kw)
 
 
+@pytest.mark.slow
 def test_jobs_are_capped_and_never_share_a_checkpoint(tmp_path):
     manager = JobManager(max_running=1)
     first = manager.start(_job(tmp_path, "a", epochs=50))
@@ -205,6 +208,7 @@ def test_jobs_are_capped_and_never_share_a_checkpoint(tmp_path):
     assert not first.active
 
 
+@pytest.mark.slow
 def test_cancel_before_an_epoch_finishes_writes_nothing(tmp_path):
     job = _job(tmp_path, "early")
     job.cancel()
@@ -212,6 +216,7 @@ def test_cancel_before_an_epoch_finishes_writes_nothing(tmp_path):
     assert job.status == "cancelled" and "nothing was written" in job.message and not (tmp_path / "early").exists()
 
 
+@pytest.mark.slow
 def test_replace_swaps_an_existing_checkpoint_whole(tmp_path):
     _job(tmp_path, "same", epochs=1).run()
     first = (tmp_path / "same" / "metrics.json").read_text()
@@ -223,6 +228,7 @@ def test_replace_swaps_an_existing_checkpoint_whole(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["same"]  # no temporaries left behind
 
 
+@pytest.mark.slow
 def test_two_jobs_train_at_once_without_interfering(tmp_path):
     jobs = [_job(tmp_path, f"run{i}", epochs=2) for i in range(2)]
     threads = [threading.Thread(target=j.run) for j in jobs]
@@ -235,6 +241,7 @@ def test_two_jobs_train_at_once_without_interfering(tmp_path):
         assert load_classifier(tmp_path / j.name, device="cpu").metrics["epochs_run"] == 2
 
 
+@pytest.mark.slow
 def test_a_killed_training_process_is_reported_and_loses_nothing(tmp_path):
     import os
     import signal

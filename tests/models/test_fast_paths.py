@@ -8,8 +8,7 @@ from hierattn.data.batches import encode_documents
 from hierattn.data.text import Vocab, tokenize
 from hierattn.models import build_model
 from hierattn.models.layers import straightforward
-
-from .conftest import CORPUS
+from tests.conftest import CORPUS
 
 VARIANTS = [{}, {"hierarchical": False}, {"parallel": False}, {"pooling": "max"}]
 

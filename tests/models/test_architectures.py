@@ -13,8 +13,7 @@ from hierattn.models import build_model, display_name, sized_for_text
 from hierattn.models.recurrent import CachedLSTMCell, SlidingAttentionLSTMCell, scan
 from hierattn.models.sanet import sinusoidal_positions
 from hierattn.models.tfidf import _terms, fit_tfidf
-
-from .conftest import CORPUS
+from tests.conftest import CORPUS
 
 
 def test_sinusoidal_positions_follow_the_formula():

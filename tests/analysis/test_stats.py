@@ -24,8 +24,7 @@ from hierattn.checkpoint import load_classifier, save_checkpoint
 from hierattn.cli import main
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model
-
-from .conftest import CORPUS, LABELS
+from tests.conftest import CORPUS, LABELS
 
 
 @pytest.mark.parametrize("prefix", [True, False])
@@ -179,8 +178,7 @@ def test_summary_judges_the_excess_over_an_even_spread():
 def _uniform_attention_checkpoint(path):
     """A hierarchical HCAN whose queries are all zero: every self-attention row is an even spread."""
     from hierattn.data.text import Vocab, tokenize
-
-    from .conftest import CORPUS as texts
+    from tests.conftest import CORPUS as texts
 
     vocab = Vocab.build([tokenize(t) for t in texts], min_freq=1)
     torch.manual_seed(0)

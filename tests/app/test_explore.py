@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from .conftest import shown
+from tests.conftest import REPO, shown
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
+APP = str(REPO / "app.py")
 
 DOC = "The striker scored twice. The team won the cup final on Sunday! Fans cheered."
 
@@ -301,8 +301,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     from hierattn.checkpoint import save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model, sized_for_text
-
-    from .conftest import LABELS
+    from tests.conftest import LABELS
 
     root = tmp_path / "checkpoints"
     shutil.copytree(checkpoint_dir / "tiny-han", root / "tiny-han")
@@ -314,6 +313,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
 
 
+@pytest.mark.slow
 def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
     text = " ".join(f"The team won match number {i} on Sunday." for i in range(150))  # 150 sentences, 1,200 words
     at = run_app(text, "long-hcan")

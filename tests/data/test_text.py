@@ -1,3 +1,5 @@
+import pytest
+
 from hierattn.data.text import MAX_CHARS, TextConfig, Vocab, normalise, tokenize
 
 
@@ -51,6 +53,7 @@ def test_empty_whitespace_and_junk_give_no_sentences():
     assert tokenize("\x00\x01\x02 ,,, ---").sentences == []
 
 
+@pytest.mark.slow
 def test_huge_text_is_cut_at_max_chars_and_reported():
     doc = tokenize("word " * (MAX_CHARS // 5 + 100), TextConfig(max_sentences=1, max_words=5))
     assert doc.truncation.chars_dropped == 500

@@ -1,8 +1,11 @@
 import json
 
+import pytest
+
 from hierattn.cli import main
 
 
+@pytest.mark.slow
 def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
     import bench.inference
 
