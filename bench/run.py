@@ -99,13 +99,15 @@ def format_corpus(results: dict) -> list[str]:
         return []
     peak = c["peak_memory_mb"]
     return ["", f"Streaming preprocessing (`python -m hierattn preprocess`), a generated corpus of {c['documents']:,} "
-                f"documents ({c['tokens']:,} tokens, a {c['file_mb']:.0f} MB Zhang-style CSV), {c['processes']} processes:", "",
+                f"documents ({c['tokens']:,} tokens, a {c['file_mb']:.0f} MB Zhang-style CSV), {c['processes']} "
+                "processes:", "",
             "| measurement | value |", "|---|---:|",
             f"| documents/s, first run (tokenising) | {c['documents_per_s']:,.0f} ({c['seconds']:.0f} s) |",
             f"| peak memory, main process | {peak['main']:.0f} MB |",
             f"| peak memory, largest worker process | {peak['largest_worker']:.0f} MB |",
             f"| cache on disk | {c['cache_mb']:.0f} MB |",
-            f"| second run (the cache is found and reused) | {c['reuse_seconds']:.2f} s |"] + format_corpus_training(results)
+            f"| second run (the cache is found and reused) | {c['reuse_seconds']:.2f} s |",
+        ] + format_corpus_training(results)
 
 
 def format_corpus_training(results: dict) -> list[str]:
@@ -115,7 +117,8 @@ def format_corpus_training(results: dict) -> list[str]:
     labels = [k for k in t[next(m for m in ("hcan", "han") if m in t)]]
     lines = ["", f"Training from the cache, one epoch of {t['documents']:,} generated documents (80% for training), "
                  "global batch 64, documents/s (`torchrun`: "
-                 f"{'NCCL, one process per GPU' if results.get('device') == 'cuda' else 'Gloo, one process per CPU core'}):",
+                 + ("NCCL, one process per GPU" if results.get("device") == "cuda"
+                    else "Gloo, one process per CPU core") + "):",
              "", "| model | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
     for model_type in ("han", "hcan"):
         if model_type in t:
@@ -137,7 +140,8 @@ def format_table(results: dict) -> str:
     if "hcan_training" in results:
         runs, peaks = results["hcan_training"], results["matmul_gflops"]
         base = runs["reference fp32"]["docs_per_s"]
-        lines += ["", f"Matrix-multiply peak (2048 x 2048): {peaks['fp32']:.0f} GFLOP/s fp32, {peaks['bf16']:.0f} GFLOP/s bf16.",
+        lines += ["", f"Matrix-multiply peak (2048 x 2048): {peaks['fp32']:.0f} GFLOP/s fp32, {peaks['bf16']:.0f} "
+                      "GFLOP/s bf16.",
                   "", "| HCAN training, bbc-news | documents/s | vs reference | GFLOP / document | MFU |",
                   "|---|---:|---:|---:|---:|"]
         for label, run in runs.items():
@@ -161,11 +165,14 @@ def format_table(results: dict) -> str:
     goals = _goals(results)
     if goals:
         lines += ["", "| goal (issue 6) | target | measured | met |", "|---|---|---:|---|"]
-        lines += [f"| {name} | {target} | {measured} | {'yes' if met else '**no**'} |" for name, target, measured, met in goals]
+        lines += [f"| {name} | {target} | {measured} | {'yes' if met else '**no**'} |" for name, target, measured,
+                  met in goals]
     if results.get("statistics_seconds"):
-        lines += ["", "| dataset statistics, bbc-news test split | documents | matrices | time |", "|---|---:|---:|---:|"]
+        lines += ["", "| dataset statistics, bbc-news test split | documents | matrices | time |",
+                  "|---|---:|---:|---:|"]
         for model_type, r in results["statistics_seconds"].items():
-            lines.append(f"| {model_type} `{r['checkpoint']}` | {r['documents']} | {r['matrices']:,} | {r['seconds']:.1f} s |")
+            lines.append(f"| {model_type} `{r['checkpoint']}` | {r['documents']} | {r['matrices']:,} | "
+                         f"{r['seconds']:.1f} s |")
     return "\n".join(lines + format_corpus(results))
 
 
@@ -182,7 +189,8 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
         han = results["training_docs_per_s"]["han"]
         out.append(("HCAN (fast fp32) / HAN training documents per second", ">= 1", f"{best / han:.2f}", best >= han))
     if "hcan/1000" in results["explain_seconds"]:
-        one, ten = results["explain_seconds"]["hcan/1000"]["seconds"], results["explain_seconds"]["hcan/10000"]["seconds"]
+        seconds = results["explain_seconds"]
+        one, ten = seconds["hcan/1000"]["seconds"], seconds["hcan/10000"]["seconds"]
         out.append(("explain, ~1,000 tokens, HCAN, median", "<= 30 ms", f"{1000 * one:.0f} ms", one <= 0.030))
         out.append(("explain, ~10,000 tokens, HCAN, median", "<= 1 s", f"{1000 * ten:.0f} ms", ten <= 1.0))
     if "explore_rerun_seconds" in results:

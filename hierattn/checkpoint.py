@@ -112,8 +112,8 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         shutil.rmtree(tmp, ignore_errors=True)
         disk_full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
         reason = "the disk is full" if disk_full else (getattr(exc, "strerror", None) or str(exc))
-        raise CheckpointError(f"could not write {directory.name}: {reason}; "
-                              f"{'the previous checkpoint is unchanged' if directory.exists() else 'nothing was written'}") from None
+        left = "the previous checkpoint is unchanged" if directory.exists() else "nothing was written"
+        raise CheckpointError(f"could not write {directory.name}: {reason}; {left}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -223,7 +223,8 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
         raise CheckpointError(f"{directory.name}: vocab.json has {len(vocab)} words, the model expects "
                               f"{model_config.get('vocab_size')}")
     if model_config.get("num_classes") != len(labels):
-        raise CheckpointError(f"{directory.name}: {len(labels)} labels for a {model_config.get('num_classes')}-class model")
+        raise CheckpointError(f"{directory.name}: {len(labels)} labels for a {model_config.get('num_classes')}-class "
+                              "model")
     try:
         tensors = load_file(directory / "model.safetensors")
     except FileNotFoundError:
@@ -259,7 +260,8 @@ def _refuse_links_out(directory: Path) -> None:
     for name in FILES:
         f = directory / name
         if f.is_symlink() and not _inside(f, directory):
-            raise CheckpointError(f"{directory.name}: {name} is a link to a file outside the checkpoint; it is not loaded")
+            raise CheckpointError(f"{directory.name}: {name} is a link to a file outside the checkpoint; it is not "
+                                  "loaded")
 
 
 def list_checkpoints(root: str | Path) -> list[Path]:

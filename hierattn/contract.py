@@ -22,7 +22,7 @@ class Batch:
     sentence_mask: torch.Tensor
     labels: torch.Tensor | None = None
 
-    def to(self, device) -> "Batch":
+    def to(self, device) -> Batch:
         move = lambda t: None if t is None else t.to(device, non_blocking=True)  # noqa: E731
         return Batch(move(self.word_ids), move(self.word_mask), move(self.sentence_mask), move(self.labels))
 

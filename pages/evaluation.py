@@ -71,14 +71,16 @@ if result is not None:
         st.caption("Most confident mistakes first. Select a row to read the document and open it in Explore.")
         picked = st.dataframe(wrong.style.format({"confidence": "{:.1%}", "P(true class)": "{:.1%}"}),
                               hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
-                              key=f"eval_wrong_{name}_{dataset_name}_{split}", height=min(320, 35 * (len(wrong) + 1) + 3),
+                              key=f"eval_wrong_{name}_{dataset_name}_{split}", height=min(320,
+                                                                                          35 * (len(wrong) + 1) + 3),
                               column_config={"beginning": st.column_config.TextColumn(width="large"),
                                              "document": st.column_config.NumberColumn("doc", width="small")})
         selected = picked.selection.rows if picked else []
         if selected:
             row = wrong.iloc[selected[0]]
             document = dataset.texts[int(row["document"])]
-            st.markdown(f"**Document {int(row['document'])}**: true {viz.md_code(row['true'])}, predicted {viz.md_code(row['predicted'])} "
+            st.markdown(f"**Document {int(row['document'])}**: true {viz.md_code(row['true'])}, predicted "
+                        f"{viz.md_code(row['predicted'])} "
                         f"({row['confidence']:.1%})")
             st.html(viz.plain_text_html(document))
             if st.button("Open it in Explore", key="eval_open", type="primary", icon=":material/search:"):

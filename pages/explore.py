@@ -29,7 +29,8 @@ with st.sidebar:
     st.caption(f"Reads up to {classifier.text_config.max_sentences} sentences × "
                f"{classifier.text_config.max_words} words.")
 
-text = widgets.document_input(classifier.dataset, "sample", "document", 180, "Paste a news article, a review or a tweet…",
+text = widgets.document_input(classifier.dataset, "sample", "document", 180, "Paste a news article, a review or a "
+                                                                             "tweet…",
                               corpus=classifier.metrics.get("corpus"))
 if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to see how the model attends to it.")

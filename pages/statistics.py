@@ -47,7 +47,8 @@ with st.sidebar:
                             key="stats_documents",
                             help="The first documents of the split, in data set order; all of them by default.")
 if classifier.dataset != dataset:
-    st.caption(f"{viz.md_code(name)} was trained on {viz.md_code(classifier.dataset)}; its attention over {viz.md_code(dataset)} is shown.")
+    st.caption(f"{viz.md_code(name)} was trained on {viz.md_code(classifier.dataset)}; its attention over "
+               f"{viz.md_code(dataset)} is shown.")
 
 result = statistics.split_statistics(checkpoints, name, dataset, split, count, corpus)
 if result is None:

@@ -215,7 +215,8 @@ def test_a_shared_link_opens_the_same_view(app_url, page, browser):
     other.goto(link)
     settle(other)
     no_exception(other)
-    assert other.locator("[data-testid=stSidebar] [data-testid=stSelectbox] input").first.input_value() == "bbc-news-hcan"
+    picked = other.locator("[data-testid=stSidebar] [data-testid=stSelectbox] input").first
+    assert picked.input_value() == "bbc-news-hcan"
     checked = other.locator("[data-testid=stRadio]").filter(has_text="Target-attention head").locator("input:checked")
     assert checked.count() == 1
     label = other.locator("[data-testid=stRadio]").filter(has_text="Target-attention head") \

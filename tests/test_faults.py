@@ -104,7 +104,8 @@ def test_a_full_disk_during_a_save_is_a_clear_error_and_loses_nothing(tmp_path, 
     assert not (tmp_path / "new").exists()
 
 
-@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="a real full disk needs a tmpfs mounted as root on Linux; the injected "
+@pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="a real full disk needs a tmpfs mounted as "
+                                                                         "root on Linux; the injected "
                                                                     "full-disk test above runs everywhere")
 def test_a_really_full_disk(tmp_path, tiny_vocab):
     """The same on a real 64 KB tmpfs where the weights do not fit."""

@@ -221,7 +221,7 @@ def test_markdown_helpers_escape_everything_markdown_reads():
 def test_no_unsafe_html_is_built_from_user_text():
     """Scan every page and the app package: ``unsafe_allow_html=True`` only with a constant string,
     and ``st.html`` (or a column's ``.html``) only with a constant or the output of a
-    ``viz.*_html`` function (each of which escapes user text; tests/test_viz.py checks them)."""
+    ``viz.*_html`` function (each of which escapes user text; tests/viz/test_viz.py checks them)."""
     offenders = []
     for path in [REPO / "app.py", *sorted((REPO / "hierattn" / "app").rglob("*.py")),
                  *sorted((REPO / "pages").glob("*.py"))]:

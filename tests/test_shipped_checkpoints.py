@@ -56,7 +56,8 @@ def outputs(path) -> list[dict]:
         for name, a in ex.attentions.items():
             w = a.weights.double().flatten()
             position = (torch.arange(len(w), dtype=torch.float64) % 97) + 1
-            maps[name] = {"shape": list(a.weights.shape), "sum": float(w.sum()), "weighted": float((w * position).sum())}
+            maps[name] = {"shape": list(a.weights.shape), "sum": float(w.sum()),
+                          "weighted": float((w * position).sum())}
         means = {m: sum(r[m] for r in ex.metrics) / len(ex.metrics) for m in METRICS} if ex.metrics else {}
         rows.append({"probabilities": ex.probabilities, "maps": maps, **means})
     return rows

@@ -45,7 +45,8 @@ def apply(document: Document, edit: Edit) -> Edited:
     if any(not 0 <= i < count for i in edit.order) or len(set(edit.order)) != len(edit.order):
         raise ValueError(f"sentence order must name distinct sentences 0..{count - 1}, got {edit.order}")
     table = {word: by for word, by in edit.replacements if word}
-    pattern = (re.compile("(?<!\\w)(" + "|".join(re.escape(w) for w in sorted(table, key=len, reverse=True)) + ")(?!\\w)")
+    pattern = (re.compile("(?<!\\w)(" + "|".join(re.escape(w) for w in sorted(table, key=len,
+                                                                              reverse=True)) + ")(?!\\w)")
                if table else None)  # one pass: a replacement is never replaced again
     pieces, replaced, position = [], [], 0
     for n, i in enumerate(edit.order):

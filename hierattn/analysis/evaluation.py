@@ -200,19 +200,22 @@ def _minutes(seconds: float | None) -> str:
 
 def markdown(dataset: str, rows: list[Row]) -> str:
     lines = [f"Test accuracy on `{dataset}` (our stratified 80/10/10 split, seed {SEED}).", "",
-             "| model | checkpoint | test accuracy | training ms / document | total training time | epochs (run / allowed) "
+             "| model | checkpoint | test accuracy | training ms / document | total training time | epochs (run / "
+             "allowed) "
              "| parameters | hardware |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for r in sorted(rows, key=lambda r: -r.test_accuracy):
         ms = "?" if r.train_ms_per_document is None else f"{r.train_ms_per_document:.2f}"
-        lines.append(f"| {r.model} | `{r.checkpoint}` | {r.test_accuracy:.2%} | {ms} | {_minutes(r.total_training_seconds)} "
+        lines.append(f"| {r.model} | `{r.checkpoint}` | {r.test_accuracy:.2%} | {ms} | "
+                     f"{_minutes(r.total_training_seconds)} "
                      f"| {r.epochs_run or '—'} / {r.budget or '—'} | {r.num_parameters:,} | {r.hardware} |")
     checks = orderings(rows)
     if checks:
         lines += ["", "| paper's ordering | source | measured here | budget | holds? |", "|---|---|---|---|---|"]
         for c in checks:
             lines.append(f"| {c['claim']} | {c['source']} | {c['better']} {c['better_accuracy']:.2%} vs "
-                         f"{c['worse']} {c['worse_accuracy']:.2%} | {c['budget']} | {'yes' if c['holds'] else '**no**'} |")
+                         f"{c['worse']} {c['worse_accuracy']:.2%} | {c['budget']} | "
+                         f"{'yes' if c['holds'] else '**no**'} |")
     return "\n".join(lines) + "\n"
 
 

@@ -36,7 +36,8 @@ RANDOM_DRAWS = 5
 CHUNK = 64  # documents per forward pass when removing words
 MIN_WORDS = 4  # a split's documents shorter than this are left out of its mean curves
 # Leave-one-out costs one forward pass per word: 14 s for a 1,073-word document with bbc-news-hcan
-# on a 2-core CPU (7 s with HAN), growing with the square of the length. Interactive views leave it out above this length and say so.
+# on a 2-core CPU (7 s with HAN), growing with the square of the length. Interactive views leave it
+# out above this length and say so.
 LEAVE_ONE_OUT_MAX_WORDS = 1000
 
 

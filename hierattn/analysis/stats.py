@@ -34,7 +34,8 @@ from hierattn.checkpoint import Classifier
 from hierattn.contract import AttentionMap
 from hierattn.data.batches import streamed_batches
 
-METRIC_NAMES = {"gini": "Gini coefficient", **{f"diagonality_b{b}": f"Diagonality (bandwidth = {b})" for b in BANDWIDTHS}}
+METRIC_NAMES = {"gini": "Gini coefficient",
+                **{f"diagonality_b{b}": f"Diagonality (bandwidth = {b})" for b in BANDWIDTHS}}
 GROUPINGS = {"overall": None, "level": "level", "map": "map", "head": "head", "map and head": "map_head",
              "class": "label"}
 
@@ -42,8 +43,10 @@ GROUPINGS = {"overall": None, "level": "level", "map": "map", "head": "head", "m
 SANET_TABLE2 = {
     "topic": {"AG": [55.31, 7.44, 11.86, 16.21, 20.42, 24.48], "DBP.": [67.94, 8.49, 13.80, 18.88, 23.74, 28.25],
               "Yah. A.": [67.45, 6.34, 9.83, 13.28, 16.59, 19.65]},
-    "sentiment": {"Yelp P.": [65.16, 5.02, 7.89, 10.62, 13.19, 15.62], "Yelp F.": [84.18, 23.54, 36.89, 45.49, 50.90, 54.54],
-                  "Amz. F.": [89.50, 41.77, 62.35, 73.53, 79.49, 83.09], "Amz. P.": [87.76, 40.01, 60.34, 71.43, 77.21, 80.56]},
+    "sentiment": {"Yelp P.": [65.16, 5.02, 7.89, 10.62, 13.19, 15.62], "Yelp F.": [84.18, 23.54, 36.89, 45.49, 50.90,
+                                                                                   54.54],
+                  "Amz. F.": [89.50, 41.77, 62.35, 73.53, 79.49, 83.09], "Amz. P.": [87.76, 40.01, 60.34, 71.43,
+                                                                                     77.21, 80.56]},
 }
 # The paper's summary means leave Yelp Review Polarity out of sentiment (its §5.3): 87.15% and 63.48%.
 PAPER_EXCLUDED = {"Yelp P."}
@@ -314,7 +317,8 @@ TVS_COLUMNS = {
 CLAIMS = {"gini": "sentiment attention sparser (Gini)", "diagonality_b3": "sentiment attention more diagonal (b = 3)"}
 
 
-def topic_versus_sentiment(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str = "word") -> tuple[pd.DataFrame, dict]:
+def topic_versus_sentiment(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str = "word") -> tuple[pd.DataFrame,
+                                                                                                       dict]:
     """The topic-versus-sentiment panel: a table (one row per metric, in %) of each set's measured
     and even-spread means, the SANet paper's means, the raw difference and the length-matched
     difference of the excess with its 95% interval; and ``versus``'s result, whose verdicts (the
@@ -326,7 +330,8 @@ def topic_versus_sentiment(topic: pd.DataFrame, sentiment: pd.DataFrame, level: 
         matched = row["length_matched"]
         low, high = matched["interval"] or (None, None)
         table[METRIC_NAMES[m]] = {
-            "topic · measured": 100 * row["topic"]["measured"], "topic · even spread": 100 * row["topic"]["even_spread"],
+            "topic · measured": 100 * row["topic"]["measured"],
+                "topic · even spread": 100 * row["topic"]["even_spread"],
             "sentiment · measured": 100 * row["sentiment"]["measured"],
             "sentiment · even spread": 100 * row["sentiment"]["even_spread"],
             "topic (SANet paper)": paper["topic"][m], "sentiment (SANet paper)": paper["sentiment"][m],

@@ -198,7 +198,8 @@ def branch_verdict(c: BranchContrast) -> tuple[bool, str]:
     """Step 2: (shown, sentence) for "the branches relate a word to different words"."""
     return c.different, (
         f"In this review the two branches' attention differs by a Jensen–Shannon divergence of {c.divergence:.3f} "
-        f"per word (0 for identical branches, or an even spread in both; {math.log(2):.3f} at most), against up to {c.random_divergence:.3f} for "
+        f"per word (0 for identical branches, or an even spread in both; {math.log(2):.3f} at most), against up to "
+        f"{c.random_divergence:.3f} for "
         f"two unrelated random maps of the same shape; for {100 * c.different_top:.0f}% of the {c.words} words the "
         "most-attended other word differs — " + (SHOWN if c.different else NOT_SHOWN))
 

@@ -11,7 +11,8 @@ from hierattn.app.widgets import SAMPLE_PROMPT, document_key
 PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
 # every page's view parameters: a page writes its own and drops the others', keeping the rest (a job id)
 VIEW_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence", "a", "b"}
-VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level", "selfhead": "self_head"}  # URL -> key
+VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level",
+             "selfhead": "self_head"}  # URL -> key
 
 
 def document_id(text: str, dataset: str | None) -> tuple[str, str]:

@@ -29,7 +29,8 @@ def bench(args) -> int:
 
 
 def _corpus_arguments(parser) -> None:
-    parser.add_argument("--corpus", help="a data set's file or folder on disk (Zhang et al. CSVs, TREC, CSV/TSV/JSONL); "
+    parser.add_argument("--corpus", help="a data set's file or folder on disk (Zhang et al. CSVs, TREC, "
+                                         "CSV/TSV/JSONL); "
                                          "tokenised once into a cache (HIERATTN_CACHE, default ~/.cache/hierattn)")
     parser.add_argument("--format", choices=["zhang", "trec", "csv", "tsv", "jsonl"],
                         help="with --corpus: the file format, when the name does not tell")

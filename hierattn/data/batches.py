@@ -56,7 +56,8 @@ def streamed_batches(texts: list[str], text_config: TextConfig, vocab: Vocab, ba
     for first in range(0, len(texts), chunk):
         documents = tokenize_many(texts[first: first + chunk], text_config)
         order = sorted(range(len(documents)),
-                       key=lambda i: (len(documents[i].sentences), max((len(s.tokens) for s in documents[i].sentences), default=0)))
+                       key=lambda i: (len(documents[i].sentences),
+                                      max((len(s.tokens) for s in documents[i].sentences), default=0)))
         for i in range(0, len(order), batch_size):
             part = order[i: i + batch_size]
             docs = [documents[j] for j in part]

@@ -25,9 +25,9 @@ import csv
 import itertools
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from hierattn.data.dataset import DataError
 from hierattn.data.formats import labelled, table_rows
@@ -204,7 +204,8 @@ def from_settings(name: str, settings: dict) -> Corpus:
     """The corpus a checkpoint was trained on, from the ``corpus`` entry of its metrics."""
     parts = {part: Path(entry[0]) for part, entry in settings["files"].items()}
     return Corpus(name, settings["format"], parts, settings.get("text_column", "text"),
-                  settings.get("label_column", "label"), settings.get("fine_labels", False), settings.get("label_names"))
+                  settings.get("label_column", "label"), settings.get("fine_labels", False),
+                      settings.get("label_names"))
 
 
 def label_name(corpus: Corpus, label: str) -> str:

@@ -32,7 +32,8 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
     rare = sorted((c, n) for n, c in counts.items() if c < MIN_PER_CLASS)
     if rare:
         examples = ", ".join(f"{n!r} ({c})" for c, n in rare[:3])
-        raise DataError(f"every label needs at least {MIN_PER_CLASS} documents for an 80/10/10 split; too few: {examples}")
+        raise DataError(f"every label needs at least {MIN_PER_CLASS} documents for an 80/10/10 split; too few: "
+                        f"{examples}")
     label_names = sorted(counts)
     index = {n: i for i, n in enumerate(label_names)}
     return Dataset(name, [text for text, _ in kept], [index[y] for y in labels], label_names)

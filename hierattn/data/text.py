@@ -17,10 +17,10 @@ import json
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 PAD, UNK = "<pad>", "<unk>"
 # spaCy refuses texts longer than nlp.max_length; anything beyond this is cut and reported.
@@ -152,7 +152,7 @@ def _pieces(tok):
     return [(m.group(), tok.idx + m.start()) for m in _CJK_PIECE.finditer(tok.text)]
 
 
-def _to_sentences(spacy_doc, config: "TextConfig") -> list[Sentence]:
+def _to_sentences(spacy_doc, config: TextConfig) -> list[Sentence]:
     sentences = []
     for sent in spacy_doc.sents:
         # The sentence's span covers all of its characters (leading quotes, symbols), not just its
@@ -220,7 +220,7 @@ class Vocab:
     pad_id, unk_id = 0, 1
 
     @classmethod
-    def build(cls, documents: Iterable[Document], min_freq: int = 2, max_size: int | None = None) -> "Vocab":
+    def build(cls, documents: Iterable[Document], min_freq: int = 2, max_size: int | None = None) -> Vocab:
         counts = Counter(t.norm for d in documents for s in d.sentences for t in s.tokens)
         words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
         return cls([PAD, UNK] + words[:max_size])
@@ -235,7 +235,7 @@ class Vocab:
         Path(path).write_text(json.dumps(self.itos, ensure_ascii=False))
 
     @classmethod
-    def load(cls, path: str | Path) -> "Vocab":
+    def load(cls, path: str | Path) -> Vocab:
         itos = json.loads(Path(path).read_text())
         if not isinstance(itos, list) or not all(isinstance(w, str) for w in itos):
             raise ValueError("vocab.json must be a JSON list of strings")

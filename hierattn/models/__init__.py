@@ -24,10 +24,7 @@ def _collect() -> dict[str, ModelSpec]:
     return specs
 
 
-# In the order the Train page lists them: the papers' hierarchical models first.
-_ORDER = ("han", "hcan", "sanet", "halstm", "mahnn", "kimcnn", "tfidf")
-REGISTRY: dict[str, ModelSpec] = dict(sorted(_collect().items(),
-                                             key=lambda kv: (_ORDER.index(kv[0]) if kv[0] in _ORDER else 99, kv[0])))
+REGISTRY: dict[str, ModelSpec] = dict(sorted(_collect().items(), key=lambda kv: (kv[1].listed, kv[0])))
 
 
 def build_model(model_type: str, config: dict) -> nn.Module:

@@ -84,9 +84,13 @@ def display_name(config: dict) -> str:
     return f"HA-LSTM-{config.get('window', 4)}" if cell == "ha" else {"lstm": "LSTM", "bilstm": "BiLSTM"}[cell]
 
 
-SPEC = ModelSpec("halstm", HALSTM, HALSTMConfig, "HA-LSTM (LSTM with sliding attention)", display_name,
-                 knobs=(Knob("cell", "Recurrent layer", "HA-LSTM (sliding attention over the last N states), or the plain "
-              "LSTM and BiLSTM baselines.", "choice", ("ha", "lstm", "bilstm")),
-         Knob("window", "Window N", "How many past hidden states the HA-LSTM cell attends over.", "choice",
-              (4, 8, 12))),
-                 maps="at each time step, the cell's attention among its window of the last N hidden states")
+SPEC = ModelSpec(
+    "halstm", HALSTM, HALSTMConfig, "HA-LSTM (LSTM with sliding attention)", display_name, listed=4,
+    knobs=(
+        Knob("cell", "Recurrent layer",
+             "HA-LSTM (sliding attention over the last N states), or the plain LSTM and BiLSTM baselines.",
+             "choice", ("ha", "lstm", "bilstm")),
+        Knob("window", "Window N", "How many past hidden states the HA-LSTM cell attends over.", "choice",
+             (4, 8, 12)),
+    ),
+    maps="at each time step, the cell's attention among its window of the last N hidden states")

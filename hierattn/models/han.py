@@ -89,10 +89,15 @@ def _encode(encoder: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> torch.Te
 
 
 def display_name(config: dict) -> str:
-    return {"gru": "HAN", "lstm": "HAN (BiLSTM)", "cached_lstm": "HAN (Cached LSTM)"}.get(config.get("encoder", "gru"), "HAN")
+    return {"gru": "HAN", "lstm": "HAN (BiLSTM)", "cached_lstm": "HAN (Cached LSTM)"}.get(config.get("encoder",
+                                                                                                     "gru"), "HAN")
 
 
-SPEC = ModelSpec("han", HAN, HANConfig, "HAN (hierarchical RNN + attention)", display_name,
-                 knobs=(Knob("encoder", "Encoder", "Recurrent units of both levels: BiGRU (Yang et al.), BiLSTM, or Cached LSTM "
-              "(memory groups with different forgetting rates).", "choice", ("gru", "lstm", "cached_lstm")),),
-                 maps="word attention within each sentence and sentence attention over the document (target attention)")
+SPEC = ModelSpec(
+    "han", HAN, HANConfig, "HAN (hierarchical RNN + attention)", display_name, listed=1,
+    knobs=(
+        Knob("encoder", "Encoder",
+             "Recurrent units of both levels: BiGRU (Yang et al.), BiLSTM, or Cached LSTM (memory groups with "
+             "different forgetting rates).", "choice", ("gru", "lstm", "cached_lstm")),
+    ),
+    maps="word attention within each sentence and sentence attention over the document (target attention)")

@@ -97,7 +97,8 @@ class HCANLevel(nn.Module):
         nn.init.normal_(self.position.weight, std=0.02)
         self.dropout = CheapDropout(c.dropout)
         self.branch_a = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, F.elu, c.dropout)
-        self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh, c.dropout) if c.parallel else None
+        self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh,
+                                                   c.dropout) if c.parallel else None
         self.norm = nn.LayerNorm(c.d)
         self.target = ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout) if c.pooling == "target" else None
 
@@ -211,10 +212,14 @@ def display_name(config: dict) -> str:
     return "HCAN" + (f" ({', '.join(parts)})" if parts else "")
 
 
-SPEC = ModelSpec("hcan", HCAN, HCANConfig, "HCAN (hierarchical convolutional attention)", display_name,
-                 knobs=(Knob("parallel", "Two parallel self-attentions", "HCAN eq. 4: an ELU and a tanh self-attention "
-               "multiplied; off: one self-attention.", "bool"),
-         Knob("pooling", "Pooling", "Target attention (eq. 5) or max pooling.", "choice", ("target", "max")),
-         Knob("hierarchical", "Hierarchical", "Words -> sentences -> document; off: one flat pass over the words.",
-              "bool")),
-                 maps="per-head self-attention among words (per sentence) and among sentences, one map per branch, and multi-head target attention over words and sentences")
+SPEC = ModelSpec(
+    "hcan", HCAN, HCANConfig, "HCAN (hierarchical convolutional attention)", display_name, listed=2,
+    knobs=(
+        Knob("parallel", "Two parallel self-attentions",
+             "HCAN eq. 4: an ELU and a tanh self-attention multiplied; off: one self-attention.", "bool"),
+        Knob("pooling", "Pooling", "Target attention (eq. 5) or max pooling.", "choice", ("target", "max")),
+        Knob("hierarchical", "Hierarchical", "Words -> sentences -> document; off: one flat pass over the words.",
+             "bool"),
+    ),
+    maps="per-head self-attention among words (per sentence) and among sentences, one map per branch, "
+         "and multi-head target attention over words and sentences")

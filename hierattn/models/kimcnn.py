@@ -71,6 +71,6 @@ def display_name(config: dict) -> str:
     return "Kim CNN"
 
 
-SPEC = ModelSpec("kimcnn", KimCNN, KimCNNConfig, "Kim CNN (no attention)", display_name,
-                 knobs=(),
-                 maps="a coverage map, the share of its max-pooled filters whose winning window covers each word")
+SPEC = ModelSpec(
+    "kimcnn", KimCNN, KimCNNConfig, "Kim CNN (no attention)", display_name, listed=6,
+    maps="a coverage map, the share of its max-pooled filters whose winning window covers each word")

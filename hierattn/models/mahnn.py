@@ -115,7 +115,8 @@ class MahNN(nn.Module):
 
         semantic = None
         if c.semantic:  # eq. 13-14: a distribution over hidden dimensions for every word and channel
-            inner = torch.sigmoid(torch.einsum("btd,lda->blta", h, self.semantic_in) + self.semantic_bias[None, :, None])
+            inner = torch.sigmoid(torch.einsum("btd,lda->blta", h, self.semantic_in) + self.semantic_bias[None, :,
+                                                                                                          None])
             semantic = torch.softmax(torch.einsum("blta,lad->bltd", inner, self.semantic_out), -1)
             semantic = semantic * mask[:, None, :, None]
             channels = channels * semantic * h.shape[-1] if c.rescale == "length" else channels * _by_peak(semantic)
@@ -160,7 +161,11 @@ def display_name(config: dict) -> str:
     return "MahNN-rv" if not config.get("semantic", True) else f"MahNN-{config.get('channels', 3)}"
 
 
-SPEC = ModelSpec("mahnn", MahNN, MahNNConfig, "MahNN (multi-granularity attention + CNN)", display_name,
-                 knobs=(Knob("channels", "Channels", "Syntactical-attention channels L (MahNN-1 ... MahNN-7).", "int", (), 1, 7),
-         Knob("semantic", "Semantical attention", "Off: MahNN-rv.", "bool")),
-                 maps="per channel, syntactical attention over the words, and semantical attention over each word's hidden dimensions")
+SPEC = ModelSpec(
+    "mahnn", MahNN, MahNNConfig, "MahNN (multi-granularity attention + CNN)", display_name, listed=5,
+    knobs=(
+        Knob("channels", "Channels", "Syntactical-attention channels L (MahNN-1 ... MahNN-7).", "int", (), 1, 7),
+        Knob("semantic", "Semantical attention", "Off: MahNN-rv.", "bool"),
+    ),
+    maps="per channel, syntactical attention over the words, and semantical attention over each word's "
+         "hidden dimensions")

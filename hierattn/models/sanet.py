@@ -132,7 +132,10 @@ def display_name(config: dict) -> str:
     return f"SANet {size}" if config.get("attention", True) else f"SANet baseline ({size}, no attention)"
 
 
-SPEC = ModelSpec("sanet", SANet, SANetConfig, "SANet (self-attention network)", display_name,
-                 knobs=(Knob("attention", "Self-attention", "Off: the SANet paper's baseline, each self-attention replaced by a "
-              "feed-forward layer.", "bool"),),
-                 maps="one word x word self-attention matrix over the document per block")
+SPEC = ModelSpec(
+    "sanet", SANet, SANetConfig, "SANet (self-attention network)", display_name, listed=3,
+    knobs=(
+        Knob("attention", "Self-attention",
+             "Off: the SANet paper's baseline, each self-attention replaced by a feed-forward layer.", "bool"),
+    ),
+    maps="one word x word self-attention matrix over the document per block")

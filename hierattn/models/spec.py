@@ -39,6 +39,8 @@ class ModelSpec:
     ``fit``: for a model fitted in one pass rather than trained by gradient descent (TF-IDF), the
     function ``fit(documents, labels, num_classes, config dict, seed) -> (model, vocab)``.
     ``maps``: what its attention maps mean, in a sentence (the documentation and the app say it).
+    ``listed``: its place in the Train page's list (the papers' hierarchical models come first);
+    models with equal places are listed by name.
     """
 
     name: str
@@ -49,6 +51,7 @@ class ModelSpec:
     knobs: tuple[Knob, ...] = ()
     fit: Callable | None = None
     maps: str = ""
+    listed: int = 100
 
     @property
     def fitted(self) -> bool:

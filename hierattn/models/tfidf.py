@@ -131,7 +131,10 @@ def display_name(config: dict) -> str:
     return "TF-IDF + Naive Bayes" if config.get("classifier") == "nb" else "TF-IDF + L1 logistic regression"
 
 
-SPEC = ModelSpec("tfidf", TFIDFLinear, TFIDFConfig, "TF-IDF + linear classifier (no attention)", display_name,
-                 knobs=(Knob("classifier", "Classifier", "L1 logistic regression or multinomial Naive Bayes on TF-IDF 1-2 grams.",
-              "choice", ("logreg", "nb")),),
-                 maps="no attention", fit=fit)
+SPEC = ModelSpec(
+    "tfidf", TFIDFLinear, TFIDFConfig, "TF-IDF + linear classifier (no attention)", display_name, listed=7,
+    knobs=(
+        Knob("classifier", "Classifier", "L1 logistic regression or multinomial Naive Bayes on TF-IDF 1-2 grams.",
+             "choice", ("logreg", "nb")),
+    ),
+    maps="no attention", fit=fit)

@@ -79,8 +79,8 @@ class TrainingJob:
     started: float = field(default_factory=time.time)
     finished: float | None = None
     # Shared with the training process: set by the page's Cancel, read by the training loop.
-    stop: multiprocessing.synchronize.Event = field(default_factory=lambda: multiprocessing.get_context("spawn").Event(),
-                                                   repr=False)
+    stop: multiprocessing.synchronize.Event = field(
+        default_factory=lambda: multiprocessing.get_context("spawn").Event(), repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _process: multiprocessing.process.BaseProcess | None = field(default=None, repr=False)
 
@@ -112,7 +112,8 @@ class TrainingJob:
     def _on_event(self, event: TrainEvent) -> None:
         with self._lock:
             if event.kind == "batch":
-                self.epoch, self.step, self.steps, self.docs_per_s = event.epoch, event.step, event.steps, event.docs_per_s
+                self.epoch, self.step, self.steps = event.epoch, event.step, event.steps
+                self.docs_per_s = event.docs_per_s
                 self.losses.append(event.loss)
             elif event.kind == "epoch":
                 self.history.append(dict(event.extra))
@@ -173,7 +174,8 @@ class TrainingJob:
                                       f"{metrics['validation_accuracy']:.1%}) was saved as '{self.name}'.", metrics)
         else:
             early = (f" Stopped early after {metrics['epochs_run']} of {self.config.epochs} epochs: validation "
-                     f"accuracy had not improved for {self.config.patience}." if metrics["epochs_run"] < self.config.epochs
+                     f"accuracy had not improved for {self.config.patience}."
+                     if metrics["epochs_run"] < self.config.epochs
                      else "")
             self._finish("finished", f"Finished: epoch {metrics['best_epoch']} of {metrics['epochs_run']} was best "
                                      f"(validation {metrics['validation_accuracy']:.1%}, test "

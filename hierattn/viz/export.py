@@ -11,7 +11,7 @@ import html
 import json
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -30,7 +30,8 @@ def _browser() -> str:
     found = os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("chromium-browser") or \
         shutil.which("google-chrome")
     if not found:
-        raise ExportError("PNG and SVG export need Chromium (apt-get install -y chromium); HTML export works without it")
+        raise ExportError("PNG and SVG export need Chromium (apt-get install -y chromium); "
+                          "HTML export works without it")
     return found
 
 
@@ -101,7 +102,7 @@ def report_html(ex: Explanation, figures: dict[str, go.Figure], document_html: s
         "h2{margin-top:1.6em}.meta{color:#666;font-size:.9em}</style></head><body>",
         "<h1>Attention analysis</h1>",
         f"<p class='meta'>Checkpoint <code>{html.escape(ex.classifier_name)}</code> · exported "
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by hierattn</p>",
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC by hierattn</p>",
         f"<h2>Prediction: {html.escape(ex.label)}</h2><p>"
         + " · ".join(f"{html.escape(label)} {p:.1%}" for label, p in zip(ex.labels, ex.probabilities)) + "</p>",
     ]

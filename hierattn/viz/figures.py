@@ -16,7 +16,8 @@ def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> 
     """Horizontal bars, predicted class highlighted."""
     best = max(range(len(probabilities)), key=probabilities.__getitem__)
     colors = ["#1f77b4" if i == best else "#aec7e8" for i in range(len(labels))]
-    fig = go.Figure(go.Bar(x=list(probabilities), y=[short(l, 60) for l in labels], orientation="h", marker_color=colors,
+    fig = go.Figure(go.Bar(x=list(probabilities), y=[short(label, 60) for label in labels], orientation="h",
+                           marker_color=colors,
                            text=[f"{p:.1%}" for p in probabilities], textposition="auto",
                            hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
     fig.update_layout(xaxis=dict(range=[0, 1], tickformat=".0%", title="probability"),
@@ -37,7 +38,8 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
     every = -(-n // 50)  # at most 50 tick labels; every cell still names its tokens on hover
-    ticks = dict(tickmode="array", tickvals=list(range(0, n, every)), ticktext=[short(l) for l in labels[::every]])
+    ticks = dict(tickmode="array", tickvals=list(range(0, n, every)),
+                 ticktext=[short(label) for label in labels[::every]])
     hover = [[f"{short(labels[i], 40)} → {short(labels[j], 40)}" for j in range(n)] for i in range(n)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
                                colorscale=COLORSCALE, zmin=0, zmax=zmax, colorbar=dict(title="weight"),
@@ -72,9 +74,10 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[st
                                colorscale=COLORSCALE, zmin=0, zmax=zmax, colorbar=dict(title="weight"),
                                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
     tick = lambda labels: dict(tickmode="array", tickvals=list(range(len(labels))),  # noqa: E731
-                               ticktext=[short(l) for l in labels])
-    upright = all(len(short(l)) <= 8 for l in column_labels)  # short column labels need no slant
-    fig.update_layout(title=dict(text=title, y=0.99, yanchor="top"), height=height or min(900, max(220, 20 * rows + 160)),
+                               ticktext=[short(label) for label in labels])
+    upright = all(len(short(label)) <= 8 for label in column_labels)  # short column labels need no slant
+    fig.update_layout(title=dict(text=title, y=0.99, yanchor="top"), height=height or min(900, max(220,
+                                                                                                   20 * rows + 160)),
                       margin=dict(l=10, r=10, t=(40 if upright else 90) + (30 if title else 0), b=10),
                       xaxis=dict(title=column_title, side="top", tickangle=0 if upright else -60, showgrid=False,
                                  **(tick(column_labels) if cols <= 120 else {})),
@@ -89,12 +92,12 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
     n = len(weights)
     fig = go.Figure(go.Bar(x=list(range(n)), y=list(weights), marker=dict(color=list(weights),
                                                                          colorscale=COLORSCALE, cmin=0),
-                           customdata=[short(l, 60) for l in labels],
+                           customdata=[short(label, 60) for label in labels],
                            hovertemplate="%{customdata}<br>weight %{y:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
                       yaxis=dict(title="attention weight", rangemode="tozero"),
                       xaxis=dict(title=axis_title, tickmode="array", tickvals=list(range(n)),
-                                 ticktext=[short(l) for l in labels], tickangle=-60))
+                                 ticktext=[short(label) for label in labels], tickangle=-60))
     return fig
 
 
@@ -103,10 +106,11 @@ def confusion_heatmap(matrix, labels: Sequence[str]) -> go.Figure:
     the share of the true class (so small classes stay readable)."""
     counts = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     shares = [[c / (sum(row) or 1) for c in row] for row in counts]
-    names = [short(l, 24) for l in labels]
+    names = [short(label, 24) for label in labels]
     fig = go.Figure(go.Heatmap(z=shares, x=names, y=names, text=counts, texttemplate="%{text}", colorscale=COLORSCALE,
                                zmin=0, zmax=1, colorbar=dict(title="share of<br>true class", tickformat=".0%"),
-                               hovertemplate="true %{y}<br>predicted %{x}<br>%{text} documents (%{z:.1%})<extra></extra>"))
+                               hovertemplate="true %{y}<br>predicted %{x}<br>%{text} documents "
+                                             "(%{z:.1%})<extra></extra>"))
     fig.update_layout(height=min(700, 160 + 48 * len(labels)), margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(title="predicted", side="top"), yaxis=dict(title="true", autorange="reversed"))
     return fig
@@ -148,7 +152,8 @@ def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_e
         fig.add_trace(go.Scatter(x=epochs, y=[h["val_accuracy"] for h in history], mode="lines+markers",
                                  name="validation accuracy", yaxis="y2", line=dict(color="#ff7f0e")))
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
-                      xaxis=dict(title="epoch", rangemode="tozero"), yaxis=dict(title="training loss", rangemode="tozero"),
+                      xaxis=dict(title="epoch", rangemode="tozero"), yaxis=dict(title="training loss",
+                                                                                rangemode="tozero"),
                       yaxis2=dict(title="validation accuracy", overlaying="y", side="right", tickformat=".0%",
                                   range=[0, 1.02], dtick=0.2, showgrid=False))
     return fig

@@ -117,7 +117,8 @@ def word_attention_html(words: Sequence[str], rows: Sequence[tuple[str, Sequence
             outline = "outline:2px solid #d62728;" if i == chosen else ""
             cells.append(_shaded(html.escape(word), alpha, RGB, f"weight {w:.3f}", "0 2px;" + outline))
         lines.append(f'<div style="display:flex;gap:8px;margin:3px 0;line-height:1.8"><div style="flex:0 0 150px;'
-                     f'font-size:0.8em;color:#555">{html.escape(label)}</div><div style="flex:1">{" ".join(cells)}</div></div>')
+                     f'font-size:0.8em;color:#555">{html.escape(label)}</div><div '
+                     f'style="flex:1">{" ".join(cells)}</div></div>')
     return f'<div style="font-size:0.95em">{"".join(lines)}</div>'
 
 

@@ -90,7 +90,8 @@ def test_orderings_report_what_was_measured_either_way():
 
 
 def test_orderings_prefer_the_equal_budget_comparison():
-    rows = [Row("long", "HCAN", 0.90, 1.0, 10.0, 5, "cpu", 10, 10), Row("short", "HCAN", 0.70, 1.0, 10.0, 5, "cpu", 3, 3),
+    rows = [Row("long", "HCAN", 0.90, 1.0, 10.0, 5, "cpu", 10, 10), Row("short", "HCAN", 0.70, 1.0, 10.0, 5, "cpu",
+                                                                        3, 3),
             Row("han", "HAN", 0.75, 1.0, 10.0, 5, "cpu", 3, 3)]
     (check,) = orderings(rows)
     assert (check["better_accuracy"], check["holds"], check["budget"]) == (0.70, False, "3 epochs each")
@@ -133,7 +134,8 @@ def test_evaluate_split_predicts_every_document_of_the_split(toy_checkpoints):
     for probs, predicted in zip(result.probabilities, result.predicted):
         assert sum(probs) == pytest.approx(1.0, abs=1e-5) and predicted == max(range(len(probs)), key=probs.__getitem__)
     names = classifier.labels
-    assert [names[t] for t in result.true] == [data.dataset.label_names[data.dataset.labels[d]] for d in result.documents]
+    dataset = data.dataset
+    assert [names[t] for t in result.true] == [dataset.label_names[dataset.labels[d]] for d in result.documents]
 
 
 def test_evaluate_split_refuses_other_classes(toy_checkpoints):

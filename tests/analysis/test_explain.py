@@ -55,7 +55,8 @@ def test_huge_text_is_truncated_and_says_so(classifier):
 
 
 def test_cli_explain_prints_json(checkpoint_dir, capsys):
-    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--text", "<script>x</script> won."]) == 0
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--text",
+                 "<script>x</script> won."]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) >= {"label", "probabilities", "sentences", "attention", "metrics"}
     assert out["sentences"][0]["text"] == "<script>x</script> won."  # JSON carries raw text; renderers escape

@@ -232,7 +232,8 @@ def test_split_statistics_match_explain_per_document(checkpoint_dir, name):
 
         expected = sorted((r["map"], group(r), r["head"], round(r["gini"], 5)) for r in ex.metrics if r["size"] >= 2)
         mine = rows[rows["document"] == document]
-        got = sorted((m, g, h, round(float(x), 5)) for m, g, h, x in zip(mine["map"], mine["group"], mine["head"], mine["gini"]))
+        got = sorted((m, g, h, round(float(x), 5)) for m, g, h, x in zip(mine["map"], mine["group"], mine["head"],
+                                                                         mine["gini"]))
         assert got == expected
     assert set(rows["label"]) <= set(LABELS) and (rows["size"] >= 2).all()
 

@@ -46,7 +46,8 @@ def test_explore_hcan_shows_everything(app_env):
     table = at.dataframe[0].value
     assert {"Gini", "b=1", "b=1 (even)", "b=5", "b=5 (even)"} <= set(table.columns)
     sizes = table["size"].tolist()  # each diagonality beside an even spread over the same words
-    assert table["b=3 (even)"].tolist() == pytest.approx([min(1.0, (7 * n - 12) / n**2) if n > 3 else 1.0 for n in sizes])
+    assert table["b=3 (even)"].tolist() == pytest.approx([min(1.0,
+                                                              (7 * n - 12) / n**2) if n > 3 else 1.0 for n in sizes])
     assert len(table) == 2 * 2  # sentence 1: two branches x two heads
     assert table["sentence"].tolist() == [1, 1, 1, 1] and table["sentence"].dtype.kind == "i"  # "1", not "1.000000"
     assert "has no self-attention" not in texts(at)
@@ -253,7 +254,8 @@ def test_a_pasted_document_link_works_in_its_session_and_says_why_elsewhere(app_
 def test_a_link_with_values_that_do_not_fit_is_followed_as_far_as_it_can(app_env):
     at = _open_with({"model": "no-such-model"})
     assert not at.exception and any("no checkpoint" in shown(w.value) for w in at.warning)
-    at = _open_with({"model": "tiny-hcan", "head": "head 99", "level": "paragraph", "sentence": "x", "sample": "tweets:999"})
+    at = _open_with({"model": "tiny-hcan", "head": "head 99", "level": "paragraph", "sentence": "x",
+                     "sample": "tweets:999"})
     assert not at.exception and any("no sample" in shown(w.value) for w in at.warning)
     assert at.radio(key="target_head").value == "mean of heads" and at.radio(key="self_level").value == "word"
 
@@ -269,7 +271,8 @@ def test_what_if_drops_a_sentence_and_replaces_a_word(app_env):
     assert not at.exception
     assert "Edit: dropped S2; new order S3 S1; 'Fans' → '<b>squad</b>'." in texts(at)
     labels = [shown(m.label) for m in at.metric]
-    assert any(label.startswith("Before · P(") for label in labels) and any(label.startswith("After · P(") for label in labels)
+    assert any(label.startswith("Before · P(") for label in labels)
+    assert any(label.startswith("After · P(") for label in labels)
     before, after = html_blocks(at)[-2:]
     assert "line-through" in before and "outline:2px solid" in after
     assert "&lt;b&gt;squad&lt;/b&gt;" in re.sub(r"</?span[^>]*>", "", after) and "<b>squad" not in after

@@ -79,7 +79,8 @@ def test_statistics_table_for_a_few_documents():
     assert any("12 documents" in c.value for c in at.caption)
     downloads = {b.key for b in at.get("download_button")}
     assert {"stats_csv", "stats_table_csv"} <= downloads  # the two tables
-    assert {k.rsplit("_", 1)[1] for k in downloads if k.startswith("export_gini")} == {"png", "svg", "html"}  # the box plot
+    assert {k.rsplit("_", 1)[1] for k in downloads if k.startswith("export_gini")} == {"png", "svg",
+                                                                                       "html"}  # the box plot
     at.session_state["stats_grouping"] = "level"
     settle(at.run())
     assert list(at.dataframe[0].value.columns) == [f"{level} · {kind}" for level in ("sentence", "word")
@@ -206,7 +207,8 @@ def test_a_compare_link_reopens_the_comparison():
     for k, v in link.items():
         again.query_params[k] = v
     again = settle(again.run())
-    assert again.selectbox(key="compare_a").value == "tweets-han" and again.selectbox(key="compare_b").value == "tweets-hcan"
+    assert again.selectbox(key="compare_a").value == "tweets-han"
+    assert again.selectbox(key="compare_b").value == "tweets-hcan"
     assert again.text_area(key="compare_document").value == at.text_area(key="compare_document").value
 
 

@@ -121,7 +121,8 @@ def test_cancel_keeps_the_best_epoch_so_far(train_env):
     wait_for(at, lambda a: any("Cancelled after epoch" in w.value for w in a.warning))
     snap = job.snapshot()
     assert snap["status"] == "cancelled" and 1 <= snap["metrics"]["epochs_run"] < 200
-    assert load_classifier(train_env / "films-cancel", device="cpu").metrics["epochs_run"] == snap["metrics"]["epochs_run"]
+    assert load_classifier(train_env / "films-cancel",
+                           device="cpu").metrics["epochs_run"] == snap["metrics"]["epochs_run"]
 
 
 @pytest.mark.slow

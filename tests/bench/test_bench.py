@@ -39,7 +39,8 @@ def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
     assert corpus["reused"] and corpus["reuse_seconds"] < corpus["seconds"]  # the second run found the cache
     assert corpus["peak_memory_mb"]["main"] > 0 and corpus["cache_mb"] > 0
     training = results["corpus_training"]
-    assert set(training["han"]) == {"one process", f"{training['processes']} processes"} and min(training["hcan"].values()) > 0
+    assert set(training["han"]) == {"one process",
+                                    f"{training['processes']} processes"} and min(training["hcan"].values()) > 0
     out = capsys.readouterr().out
     assert "| training throughput" in out and "| sanet `untrained-sanet` | 16 |" in out
     assert "| peak memory, main process |" in out and "| HCAN |" in out

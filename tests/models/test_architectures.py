@@ -147,7 +147,8 @@ def test_tfidf_module_reproduces_scikit_learn(classifier):
     test_docs = [tokenize(t) for t in texts[:20]] + [tokenize("w2 w3 unseen w1")]
     batch = encode_documents(test_docs, vocab)
     features = module.features(batch)
-    np.testing.assert_allclose(np.abs(features.numpy()).sum(1), np.abs(vectorizer.transform(test_docs).toarray()).sum(1),
+    np.testing.assert_allclose(np.abs(features.numpy()).sum(1),
+                               np.abs(vectorizer.transform(test_docs).toarray()).sum(1),
                                atol=1e-5)
     probabilities = torch.softmax(module(batch).logits, -1).detach().numpy()
     np.testing.assert_allclose(probabilities, reference.predict_proba(vectorizer.transform(test_docs)), atol=1e-4)
@@ -172,7 +173,8 @@ def test_flat_hcan_gives_every_position_it_reads_its_own_embedding():
     assert sized_for_text("hcan", legacy, 25, 40) == legacy  # the old rule: 128-row tables, folded
     docs, vocab = _long_document(300)
     torch.manual_seed(0)
-    config = {"vocab_size": len(vocab), "num_classes": 2, "d": 8, "heads": 2, **sized_for_text("hcan", {"hierarchical": False}, 1, 300)}
+    sized = sized_for_text("hcan", {"hierarchical": False}, 1, 300)
+    config = {"vocab_size": len(vocab), "num_classes": 2, "d": 8, "heads": 2, **sized}
     model = build_model("hcan", config).eval()
     table = model.word_level.position.weight
     assert table.shape[0] == 300 and not torch.equal(table[150], table[299])
@@ -209,7 +211,8 @@ def _mahnn_cnn_input(model, batch) -> tuple[torch.Tensor, torch.Tensor]:
     """(the CNN's input channels, the BiLSTM states) of one forward pass."""
     seen = {}
     convolve = model._convolve
-    model._convolve = lambda channels, mask: seen.setdefault("channels", channels) is not None and convolve(channels, mask)
+    model._convolve = lambda channels, mask: seen.setdefault("channels", channels) is not None and convolve(channels,
+                                                                                                            mask)
     from hierattn.models.common import flatten_words, run_rnn
 
     with torch.no_grad():

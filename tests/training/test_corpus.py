@@ -60,11 +60,13 @@ def test_an_interrupted_run_resumes_to_the_same_weights(cache_root, tmp_path):
     with pytest.raises(ValueError, match="another batch size or vocabulary"):
         _train_in_process(cache, tmp_path / "cut", batch_size=16, resume=True)
     steps.clear()
-    _train_in_process(cache, tmp_path / "cut", resume=True, on_event=lambda e: steps.append(e.step) if e.kind == "batch" else None)
+    _train_in_process(cache, tmp_path / "cut", resume=True,
+                      on_event=lambda e: steps.append(e.step) if e.kind == "batch" else None)
     assert steps[0] == 5 and len(steps) == 7  # it went on from step 5 of 11 of the second epoch
     from safetensors.torch import load_file
 
-    whole, resumed = load_file(str(tmp_path / "whole/model.safetensors")), load_file(str(tmp_path / "cut/model.safetensors"))
+    whole = load_file(str(tmp_path / "whole/model.safetensors"))
+    resumed = load_file(str(tmp_path / "cut/model.safetensors"))
     assert all(torch.equal(whole[k], resumed[k]) for k in whole)
 
 
@@ -92,7 +94,8 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(cache_r
     single = json.loads((tmp_path / "shards-one/rank-0.json").read_text())
     assert len(rank0) == len(rank1) == 43 and not set(rank0) & set(rank1)  # disjoint halves of 86
     for step in range(len(single) // 8):  # each global batch of 8 is 4 from each rank
-        assert sorted(rank0[4 * step: 4 * step + 4] + rank1[4 * step: 4 * step + 4]) == sorted(single[8 * step: 8 * step + 8])
+        together = rank0[4 * step: 4 * step + 4] + rank1[4 * step: 4 * step + 4]
+        assert sorted(together) == sorted(single[8 * step: 8 * step + 8])
     from safetensors.torch import load_file
 
     one, both = load_file(str(tmp_path / "one/model.safetensors")), load_file(str(tmp_path / "two/model.safetensors"))
@@ -164,6 +167,7 @@ def test_a_run_stopped_in_one_process_resumes_under_torchrun_with_two(cache_root
     assert len(rank0) == len(rank1) == 7 * 4 - 1  # steps 5..11 of 11; the last step holds 3 + 3 (padded to 43 each)
     from safetensors.torch import load_file
 
-    whole, resumed = load_file(str(tmp_path / "whole/model.safetensors")), load_file(str(tmp_path / "cut/model.safetensors"))
+    whole = load_file(str(tmp_path / "whole/model.safetensors"))
+    resumed = load_file(str(tmp_path / "cut/model.safetensors"))
     difference = max(float((whole[k].float() - resumed[k].float()).abs().max()) for k in whole)
     assert difference < 2e-3, difference

@@ -56,7 +56,9 @@ def test_figure_as_standalone_html(explained):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_BROWSER and os.environ.get("CI") != "true", reason="PNG/SVG are drawn by Chromium (apt-get install -y chromium); CI installs it and runs this")
+@pytest.mark.skipif(not HAVE_BROWSER and os.environ.get("CI") != "true", reason="PNG/SVG are drawn by Chromium "
+                                                                                "(apt-get install -y chromium); CI "
+                                                                                "installs it and runs this")
 def test_figure_as_png_and_svg(explained):
     png = export.figure_bytes(_figure(explained), "png")
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -77,7 +79,8 @@ def test_without_a_browser_png_says_what_to_install(explained, monkeypatch):
 
 
 def test_report_is_self_contained_and_escaped(explained):
-    figures = {"Probabilities": _figure(explained), "Heatmap": viz.attention_heatmap([[0.5, 0.5], [0.2, 0.8]], ["a", "b"])}
+    figures = {"Probabilities": _figure(explained), "Heatmap": viz.attention_heatmap([[0.5, 0.5], [0.2, 0.8]], ["a",
+                                                                                                                "b"])}
     doc = viz.plain_text_html(TEXT)
     page = export.report_html(explained, figures, doc, ["attention: removing <its> top words …"]).decode()
     assert page.count("Plotly.newPlot") == 2 and page.count("/*! For license information") <= 1

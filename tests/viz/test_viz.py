@@ -50,7 +50,8 @@ def test_compact_heatmap_is_a_bare_small_multiple():
 
 def test_training_chart_keeps_the_live_curve_small():
     losses = [1.0 / (i + 1) for i in range(2000)]
-    history = [{"epoch": 1, "train_loss": 0.5, "val_accuracy": 0.7}, {"epoch": 2, "train_loss": 0.3, "val_accuracy": 0.8}]
+    history = [{"epoch": 1, "train_loss": 0.5, "val_accuracy": 0.7}, {"epoch": 2, "train_loss": 0.3,
+                                                                      "val_accuracy": 0.8}]
     fig = viz.training_chart(losses, history, steps_per_epoch=1000)
     batch = fig.data[0]
     assert len(batch.y) <= 400 and batch.x[-1] == pytest.approx(2.0)

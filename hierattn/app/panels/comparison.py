@@ -72,7 +72,8 @@ def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Cla
 
 
 def _word_maps(ex: Explanation) -> list[str]:
-    return [n for n in ex.self_attention_names if ex.attentions[n].level == "word" and "time" not in ex.attentions[n].axes]
+    maps = ex.attentions
+    return [n for n in ex.self_attention_names if maps[n].level == "word" and "time" not in maps[n].axes]
 
 
 def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classifier], text: str,

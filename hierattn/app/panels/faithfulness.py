@@ -78,7 +78,8 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
     methods = faithfulness.METHODS if with_occlusion else tuple(m for m in faithfulness.METHODS if m != "leave-one-out")
     part = texts[:count]
     erasure = computed(("split-erasure", *checkpoint_key(path), dataset, split, count, methods),
-                       lambda progress: faithfulness.split_erasure(classifier, part, methods=methods, progress=progress),
+                       lambda progress: faithfulness.split_erasure(classifier, part, methods=methods,
+                                                                   progress=progress),
                        f"Erasure, {name} on {dataset} ({split}):")
     if erasure is None:
         return
@@ -89,7 +90,8 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
     chart(viz.erasure_chart(erasure.shares, erasure.drops, "predicted class", "share of words removed",
                             percent_x=True), f"erasure {name} {dataset} {split}", drawn)
     base = erasure.auc.get("random", 0.0)
-    numbers.dataframe({"method": list(erasure.auc), "mean drop (points)": [round(100 * v, 1) for v in erasure.auc.values()],
+    numbers.dataframe({"method": list(erasure.auc), "mean drop (points)": [round(100 * v,
+                                                                                 1) for v in erasure.auc.values()],
                        "vs random (points)": [round(100 * (v - base), 1) for v in erasure.auc.values()]},
                       hide_index=True)
     numbers.caption(f"{erasure.documents} documents. Mean Spearman correlation with attention: "

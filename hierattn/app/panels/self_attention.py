@@ -24,7 +24,8 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     levels = sorted({ex.attentions[n].level for n in maps}, key=["word", "sentence"].index)
     keep_valid("self_level", levels)
     level = st.radio("Level", levels, horizontal=True, key="self_level",
-                     format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to sentences")
+                     format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to "
+                                                                                            "sentences")
     names = [n for n in maps if ex.attentions[n].level == level]
     c1, c2, c3 = st.columns(3)
     if (linked := pending_view("branch")) in names:
@@ -46,8 +47,9 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                                     f"overview: {len(labels)} positions in blocks of {block}"),
               f"self-attention overview {branch} {head_name}", collect=figures)
         first = st.slider("Zoom: first position shown at full resolution", 1, len(labels) - MAX_HEATMAP + 1, 1,
-                          key="self_window", help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at "
-                                                  "full resolution below. The overview above shows all of it in blocks.") - 1
+                          key="self_window",
+                          help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at full resolution "
+                               "below. The overview above shows all of it in blocks.") - 1
         shown = slice(first, first + MAX_HEATMAP)
     matrix = ex.self_attention(branch, group, head)[shown, shown]
     chart(viz.attention_heatmap(matrix, labels[shown], f"{branch} · {head_name}"),
@@ -61,7 +63,8 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     if "time" in axes:
         lookback = ex.lookback(branch)  # (time, window): mean attention each slot receives
         st.plotly_chart(viz.matrix_heatmap(
-            lookback, [f"{t + 1}: {w}" for t, w in enumerate(words)], [f"{w + 1} back" for w in range(lookback.shape[1])],
+            lookback, [f"{t + 1}: {w}" for t, w in enumerate(words)],
+                [f"{w + 1} back" for w in range(lookback.shape[1])],
             "Where each step looks back (attention each window slot receives, mean over the window's queries)",
             "time step (word read)"), width="stretch")
     group_axis = "sentence" if "sentence" in axes else "time" if "time" in axes else None
@@ -74,7 +77,8 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                "short sentence is mostly 'diagonal' by construction, so only the excess says the model looks near. "
                "An even spread has Gini 0.")
     readable = table.rename(columns=METRIC_LABELS)
-    st.dataframe(readable.style.format(dict.fromkeys([METRIC_LABELS[c] for c in table if c in METRIC_LABELS], "{:.1%}")),
+    st.dataframe(readable.style.format(dict.fromkeys([METRIC_LABELS[c] for c in table if c in METRIC_LABELS],
+                                                     "{:.1%}")),
                  hide_index=True, width="stretch")
     table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
     return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,

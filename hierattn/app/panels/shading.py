@@ -56,7 +56,8 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
                 "so only its prediction is shown.")
     elif not names:
         recurrent = any("time" in a.axes for a in ex.attentions.values())
-        how = "it classifies from its last hidden state" if recurrent else "it pools with max-pooling, not target attention"
+        how = ("it classifies from its last hidden state" if recurrent
+               else "it pools with max-pooling, not target attention")
         st.info(f"{model_name} does not weigh words or sentences for the document as a whole ({how}). "
                 "Its attention maps are below.")
     if shading.coverage:

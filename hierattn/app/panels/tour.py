@@ -51,7 +51,8 @@ def two_self_attentions(checkpoints: dict[str, Path]) -> None:
     pick = st.selectbox("A review from HCAN's Supplementary A", range(len(tour.SUPPLEMENTARY_A)), key="tour2_doc",
                         format_func=lambda i: " ".join(tour.SUPPLEMENTARY_A[i].split()[:12]) + "…")
     ex = loading.explain_cached(checkpoints["tweets-hcan"], tour.SUPPLEMENTARY_A[pick])
-    st.caption(f"tweets-hcan reads it as {viz.md_text(ex.label)} ({max(ex.probabilities):.0%}); our model was trained on "
+    st.caption(f"tweets-hcan reads it as {viz.md_text(ex.label)} ({max(ex.probabilities):.0%}); our model was trained "
+               "on "
                "tweets (positive / neutral / negative), not on the paper's reviews.")
     sentences = ex.document.sentences
     default = next((i for i, s in enumerate(sentences) if "doesnt" in [t.text for t in s.tokens]), 0)
@@ -60,7 +61,8 @@ def two_self_attentions(checkpoints: dict[str, Path]) -> None:
     tokens = sentences[s_idx].tokens
     words = [t.text for t in tokens]
     start = words.index("it") if "it" in words else 0
-    w_idx = st.select_slider("Word", range(len(tokens)), value=start, format_func=words.__getitem__, key=f"tour2_word_{pick}_{s_idx}")
+    w_idx = st.select_slider("Word", range(len(tokens)), value=start, format_func=words.__getitem__,
+                             key=f"tour2_word_{pick}_{s_idx}")
     rows = tour.branch_lines(ex, sentences[s_idx].start, (tokens[w_idx].start, tokens[w_idx].end))
     st.html(viz.word_attention_html(words, rows, w_idx))
     contrast = tour.branch_contrast(ex)
@@ -88,7 +90,8 @@ def diagonal_or_columnar(checkpoints: dict[str, Path]) -> None:
     a_pick = right.selectbox("An article (bbc-news-sanet)", range(len(articles)), key="tour3_article",
                              format_func=lambda i: " ".join(articles[i][1].split()[:10]))
     shapes = {}
-    for where, name, text in ((left, "tweets-sanet", tweets[t_pick][1]), (right, "bbc-news-sanet", articles[a_pick][1])):
+    for where, name, text in ((left, "tweets-sanet", tweets[t_pick][1]), (right, "bbc-news-sanet",
+                                                                          articles[a_pick][1])):
         ex = loading.explain_cached(checkpoints[name], text)
         map_name = ex.self_attention_names[0]
         matrix = ex.self_attention(map_name, None, None)

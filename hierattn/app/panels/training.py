@@ -63,7 +63,8 @@ def data_section():
         c1, c2 = st.columns([2, 1])
         c1.dataframe(counts, hide_index=True, width="stretch")
         c2.metric("Documents", f"{len(dataset.texts):,}")
-        c2.caption(f"Stratified split: {sizes['train']:,} train · {sizes['validation']:,} validation · {sizes['test']:,} test")
+        c2.caption(f"Stratified split: {sizes['train']:,} train · {sizes['validation']:,} validation · "
+                   f"{sizes['test']:,} test")
     return dataset
 
 
@@ -83,7 +84,8 @@ def model_section() -> tuple[str, dict]:
                 config[k.name] = slot.selectbox(k.label, k.options, index=k.options.index(initial[k.name]), help=k.help,
                                                 key=key)
             elif k.kind == "int":
-                config[k.name] = int(slot.number_input(k.label, int(k.low), int(k.high), int(initial[k.name]), help=k.help,
+                config[k.name] = int(slot.number_input(k.label, int(k.low), int(k.high), int(initial[k.name]),
+                                                       help=k.help,
                                                        key=key))
             else:
                 config[k.name] = float(slot.number_input(k.label, k.low, k.high, float(initial[k.name]), step=0.05,

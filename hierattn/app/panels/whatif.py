@@ -34,7 +34,8 @@ def what_if(path: Path, ex: Explanation, shading: Shading, sentence_labels: list
             row_button.button("Drop", key=f"drop_{doc_key}_{i}", on_click=drop_sentence, args=(i,),
                               help=f"Take S{i + 1} out of the document the model reads.")
             words_of = ex.document.text[sentences[i].start:sentences[i].end].strip()
-            row_text.markdown(f"**S{i + 1}** " + viz.md_text(words_of if len(words_of) <= 240 else words_of[:240] + "…"))
+            shown = words_of if len(words_of) <= 240 else words_of[:240] + "…"
+            row_text.markdown(f"**S{i + 1}** " + viz.md_text(shown))
         if not kept:
             st.caption("Every sentence here is dropped; add them back above.")
     left, right = st.columns(2)

@@ -1,0 +1,191 @@
+"""The architecture of docs/ARCHITECTURE.md, checked on the source: what each layer may import, how
+long a module and a page may grow, and where a model may be named. Parsed with ``ast``, nothing
+imported, so a violation is reported by file and line. Each rule is a function of a source tree;
+the last test runs them on a small tree with one violation of each, so none of them passes by
+reading nothing."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from hierattn.models import REGISTRY
+from tests.conftest import REPO
+
+# Layer -> the parts of hierattn it may import (a prefix of the dotted module path), bottom up. A
+# layer may always import its own modules.
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "contract": (),
+    "data": ("contract",),
+    "models": ("contract", "data.text"),  # token and vocabulary types; never loaders, splits or batches
+    "checkpoint": ("contract", "data", "models"),
+    "analysis": ("contract", "data", "models", "checkpoint"),
+    "viz": ("contract", "data", "analysis"),
+    "training": ("contract", "data", "models", "checkpoint", "analysis"),
+    "cli": ("contract", "data", "models", "checkpoint", "analysis", "training"),
+    "app": ("contract", "data", "models", "checkpoint", "analysis", "training", "viz"),
+    "pages": ("app", "viz", "analysis", "data", "checkpoint", "training"),
+}
+# Third-party libraries that belong to some layers only (the bench and the tests may use any).
+ONLY_IN = {"streamlit": {"app", "pages", "app.py"}, "plotly": {"viz"}, "playwright": set()}
+NEVER = {"viz": {"torch"}, "app": {"torch"}, "pages": {"torch"}, "app.py": {"torch"}}
+MAX_MODULE_LINES = 400
+MAX_PAGE_LINES = 150
+
+
+def sources(root: Path) -> list[Path]:
+    return sorted((root / "hierattn").rglob("*.py")) + sorted((root / "pages").glob("*.py")) + [root / "app.py"]
+
+
+def layer_of(root: Path, path: Path) -> str:
+    rel = path.relative_to(root)
+    if rel.parts[0] in ("pages", "app.py"):
+        return rel.parts[0]
+    inner = rel.relative_to("hierattn")
+    return inner.parts[0].removesuffix(".py") if inner.name not in ("__init__.py", "__main__.py") or len(
+        inner.parts) > 1 else "hierattn"
+
+
+def module_of(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(root: Path, path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, names imported from it) for every import, at any depth."""
+    here = module_of(root, path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found.append((node.lineno, module, [alias.name for alias in node.names]))
+    return found
+
+
+def string_literals(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [(n.lineno, n.value) for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def where(root: Path, path: Path, line: int) -> str:
+    return f"{path.relative_to(root)}:{line}"
+
+
+def layer_violations(root: Path) -> list[str]:
+    wrong = []
+    for path in sources(root):
+        layer = layer_of(root, path)
+        if layer in ("hierattn", "app.py"):
+            continue
+        allowed = ALLOWED[layer] + ((layer,) if layer != "pages" else ())
+        for line, module, _ in imports(root, path):
+            if not module.startswith("hierattn."):
+                continue
+            inner = module.removeprefix("hierattn.")
+            if not any(inner == a or inner.startswith(a + ".") for a in allowed):
+                wrong.append(f"{where(root, path, line)}: {layer} imports {module}")
+    return wrong
+
+
+def library_violations(root: Path) -> list[str]:
+    wrong = []
+    for path in sources(root):
+        layer = layer_of(root, path)
+        for line, module, _ in imports(root, path):
+            top = module.split(".")[0]
+            if top in ONLY_IN and layer not in ONLY_IN[top]:
+                wrong.append(f"{where(root, path, line)}: {top} belongs to {sorted(ONLY_IN[top]) or 'bench, tests'}")
+            if top in NEVER.get(layer, ()):
+                wrong.append(f"{where(root, path, line)}: {layer} imports {top}")
+    return wrong
+
+
+def private_import_violations(root: Path) -> list[str]:
+    wrong = []
+    for path in sources(root):
+        for line, module, names in imports(root, path):
+            if module.startswith("hierattn") and module != module_of(root, path):
+                wrong += [f"{where(root, path, line)}: {module}.{n}" for n in names if n.startswith("_")]
+    return wrong
+
+
+def size_violations(root: Path) -> list[str]:
+    def lines(p: Path) -> int:
+        return len(p.read_text(encoding="utf-8").splitlines())
+
+    return ([f"{p.relative_to(root)}: {lines(p)} lines > {MAX_MODULE_LINES}"
+             for p in (root / "hierattn").rglob("*.py") if lines(p) > MAX_MODULE_LINES]
+            + [f"{p.relative_to(root)}: {lines(p)} lines > {MAX_PAGE_LINES}"
+               for p in (root / "pages").glob("*.py") if lines(p) > MAX_PAGE_LINES])
+
+
+def model_name_violations(root: Path, names: set[str]) -> list[str]:
+    """One registration point per model: only the model's own file and the presets (recipes,
+    which are data) name a model type; everything else asks the spec."""
+    exempt = {root / "hierattn" / "training" / "presets.py"} | set((root / "hierattn" / "models").glob("*.py"))
+    return [f"{where(root, p, line)}: {value!r}" for p in sources(root) if p not in exempt
+            for line, value in string_literals(p) if value in names]
+
+
+def map_name_violations(root: Path) -> list[str]:
+    # A map is named "<level>.<what>" (word.maxpool); a page that tests for one knows something
+    # about a model that the map's axes should tell it.
+    return [f"{where(root, p, line)}: {value!r}" for p in sorted((root / "pages").glob("*.py"))
+            for line, value in string_literals(p) if re.fullmatch(r"(word|sentence|document)\.\w+", value)]
+
+
+def test_every_layer_imports_only_the_layers_below_it():
+    assert not (wrong := layer_violations(REPO)), "\n".join(wrong)
+
+
+def test_third_party_libraries_stay_in_their_layer():
+    assert not (wrong := library_violations(REPO)), "\n".join(wrong)
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert not (wrong := private_import_violations(REPO)), "\n".join(wrong)
+
+
+def test_modules_and_pages_stay_small():
+    wrong = size_violations(REPO)
+    assert not wrong, "split these, or move a page's logic into hierattn.app:\n" + "\n".join(wrong)
+
+
+def test_a_model_is_named_only_in_its_own_file_and_the_presets():
+    assert not (wrong := model_name_violations(REPO, set(REGISTRY))), "\n".join(wrong)
+
+
+def test_pages_draw_maps_by_their_axes_never_by_their_names():
+    assert not (wrong := map_name_violations(REPO)), "\n".join(wrong)
+
+
+def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
+    def write(rel: str, text: str) -> None:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+
+    write("app.py", "import streamlit as st\n")
+    write("hierattn/__init__.py", "")
+    write("hierattn/models/__init__.py", "")
+    write("hierattn/models/toy.py", "from ..data.dataset import Dataset\nfrom hierattn.data.text import Vocab\n")
+    write("hierattn/viz/figures.py", "import torch\nimport plotly\n")
+    write("hierattn/analysis/tour.py", "from hierattn.analysis.metrics import _private, public\n"
+                                       "import streamlit\n" + "x = 1\n" * MAX_MODULE_LINES)
+    write("hierattn/app/loading.py", "from hierattn.cli import main\n")
+    write("pages/explore.py", "import torch\nkind = 'toy'\nif kind == 'word.maxpool':\n    pass\n")
+
+    assert layer_violations(tmp_path) == ["hierattn/app/loading.py:1: app imports hierattn.cli",
+                                          "hierattn/models/toy.py:1: models imports hierattn.data.dataset"]
+    assert library_violations(tmp_path) == [
+        "hierattn/analysis/tour.py:2: streamlit belongs to ['app', 'app.py', 'pages']",
+        "hierattn/viz/figures.py:1: viz imports torch",
+        "pages/explore.py:1: pages imports torch"]
+    assert private_import_violations(tmp_path) == ["hierattn/analysis/tour.py:1: hierattn.analysis.metrics._private"]
+    too_long = MAX_MODULE_LINES + 2
+    assert size_violations(tmp_path) == [f"hierattn/analysis/tour.py: {too_long} lines > {MAX_MODULE_LINES}"]
+    assert model_name_violations(tmp_path, {"toy"}) == ["pages/explore.py:2: 'toy'"]
+    assert map_name_violations(tmp_path) == ["pages/explore.py:3: 'word.maxpool'"]

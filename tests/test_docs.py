@@ -1,0 +1,56 @@
+"""The documentation points at things that exist: every file path, module path and test it names
+(README.md, docs/*.md), so a move that forgets the docs fails here."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import REPO
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+ALIASES = {"hostile": "test_hostile_input", "faults": "test_faults"}
+
+
+def _code_spans(text: str) -> list[str]:
+    return re.findall(r"`([^`\n]+)`", text)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_named_files_exist(doc):
+    missing = []
+    for span in _code_spans(doc.read_text(encoding="utf-8")):
+        for path in re.findall(r"(?:^|[\s(])((?:hierattn|tests|pages|bench|docs)/[\w/.-]*\w)", " " + span):
+            if not (REPO / path).exists() and not any((REPO / path).parent.glob((REPO / path).name + "*")):
+                missing.append(path)
+    assert not missing, f"{doc.name} names paths that do not exist: {sorted(set(missing))}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_named_modules_exist(doc):
+    missing = []
+    for span in _code_spans(doc.read_text(encoding="utf-8")):
+        for dotted in re.findall(r"\bhierattn(?:\.\w+)+", span):
+            parts = dotted.split(".")
+            # the longest prefix that is a module or package; what follows it must be named in it
+            for cut in range(len(parts), 0, -1):
+                base = REPO.joinpath(*parts[:cut])
+                module = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+                if module.exists():
+                    rest = parts[cut:]
+                    if rest and not re.search(rf"\b{re.escape(rest[0])}\b", module.read_text(encoding="utf-8")):
+                        missing.append(dotted)
+                    break
+            else:
+                missing.append(dotted)
+    assert not missing, f"{doc.name} names modules that do not exist: {sorted(set(missing))}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_named_tests_exist(doc):
+    missing = []
+    for path, name in re.findall(r"`([\w/]+)::(\w+)`", doc.read_text(encoding="utf-8")):
+        file = REPO / "tests" / (ALIASES.get(path, path) + ".py")
+        if not file.exists() or not re.search(rf"^def {name}\(", file.read_text(encoding="utf-8"), re.M):
+            missing.append(f"{path}::{name}")
+    assert not missing, f"{doc.name} names tests that do not exist: {missing}"
