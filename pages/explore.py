@@ -69,8 +69,8 @@ if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif")
 self_view = self_attention.self_attention(ex, words, sentence_labels, doc_key, name, figures)
 hidden = self_attention.channels(ex, words)
 if not ex.self_attention_names and ex.attentions and view.painted and not hidden and not view.coverage:
-    st.info(f"{classifier.display_name} has no self-attention: its words and sentences are read by recurrent or "
-            "convolutional layers, and its only weights are those shown above and below.")
+    st.info(f"{classifier.display_name} has no self-attention (no word or sentence attends to another); its only "
+            f"attention is {classifier.spec.maps}, shown above and below.")
 shading.distributions(ex, view, sentence_labels, doc_key, figures)
 
 # 5. Share and export
