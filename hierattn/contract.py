@@ -32,8 +32,8 @@ class Batch:
 
 WORD, SENTENCE, HIDDEN = "word", "sentence", "hidden"
 LEVELS = (WORD, SENTENCE, HIDDEN)
-ATTENTION, COVERAGE = "attention", "coverage"
-KINDS = (ATTENTION, COVERAGE)
+ATTENTION, COVERAGE, GATE = "attention", "coverage", "gate"
+KINDS = (ATTENTION, COVERAGE, GATE)
 
 
 @dataclass
@@ -56,7 +56,10 @@ class AttentionMap:
     ``kind``: what the weights are. ``"attention"``: a distribution the model computes and weighs
         its inputs by. ``"coverage"``: a stand-in for a model without attention, derived from what
         it computes (Kim CNN: the share of max-pooled filters whose window covers each word); the
-        app draws it like attention and says it is not attention.
+        app draws it like attention and says it is not attention. ``"gate"``: a distribution the
+        model computes over its own hidden units, not over its inputs (ON-LSTM's master forget
+        gate: at each word, where the forgetting boundary falls among the ordered units); the app
+        draws it as depth per word and says it is not attention.
     """
 
     weights: torch.Tensor

@@ -6,7 +6,7 @@ from hierattn import viz
 from hierattn.analysis.explain import ExplainError
 from hierattn.app import loading, url_state, widgets
 from hierattn.app.downloads import chart
-from hierattn.app.panels import faithfulness, self_attention, shading, share, whatif
+from hierattn.app.panels import faithfulness, gates, self_attention, shading, share, whatif
 from hierattn.app.routing import run_through_app
 
 run_through_app()
@@ -67,7 +67,7 @@ if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif")
 
 # 3. Self-attention heatmaps and their metrics; MahNN's channels; 4. target-attention distributions
 self_view = self_attention.self_attention(ex, words, sentence_labels, doc_key, name, figures)
-hidden = self_attention.channels(ex, words)
+hidden = self_attention.channels(ex, words) or gates.gates(ex, words, figures)
 if not ex.self_attention_names and ex.attentions and view.painted and not hidden and not view.coverage:
     st.info(f"{classifier.display_name} has no self-attention (no word or sentence attends to another); its only "
             f"attention is {classifier.spec.maps}, shown above and below.")

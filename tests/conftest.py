@@ -35,6 +35,7 @@ def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
                                         "cache_groups": 2}),
             ("tiny-sanet", "sanet", {"embed_dim": 16, "d": 16}),
             ("tiny-halstm", "halstm", {"embed_dim": 16, "hidden": 8, "dense": 8}),
+            ("tiny-onlstm", "halstm", {"embed_dim": 16, "hidden": 8, "dense": 8, "cell": "onlstm"}),
             ("tiny-mahnn", "mahnn", {"embed_dim": 16, "hidden": 8, "attention_dim": 8, "maps": 4}),
             ("tiny-kimcnn", "kimcnn", {"embed_dim": 16, "maps": 4}),
             ("tiny-tfidf", "tfidf", {"num_bigrams": 2})):

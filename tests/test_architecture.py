@@ -22,9 +22,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "analysis": ("contract", "data", "models", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
     "training": ("contract", "data", "models", "checkpoint", "analysis"),
-    "cli": ("contract", "data", "models", "checkpoint", "analysis", "training"),
-    "app": ("contract", "data", "models", "checkpoint", "analysis", "training", "viz"),
-    "pages": ("app", "viz", "analysis", "data", "checkpoint", "training"),
+    "experiments": ("contract", "data", "models", "checkpoint", "analysis", "training"),
+    "cli": ("contract", "data", "models", "checkpoint", "analysis", "training", "experiments"),
+    "app": ("contract", "data", "models", "checkpoint", "analysis", "training", "experiments", "viz"),
+    "pages": ("app", "viz", "analysis", "data", "checkpoint", "training", "experiments"),
 }
 # Third-party libraries that belong to some layers only (the bench and the tests may use any).
 ONLY_IN = {"streamlit": {"app", "pages", "app.py"}, "plotly": {"viz"}, "playwright": set()}

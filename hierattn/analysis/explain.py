@@ -12,7 +12,7 @@ import torch
 
 from hierattn.analysis.metrics import EVEN, METRICS, attention_metrics, real_matrices
 from hierattn.checkpoint import Classifier
-from hierattn.contract import SENTENCE, AttentionMap
+from hierattn.contract import GATE, SENTENCE, AttentionMap
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
 
@@ -119,6 +119,23 @@ class Explanation:
         """(words, hidden dimensions) for a ``hidden``-level map, one channel (MahNN)."""
         a = self.attentions[name]
         return a.weights[0, channel, : self.word_count()]
+
+    def gate_names(self) -> list[str]:
+        """Maps of kind ``gate`` (ON-LSTM's master forget gate): distributions over hidden units."""
+        return [n for n, a in self.attentions.items() if a.kind == GATE]
+
+    def gate_depth(self, name: str) -> torch.Tensor:
+        """(words,) for a ``gate`` map: the expected split point of the master forget gate as a share
+        of the hidden units, which is the share of the ordered memory the word erases (Shen et al.
+        2019's distance H - sum(F), divided by H)."""
+        split = self.attentions[name].weights[0][: self.word_count()]  # (words, H)
+        units = split.shape[-1]
+        return (split * torch.arange(units, dtype=split.dtype)).sum(-1) / units
+
+    def gate_depth_if_even(self, name: str) -> float:
+        """``gate_depth`` of a split spread evenly over the H units: (H - 1) / 2H, the baseline."""
+        units = self.attentions[name].weights.shape[-1]
+        return (units - 1) / (2 * units)
 
     def to_dict(self) -> dict:
         return {

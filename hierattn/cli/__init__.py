@@ -1,6 +1,6 @@
-"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,stats,bench}``. This module
-builds the parser; each command lives in ``training`` or ``inspect``, and imports what it needs when
-it runs (a command's start stays quick)."""
+"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,stats,reproduce,report,bench}``.
+This module builds the parser; each command lives in ``training``, ``reports`` or ``experiments``, and
+imports what it needs when it runs (a command's start stays quick)."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from hierattn.cli import reports, training
+from hierattn.cli import experiments, reports, training
 
 
 def bench(args) -> int:
@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--json", help="write the report here as JSON (shares of attention, 0..1)")
     s.add_argument("--device")
     s.set_defaults(func=reports.stats)
+
+    experiments.add_parsers(sub)
 
     b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")

@@ -112,6 +112,53 @@ class SlidingAttentionLSTMCell(nn.Module):
         return h, (window, c), weights
 
 
+def cumax(x: torch.Tensor) -> torch.Tensor:
+    """Cumulative softmax (Shen et al. 2019, eq. 6): increasing from near 0 to 1 along the last axis."""
+    return torch.cumsum(torch.softmax(x, -1), -1)
+
+
+class OrderedNeuronsLSTMCell(nn.Module):
+    """ON-LSTM (Shen et al. 2019, "Ordered Neurons", section 4), with chunk size 1 as the HA-LSTM
+    paper runs it (section 4): the master gates have one unit per hidden unit.
+
+    Besides the LSTM's gates f, i, o and candidate c~, a master forget gate F = cumax(.) and a master
+    input gate I = 1 - cumax(.) order the hidden units: with w = F * I (their overlap),
+    f^ = f * w + (F - w), i^ = i * w + (I - w), c_t = f^ * c_{t-1} + i^ * c~_t, h_t = o * tanh(c_t).
+    Units below the forget gate's split point are erased, units above it kept: low units hold
+    short-lived (low-level) information, high units long-lived (high-level) information.
+
+    The extra output of a step is softmax of the master forget gate's logits: the distribution of
+    the split point over the H ordered units, whose cumulative sum is F. Its expected position says
+    how much of the memory the word closes (Shen et al.'s syntactic distance d = H - sum(F)).
+    """
+
+    def __init__(self, d_in: int, hidden: int):
+        super().__init__()
+        self.hidden = hidden
+        self.input = nn.Linear(d_in, 6 * hidden)
+        self.recurrent = nn.Linear(hidden, 6 * hidden, bias=False)
+
+    def project(self, x):
+        return self.input(x)
+
+    def initial_state(self, n, device, dtype):
+        zeros = torch.zeros(n, self.hidden, device=device, dtype=dtype)
+        return zeros, zeros
+
+    def step(self, xg, state):
+        h, c = state
+        f, i, o, candidate, master_f, master_i = (xg + self.recurrent(h)).chunk(6, -1)
+        split = torch.softmax(master_f, -1)  # (n, H): where the forgetting boundary falls
+        keep = torch.cumsum(split, -1)  # F
+        write = 1 - cumax(master_i)  # I
+        overlap = keep * write
+        f_hat = torch.sigmoid(f) * overlap + (keep - overlap)
+        i_hat = torch.sigmoid(i) * overlap + (write - overlap)
+        c = f_hat * c + i_hat * torch.tanh(candidate)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return h, (h, c), split
+
+
 class Bidirectional(nn.Module):
     """Two cells, one reading forwards and one backwards; outputs concatenated (N, L, 2H)."""
 

@@ -192,7 +192,7 @@ def run(model: torch.nn.Module, trained: torch.nn.Module, epochs: Epochs, optimi
         epoch = progress.epoch - (progress.step == 0)  # at an epoch's end the counter has moved on
         row = {"epoch": epoch, "documents": progress.documents,
                "train_loss": state["loss_sum"] / max(state["loss_documents"], 1), "val_accuracy": accuracy,
-               "val_loss": loss}
+               "val_loss": loss, "train_seconds": progress.train_seconds}  # seconds: HCAN Figure 3
         state["loss_sum"] = state["loss_documents"] = 0
         if measure is not None:
             row.update(measure(model))
@@ -246,6 +246,7 @@ def record(progress: Progress, outcome: Outcome | None, model: torch.nn.Module, 
         "best_epoch": progress.best_epoch, "best_after_documents": progress.best_after_documents,
         "epochs_run": outcome.epochs_run(progress) if outcome else 1, "history": progress.history,
         "train_ms_per_document": 1000 * progress.train_seconds / max(progress.documents, 1),
+        "train_seconds": progress.train_seconds,
         "total_training_seconds": time.perf_counter() - started,
         "hardware": hardware(), "device": torch.device(device).type,
         "num_parameters": sum(p.numel() for p in model.parameters()),

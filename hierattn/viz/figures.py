@@ -87,17 +87,23 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[st
 
 
 def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: str = "",
-                       axis_title: str = "") -> go.Figure:
-    """Bars of a target-attention distribution over words or sentences, in reading order."""
+                       axis_title: str = "", value_title: str = "attention weight",
+                       reference: tuple[float, str] | None = None) -> go.Figure:
+    """Bars of a target-attention distribution over words or sentences, in reading order (or any
+    value per word, named by ``value_title``); ``reference`` = (value, label) draws a dashed
+    baseline across the bars."""
     n = len(weights)
     fig = go.Figure(go.Bar(x=list(range(n)), y=list(weights), marker=dict(color=list(weights),
                                                                          colorscale=COLORSCALE, cmin=0),
                            customdata=[short(label, 60) for label in labels],
-                           hovertemplate="%{customdata}<br>weight %{y:.3f}<extra></extra>"))
+                           hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>"))
     fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      yaxis=dict(title="attention weight", rangemode="tozero"),
+                      yaxis=dict(title=value_title, rangemode="tozero"),
                       xaxis=dict(title=axis_title, tickmode="array", tickvals=list(range(n)),
                                  ticktext=[short(label) for label in labels], tickangle=-60))
+    if reference is not None:
+        fig.add_hline(y=reference[0], line_dash="dash", line_color="#888", annotation_text=reference[1],
+                      annotation_position="top left")
     return fig
 
 

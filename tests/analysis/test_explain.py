@@ -94,3 +94,23 @@ def test_cli_explain_works_for_every_kind_of_model(checkpoint_dir, capsys, name,
         assert all(r["size"] == 4 for r in out["metrics"])
     if name == "tiny-sanet":
         assert [r["size"] for r in out["metrics"]] == [words]
+
+
+def test_gate_depth_is_the_expected_split_and_an_even_split_gives_its_baseline():
+    """ON-LSTM's depth per word: the expected split point over H ordered units, divided by H, which
+    equals Shen et al.'s H - sum(F) over H; an even split gives (H - 1) / 2H."""
+    import torch
+
+    from hierattn.analysis.explain import Explanation
+    from hierattn.contract import GATE, HIDDEN, AttentionMap
+    from hierattn.data.text import tokenize
+
+    doc = tokenize("one two three")
+    split = torch.tensor([[[1.0, 0, 0, 0], [0, 0, 0, 1.0], [0.25, 0.25, 0.25, 0.25]]])  # (1, 3 words, H = 4)
+    gate = AttentionMap(split, ("batch", "time", "key"), HIDDEN, torch.ones_like(split, dtype=torch.bool), kind=GATE)
+    ex = Explanation("m", ["a", "b"], [0.5, 0.5], doc, {"word.depth": gate}, [])
+    assert ex.gate_names() == ["word.depth"]
+    depth = ex.gate_depth("word.depth")
+    forget_master = torch.cumsum(split[0], -1)
+    torch.testing.assert_close(depth, (4 - forget_master.sum(-1)) / 4)
+    assert depth.tolist() == [0.0, 0.75, 0.375] and ex.gate_depth_if_even("word.depth") == 0.375

@@ -38,7 +38,7 @@ def test_explore_hcan_shows_everything(app_env):
     assert at.title[0].value == "Explore attention"
     assert at.selectbox(key="model").options == [
         "tiny-halstm", "tiny-han", "tiny-han-cached", "tiny-hcan", "tiny-hcan-flat-max", "tiny-kimcnn", "tiny-mahnn",
-        "tiny-sanet", "tiny-tfidf"]
+        "tiny-onlstm", "tiny-sanet", "tiny-tfidf"]
     assert "Prediction" in texts(at)
     assert len(at.get("plotly_chart")) >= 4  # probabilities, heatmap, two distributions
     html = html_blocks(at)[0]
@@ -164,6 +164,17 @@ def test_mahnn_shows_channel_strips_and_semantic_attention(app_env):
     at.radio(key="target_head").set_value("channel 2").run()
     at.selectbox(key="semantic_channel").set_value(2).run()
     assert not at.exception and 'title="weight' in html_blocks(at)[0]
+
+
+def test_on_lstm_shows_its_master_forget_gate_as_not_attention(app_env):
+    at = run_app(DOC, "tiny-onlstm")
+    assert "Ordered neurons: how much each word closes" in subheaders(at)
+    assert "Semantical attention over hidden dimensions" not in subheaders(at)  # a gate is not MahNN's attention
+    said = texts(at)
+    assert "Not attention" in said and "What it exposes instead is below" in said
+    assert "split spread evenly over the units would erase (0.44)" in said  # H = 8: (8 - 1) / 16
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert sum("share of the memory erased" in t for t in titles) == 1
 
 
 def test_kim_cnn_says_its_weights_are_not_attention(app_env):

@@ -276,3 +276,45 @@ def test_a_checkpoint_whose_caps_outrun_its_positional_table_is_refused_at_load(
     save_checkpoint(tmp_path / "wide", model, "hcan", vocab, ["a", "b"], TextConfig(25, 40), {})
     with pytest.raises(CheckpointError, match="word_positions table has 128 rows, but its text caps let it read 1000"):
         load_classifier(tmp_path / "wide", device="cpu")
+
+
+def test_on_lstm_step_matches_the_paper_equations():
+    """ON-LSTM (Shen et al. 2019, eqs. 9-14, chunk size 1) written out from the paper, against the cell."""
+    from hierattn.models.recurrent import OrderedNeuronsLSTMCell
+
+    torch.manual_seed(0)
+    cell = OrderedNeuronsLSTMCell(5, 6)
+    x, h, c = torch.randn(3, 5), torch.randn(3, 6), torch.randn(3, 6)
+    gates = cell.input(x) + cell.recurrent(h)
+    f, i, o, candidate, master_f, master_i = gates.split(6, -1)
+    forget_master = torch.cumsum(torch.softmax(master_f, -1), -1)
+    input_master = 1 - torch.cumsum(torch.softmax(master_i, -1), -1)
+    omega = forget_master * input_master
+    f_hat = torch.sigmoid(f) * omega + (forget_master - omega)
+    i_hat = torch.sigmoid(i) * omega + (input_master - omega)
+    c_expected = f_hat * c + i_hat * torch.tanh(candidate)
+    h_expected = torch.sigmoid(o) * torch.tanh(c_expected)
+    h_new, (h_state, c_new), split = cell.step(cell.project(x), (h, c))
+    torch.testing.assert_close(c_new, c_expected)
+    torch.testing.assert_close(h_new, h_expected)
+    torch.testing.assert_close(split, torch.softmax(master_f, -1))
+    assert torch.all(forget_master[:, 1:] >= forget_master[:, :-1])  # the master forget gate orders the units
+
+
+def test_on_lstm_with_open_master_gates_is_an_lstm():
+    """When the master forget gate keeps every unit (F = 1) and the master input gate writes every
+    unit (I = 1), ON-LSTM's update is the LSTM's: c = f * c + i * c~."""
+    from hierattn.models.recurrent import OrderedNeuronsLSTMCell
+
+    torch.manual_seed(1)
+    cell = OrderedNeuronsLSTMCell(4, 5)
+    with torch.no_grad():
+        cell.input.weight[20:].zero_()
+        cell.recurrent.weight[20:].zero_()
+        cell.input.bias[20:25] = torch.tensor([50.0, 0, 0, 0, 0])  # forget split at unit 0: F = 1 everywhere
+        cell.input.bias[25:30] = torch.tensor([0, 0, 0, 0, 50.0])  # input split at the last unit
+    x, h, c = torch.randn(2, 4), torch.randn(2, 5), torch.randn(2, 5)
+    f, i, o, candidate = (cell.input(x) + cell.recurrent(h))[:, :20].split(5, -1)
+    _, (_, c_new), _ = cell.step(cell.project(x), (h, c))
+    lstm = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(candidate)
+    torch.testing.assert_close(c_new[:, :-1], lstm[:, :-1], atol=1e-6, rtol=0)  # I = 0 only at the last unit

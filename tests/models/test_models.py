@@ -26,7 +26,7 @@ VARIANTS = [(t, SMALL[t]) for t in REGISTRY] + [
 ] + [("hcan", {"d": 512, "heads": 8})] + [
     ("sanet", {**SMALL["sanet"], "attention": False}), ("sanet", {**SMALL["sanet"], "blocks": 2, "scaled": True}),
     ("halstm", {**SMALL["halstm"], "window": 8}), ("halstm", {**SMALL["halstm"], "cell": "lstm"}),
-    ("halstm", {**SMALL["halstm"], "cell": "bilstm"}),
+    ("halstm", {**SMALL["halstm"], "cell": "bilstm"}), ("halstm", {**SMALL["halstm"], "cell": "onlstm"}),
     ("han", {**SMALL["han"], "encoder": "lstm"}), ("han", {**SMALL["han"], "encoder": "cached_lstm"}),
     ("mahnn", {**SMALL["mahnn"], "channels": 1}), ("mahnn", {**SMALL["mahnn"], "channels": 7}),
     ("mahnn", {**SMALL["mahnn"], "semantic": False}),

@@ -9,6 +9,7 @@ from hierattn.analysis.explain import METRIC_LABELS, Explanation, head_axis, met
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.url_state import pending_view
 from hierattn.app.widgets import head_picker, keep_valid
+from hierattn.contract import ATTENTION
 
 MAX_HEATMAP = 120  # rows and columns drawn at once
 MAX_BLOCKS = 100  # an overview of a longer matrix has at most this many blocks a side
@@ -113,7 +114,7 @@ def channels(ex: Explanation, words: list[str]) -> bool:
         strips = ex.channel_strips(word_map)
         st.plotly_chart(viz.matrix_heatmap(strips, [f"channel {c + 1}" for c in range(strips.shape[0])], words,
                                            row_title="channel", height=140 + 30 * strips.shape[0]), width="stretch")
-    hidden = [n for n, a in ex.attentions.items() if a.level == "hidden"]
+    hidden = [n for n, a in ex.attentions.items() if a.level == "hidden" and a.kind == ATTENTION]
     if not hidden:
         return False
     st.subheader("Semantical attention over hidden dimensions")

@@ -9,6 +9,7 @@ from hierattn import viz
 from hierattn.analysis.explain import Explanation, head_axis
 from hierattn.app.downloads import chart
 from hierattn.app.widgets import head_picker, keep_valid
+from hierattn.contract import ATTENTION
 
 PAGE = 40  # sentences of the document view per page
 
@@ -58,8 +59,10 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
         recurrent = any("time" in a.axes for a in ex.attentions.values())
         how = ("it classifies from its last hidden state" if recurrent
                else "it pools with max-pooling, not target attention")
+        what = ("Its attention maps are below" if all(a.kind == ATTENTION for a in ex.attentions.values())
+                else "What it exposes instead is below")
         st.info(f"{model_name} does not weigh words or sentences for the document as a whole ({how}). "
-                "Its attention maps are below.")
+                f"{what}.")
     if shading.coverage:
         st.caption(f"{model_name} has no attention. The shading is {model_maps}: where its features came "
                    "from, not an attention distribution.")

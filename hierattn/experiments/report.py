@@ -1,0 +1,155 @@
+"""The README's results and ordering tables, generated from ``results/`` and nothing else.
+
+Each generated section of README.md sits between ``<!-- report:KEY -->`` and
+``<!-- report:end -->``; ``write_readme`` replaces what is between them, and a test checks that the
+README holds exactly what ``readme_sections`` gives.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+import numpy as np
+
+from hierattn.experiments.results import RESULTS, SeedResult, read_test_labels, recorded
+from hierattn.experiments.spec import EXPERIMENTS, Experiment, load_experiments, load_orderings
+from hierattn.experiments.verdict import paired_bootstrap
+from hierattn.models import REGISTRY
+
+README = EXPERIMENTS.parent / "README.md"
+BEGIN = re.compile(r"<!-- report:(?!end -->)(?P<key>[\w:-]+) -->\n")
+END = "<!-- report:end -->"
+
+
+def _mean_sd(values: list[float]) -> str:
+    if not values:
+        return "—"
+    mean = 100 * statistics.fmean(values)
+    return f"{mean:.2f} ± {100 * statistics.stdev(values):.2f}" if len(values) > 1 else f"{mean:.2f}"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _number(x: float) -> str:
+    return f"{x:.0e}".replace("e-0", "e-") if x < 0.01 else f"{x:g}"
+
+
+def _recipe(experiment: Experiment, defaults: Experiment | None) -> str:
+    """The row's budget and what sets it apart (text caps that differ from the data set's first row)."""
+    if REGISTRY[experiment.model].fitted:
+        return "fitted once"
+    r = experiment.recipe
+    parts = [f"{r.epochs} epochs", f"lr {_number(r.lr)}"]
+    if r.weight_decay:
+        parts.append(f"weight decay {_number(r.weight_decay)}")
+    if r.lr_schedule != "constant":
+        parts.append(r.lr_schedule)
+    if r.embeddings != "random":
+        parts.append(r.embeddings)
+    if defaults is not None and experiment.text != defaults.text:
+        parts.append(f"{experiment.text.max_sentences} x {experiment.text.max_words} words")
+    return ", ".join(parts)
+
+
+def results_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
+    rows = [e for e in experiments.values() if e.dataset == dataset]
+    if not rows:
+        return f"No experiments are registered for {dataset}.\n"
+    first = rows[0]
+    table, hardware = [], set()
+    for e in rows:
+        found = recorded(root, e)
+        hardware.update(r.hardware.split(",")[0] for r in found)
+        test = [r.test_accuracy for r in found]
+        table.append((statistics.fmean(test) if test else -1, e, found))
+    table.sort(key=lambda t: (-t[0], t[1].row))
+    lines = ["| model | row | recipe | seeds | test accuracy % (mean ± sd) | validation accuracy % | "
+             "training time per run | epochs run | parameters |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for _, e, found in table:
+        if found:
+            time = _duration(statistics.fmean(r.total_seconds for r in found))
+            epochs = "/".join(str(r.epochs_run) for r in found)
+            params = f"{found[0].num_parameters:,}"
+        else:
+            time = epochs = params = "—"
+        lines.append(f"| {e.label} | `{e.row}` | {_recipe(e, first)} | {len(found)} of {len(e.seeds)} | "
+                     f"{_mean_sd([r.test_accuracy for r in found])} | "
+                     f"{_mean_sd([r.validation_accuracy for r in found])} | {time} | {epochs} | {params} |")
+    machines = ", ".join(sorted(hardware)) or "none yet"
+    lines.append("")
+    lines.append(f"Each run used one thread ({machines}), two runs at a time; `python -m hierattn reproduce "
+                 f"{dataset}/ROW` reruns a row.")
+    return "\n".join(lines) + "\n"
+
+
+def _correct(found: list[SeedResult], labels: str) -> np.ndarray:
+    return np.array([r.correct(labels) for r in found], dtype=bool)
+
+
+def orderings_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
+    labels = read_test_labels(root, dataset)
+    lines = ["| paper's ordering | source | better (paper) % | worse (paper) % | difference, 95% interval | "
+             "verdict | recipes |",
+             "|---|---|---:|---:|---:|---|---|"]
+    for ordering in load_orderings():
+        better, worse = experiments.get(f"{dataset}/{ordering.better}"), experiments.get(f"{dataset}/{ordering.worse}")
+        if better is None or worse is None:
+            continue
+        found_better, found_worse = recorded(root, better), recorded(root, worse)
+        differences = better.differences(worse)
+        same = "equal" if not differences and better.recipe.epochs == worse.recipe.epochs else "; ".join(
+            differences or [f"epochs {better.recipe.epochs} vs {worse.recipe.epochs}"])
+        head = f"| {ordering.claim} | {ordering.source} | {better.label}"
+        if not found_better or not found_worse or labels is None:
+            lines.append(f"{head} | {worse.label} | — | not recorded yet | {same} |")
+            continue
+        c = paired_bootstrap(_correct(found_better, labels), _correct(found_worse, labels))
+        fewest = min(c.better_seeds, c.worse_seeds)
+        seeds = "" if fewest >= 3 else f" ({c.better_seeds} vs {c.worse_seeds} seeds" + (
+            ", seed noise not measured)" if fewest < 2 else ")")
+        lines.append(f"{head} {_mean_sd([r.test_accuracy for r in found_better])} (n={c.better_seeds}) | "
+                     f"{worse.label} {_mean_sd([r.test_accuracy for r in found_worse])} (n={c.worse_seeds}) | "
+                     f"{100 * c.difference:+.2f} [{100 * c.low:+.2f}, {100 * c.high:+.2f}] | "
+                     f"**{c.verdict}**{seeds} | {same} |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_sections(root: Path = RESULTS) -> dict[str, str]:
+    experiments = load_experiments()
+    sections = {}
+    for dataset in sorted({e.dataset for e in experiments.values()}, reverse=True):  # tweets first
+        sections[f"results:{dataset}"] = results_table(dataset, experiments, root)
+        sections[f"orderings:{dataset}"] = orderings_table(dataset, experiments, root)
+    return sections
+
+
+def render(sections: dict[str, str]) -> str:
+    return "\n".join(f"<!-- report:{key} -->\n{text}{END}\n" for key, text in sections.items())
+
+
+def replace_sections(text: str, sections: dict[str, str]) -> str:
+    """``text`` with each marked section's body replaced; a marker without a section is left alone."""
+    out, position = [], 0
+    for match in BEGIN.finditer(text):
+        end = text.index(END, match.end())
+        out.append(text[position: match.end()])
+        out.append(sections.get(match["key"], text[match.end(): end]))
+        position = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def readme_blocks(text: str) -> dict[str, str]:
+    return {m["key"]: text[m.end(): text.index(END, m.end())] for m in BEGIN.finditer(text)}
+
+
+def write_readme(path: Path = README, root: Path = RESULTS) -> bool:
+    text = path.read_text(encoding="utf-8")
+    updated = replace_sections(text, readme_sections(root))
+    if updated != text:
+        path.write_text(updated, encoding="utf-8")
+    return updated != text

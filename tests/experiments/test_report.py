@@ -1,0 +1,71 @@
+"""The README's results and ordering tables are exactly what ``report`` makes of results/, and the
+report reads recorded predictions into verdicts."""
+import numpy as np
+
+from hierattn.experiments.report import (
+    END,
+    README,
+    orderings_table,
+    readme_blocks,
+    readme_sections,
+    replace_sections,
+    results_table,
+)
+from hierattn.experiments.results import SeedResult, encode, write_result, write_test_labels
+from hierattn.experiments.spec import load_experiments
+
+
+def test_the_readme_holds_what_report_writes():
+    blocks = readme_blocks(README.read_text(encoding="utf-8"))
+    sections = readme_sections()
+    assert set(sections) <= set(blocks), f"README lacks the sections {set(sections) - set(blocks)}"
+    for key, text in sections.items():
+        assert blocks[key] == text, f"README section {key} is not what 'python -m hierattn report' writes"
+
+
+def test_replace_sections_rewrites_only_between_the_markers():
+    text = f"intro\n<!-- report:a -->\nold\n{END}\nmiddle\n<!-- report:b -->\nkept\n{END}\nend\n"
+    out = replace_sections(text, {"a": "new\n"})
+    assert out == f"intro\n<!-- report:a -->\nnew\n{END}\nmiddle\n<!-- report:b -->\nkept\n{END}\nend\n"
+    assert readme_blocks(out) == {"a": "new\n", "b": "kept\n"}
+
+
+def _record(root, experiment, seed, correct_share, labels, rng):
+    right = rng.random(len(labels)) < correct_share
+    predicted = [t if ok else (t + 1) % 3 for t, ok in zip(labels, right)]
+    write_result(root, SeedResult(experiment.name, seed, experiment.digest(), correct_share, float(np.mean(right)),
+                                  encode(predicted), 10.0, 12.0, 0.3, 3, 3, 1000, "CPU: test, 1 threads",
+                                  [[5.0, 0.5], [10.0, 0.6]]))
+
+
+def test_orderings_read_recorded_predictions_into_a_verdict(tmp_path):
+    experiments = load_experiments()
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 3000).tolist()
+    write_test_labels(tmp_path, "tweets", list(range(3000)), labels)
+    for seed in (1, 2, 3):
+        _record(tmp_path, experiments["tweets/hcan"], seed, 0.70, labels, rng)
+        _record(tmp_path, experiments["tweets/han"], seed, 0.76, labels, rng)
+        _record(tmp_path, experiments["tweets/kimcnn"], seed, 0.755, labels, rng)
+    table = orderings_table("tweets", experiments, tmp_path)
+    hcan_han = next(line for line in table.splitlines() if line.startswith("| HCAN >= HAN "))
+    assert "**reversed**" in hcan_han and "(n=3)" in hcan_han and "| equal |" in hcan_han
+    han_cnn = next(line for line in table.splitlines() if line.startswith("| HAN >= CNN "))
+    assert "**within noise**" in han_cnn
+    assert "not recorded yet" in next(line for line in table.splitlines() if "SANet" in line)
+    results = results_table("tweets", experiments, tmp_path)
+    han_row = next(line for line in results.splitlines() if "`han`" in line)
+    assert "| 3 of 3 |" in han_row and "±" in han_row
+
+
+def test_a_result_from_another_spec_is_not_counted(tmp_path):
+    experiments = load_experiments()
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 3, 500).tolist()
+    write_test_labels(tmp_path, "tweets", list(range(500)), labels)
+    han = experiments["tweets/han"]
+    _record(tmp_path, han, 1, 0.7, labels, rng)
+    stale = tmp_path / "tweets/han/seed-1.json"
+    stale.write_text(stale.read_text().replace(han.digest(), "000000000000"))
+    row = next(line for line in results_table("tweets", experiments, tmp_path).splitlines() if "`han`" in line)
+    assert "| 0 of 3 |" in row

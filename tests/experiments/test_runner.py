@@ -1,0 +1,37 @@
+"""The registry's whole path on a quick budget: reproduce two rows into a scratch folder, resume
+without rerunning, and report them."""
+import json
+
+import pytest
+
+from hierattn.cli import main
+from hierattn.experiments.results import read_test_labels
+from hierattn.experiments.runner import pending
+from hierattn.experiments.spec import load_experiments
+
+
+@pytest.mark.slow
+def test_quick_budget_reproduces_records_resumes_and_reports(tmp_path, capsys):
+    results, runs = tmp_path / "results", tmp_path / "runs"
+    argv = ["reproduce", "tweets/han", "tweets/tfidf-nb", "--budget", "quick", "--seeds", "1",
+            "--results", str(results), "--runs", str(runs)]
+    assert main(argv) == 0
+    recorded = json.loads((results / "tweets/han/seed-1.json").read_text())
+    labels = read_test_labels(results, "tweets")
+    assert len(recorded["predictions"]) == len(labels) == 3816
+    right = sum(p == t for p, t in zip(recorded["predictions"], labels)) / len(labels)
+    assert recorded["test_accuracy"] == pytest.approx(right)
+    assert recorded["budget"] == "quick" and recorded["epochs_run"] == 1 and recorded["curve"]
+    assert (runs / "tweets/han/seed-1/model.safetensors").exists()  # the model behind the numbers
+    experiments = load_experiments()
+    assert pending([experiments["tweets/han"]], 1, results, force=False) == []  # resumes: nothing to redo
+    capsys.readouterr()
+    assert main(["report", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "<!-- report:results:tweets -->" in out
+    assert next(line for line in out.splitlines() if "`han`" in line and "| 1 of 3 |" in line)
+
+
+def test_quick_results_never_go_to_the_registry(capsys):
+    assert main(["reproduce", "tweets/han", "--budget", "quick"]) == 2
+    assert "--budget quick needs --results" in capsys.readouterr().err
