@@ -1,10 +1,12 @@
 """Evaluation: accuracy, per-class precision / recall / F1, the confusion matrix and the mistakes of
-one checkpoint on a split; and the results table of every checkpoint of a data set, live."""
+one checkpoint on a split; the experiments registry's results and the papers' orderings with their
+noise; and the test accuracy of every checkpoint of a data set, live."""
 import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import evaluation
 from hierattn.app import downloads, loading, samples, tasks, url_state
+from hierattn.app.panels import registry
 from hierattn.app.routing import run_through_app
 from hierattn.data.builtin import BUILTIN
 from hierattn.data.formats import csv_bytes
@@ -89,7 +91,10 @@ if result is not None:
                            csv_bytes(wrong.assign(text=[dataset.texts[d] for d in wrong["document"]])),
                            f"misclassified-{name}-{dataset_name}-{split}.csv", "text/csv", key="eval_wrong_csv")
 
-# Every checkpoint of the data set, as the README's results table
+# The registry's rows and the papers' orderings, decided against their noise
+registry.registry_tables(dataset_name)
+
+# Every checkpoint of the data set: single runs, so no ordering is judged on them
 st.subheader(f"Results on `{dataset_name}` (test split), every checkpoint")
 matching = [n for n, c in loading.loadable(checkpoints).items() if sorted(c.labels) == sorted(dataset.label_names)]
 keys = {n: ("evaluation", *loading.checkpoint_key(checkpoints[n]), dataset_name, "test") for n in matching}
@@ -108,11 +113,6 @@ if done:
     st.dataframe(table.style.format({"test accuracy": "{:.2%}", "training ms / document": "{:.2f}",
                                      "parameters": "{:,}"}, na_rep="?"), hide_index=True, width="stretch")
     downloads.table_downloads(table, f"results-{dataset_name}", "results_table")
-    checks = evaluation.orderings(rows)
-    if checks:
-        st.markdown("**The papers' orderings, as measured here**")
-        st.dataframe(evaluation.orderings_frame(checks), hide_index=True, width="stretch")
-        downloads.table_downloads(evaluation.orderings_frame(checks), f"orderings-{dataset_name}", "orderings_table")
     if missing:
         st.caption(f"Not evaluated yet: {viz.md_text(', '.join(m for m in missing if m not in running) or 'none')}"
                    + (f"; running: {viz.md_text(', '.join(running))}." if running else "."))

@@ -1,4 +1,5 @@
-"""The results table in the form of the HCAN paper's Table 2, and the papers' orderings checked on it.
+"""The results table of checkpoints in the form of the HCAN paper's Table 2 (single runs: the papers'
+orderings are judged on the experiments registry's seeds, ``hierattn.experiments``).
 
 ``evaluate_checkpoints`` re-measures test accuracy on the data set's test split (the same
 stratified split training used) and takes the training cost from each checkpoint's
@@ -126,21 +127,6 @@ class Row:
         return dict(self.__dict__)
 
 
-# (better, worse, claim, source): the orderings the papers report, checked where both models are present.
-ORDERINGS = [
-    ("HCAN", "HAN", "HCAN >= HAN", "HCAN Table 2"),
-    ("HCAN", "HCAN (one self-attention)", "two parallel self-attentions >= one", "HCAN Table 2"),
-    ("HCAN", "HCAN (max pool)", "target attention >= max pooling", "HCAN Table 2"),
-    ("HCAN", "HCAN (flat)", "hierarchical >= flat", "HCAN Table 2"),
-    ("HAN", "Kim CNN", "HAN >= CNN", "HCAN Table 2"),
-    ("SANet base", "SANet baseline (base, no attention)", "SANet >= its no-attention baseline", "SANet Table 1"),
-    ("HAN (Cached LSTM)", "HAN (BiLSTM)", "Cached LSTM >= LSTM encoder", "HAN report 5.2"),
-    ("HA-LSTM-4", "LSTM", "HA-LSTM >= LSTM", "HA-LSTM Table 2"),
-    ("MahNN-3", "MahNN-1", "three channels >= one", "MahNN Table 2"),
-    ("MahNN-3", "MahNN-rv", "semantical attention helps (MahNN-3 >= MahNN-rv)", "MahNN Table 2"),
-]
-
-
 def expand(paths: list[str | Path]) -> list[Path]:
     """Each path is a checkpoint directory or a folder of them."""
     out = []
@@ -165,33 +151,6 @@ def evaluate_checkpoints(dataset: Dataset, paths: list[Path], device=None, seed:
     return rows
 
 
-def orderings(rows: list[Row]) -> list[dict]:
-    """Each paper ordering whose two models are both in ``rows``: measured accuracies and whether it holds.
-
-    Where both models were trained with the same epoch budget, that comparison is used (the
-    largest budget they share; the best run of each at it); otherwise the best of each, and the
-    row says the budgets differ, since a longer-trained model has an unfair edge.
-    """
-    by_model: dict[str, dict] = {}
-    for r in rows:
-        runs = by_model.setdefault(r.model, {})
-        runs[r.budget] = max(runs.get(r.budget, 0.0), r.test_accuracy)
-    out = []
-    for better, worse, claim, source in ORDERINGS:
-        if better not in by_model or worse not in by_model:
-            continue
-        shared = set(by_model[better]) & set(by_model[worse]) - {None}
-        if shared:
-            budget = max(shared)
-            a, b, note = by_model[better][budget], by_model[worse][budget], f"{budget} epochs each"
-        else:
-            (ba, a), (bb, b) = (max(by_model[m].items(), key=lambda kv: kv[1]) for m in (better, worse))
-            note = f"unequal: {ba} vs {bb} epochs"
-        out.append({"claim": claim, "source": source, "better": better, "worse": worse,
-                    "better_accuracy": a, "worse_accuracy": b, "budget": note, "holds": a >= b})
-    return out
-
-
 def _minutes(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -209,13 +168,6 @@ def markdown(dataset: str, rows: list[Row]) -> str:
         lines.append(f"| {r.model} | `{r.checkpoint}` | {r.test_accuracy:.2%} | {ms} | "
                      f"{_minutes(r.total_training_seconds)} "
                      f"| {r.epochs_run or '—'} / {r.budget or '—'} | {r.num_parameters:,} | {r.hardware} |")
-    checks = orderings(rows)
-    if checks:
-        lines += ["", "| paper's ordering | source | measured here | budget | holds? |", "|---|---|---|---|---|"]
-        for c in checks:
-            lines.append(f"| {c['claim']} | {c['source']} | {c['better']} {c['better_accuracy']:.2%} vs "
-                         f"{c['worse']} {c['worse_accuracy']:.2%} | {c['budget']} | "
-                         f"{'yes' if c['holds'] else '**no**'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -229,12 +181,3 @@ def results_frame(rows: list[Row]):
                           "epochs (run / allowed)": f"{r.epochs_run or '—'} / {r.budget or '—'}",
                           "parameters": r.num_parameters, "hardware": r.hardware}
                          for r in sorted(rows, key=lambda r: -r.test_accuracy)])
-
-
-def orderings_frame(checks: list[dict]):
-    import pandas as pd
-
-    return pd.DataFrame([{"paper's ordering": c["claim"], "source": c["source"],
-                          "measured here": f"{c['better']} {c['better_accuracy']:.2%} vs {c['worse']} "
-                                           f"{c['worse_accuracy']:.2%}",
-                          "budget": c["budget"], "holds?": "yes" if c["holds"] else "no"} for c in checks])

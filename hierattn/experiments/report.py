@@ -7,7 +7,6 @@ README holds exactly what ``readme_sections`` gives.
 from __future__ import annotations
 
 import re
-import statistics
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +21,21 @@ BEGIN = re.compile(r"<!-- report:(?!end -->)(?P<key>[\w:-]+) -->\n")
 END = "<!-- report:end -->"
 
 
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def _sd(values: list[float]) -> float:
+    # not the statistics module: the app's page "statistics" shadows that name while it runs
+    return float(np.std(values, ddof=1))
+
+
 def _mean_sd(values: list[float]) -> str:
     if not values:
         return "—"
-    mean = 100 * statistics.fmean(values)
-    return f"{mean:.2f} ± {100 * statistics.stdev(values):.2f}" if len(values) > 1 else f"{mean:.2f}"
+    mean = 100 * _mean(values)
+    return f"{mean:.2f} ± {100 * _sd(values):.2f}" if len(values) > 1 else f"{mean:.2f}"
 
 
 def _duration(seconds: float) -> str:
@@ -54,67 +63,91 @@ def _recipe(experiment: Experiment, defaults: Experiment | None) -> str:
     return ", ".join(parts)
 
 
-def results_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
+def results_rows(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> list[dict]:
+    """One row per registered experiment of ``dataset``, best mean test accuracy first; display strings."""
     rows = [e for e in experiments.values() if e.dataset == dataset]
-    if not rows:
-        return f"No experiments are registered for {dataset}.\n"
-    first = rows[0]
-    table, hardware = [], set()
+    scored = []
     for e in rows:
         found = recorded(root, e)
-        hardware.update(r.hardware.split(",")[0] for r in found)
         test = [r.test_accuracy for r in found]
-        table.append((statistics.fmean(test) if test else -1, e, found))
-    table.sort(key=lambda t: (-t[0], t[1].row))
-    lines = ["| model | row | recipe | seeds | test accuracy % (mean ± sd) | validation accuracy % | "
-             "training time per run | epochs run | parameters |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for _, e, found in table:
-        if found:
-            time = _duration(statistics.fmean(r.total_seconds for r in found))
-            epochs = "/".join(str(r.epochs_run) for r in found)
-            params = f"{found[0].num_parameters:,}"
-        else:
-            time = epochs = params = "—"
-        lines.append(f"| {e.label} | `{e.row}` | {_recipe(e, first)} | {len(found)} of {len(e.seeds)} | "
-                     f"{_mean_sd([r.test_accuracy for r in found])} | "
-                     f"{_mean_sd([r.validation_accuracy for r in found])} | {time} | {epochs} | {params} |")
-    machines = ", ".join(sorted(hardware)) or "none yet"
-    lines.append("")
-    lines.append(f"Each run used one thread ({machines}), two runs at a time; `python -m hierattn reproduce "
-                 f"{dataset}/ROW` reruns a row.")
-    return "\n".join(lines) + "\n"
+        scored.append((_mean(test) if test else -1, e, found))
+    scored.sort(key=lambda t: (-t[0], t[1].row))
+    out = []
+    for _, e, found in scored:
+        out.append({
+            "model": e.label, "row": f"`{e.row}`", "recipe": _recipe(e, rows[0]),
+            "seeds": f"{len(found)} of {len(e.seeds)}",
+            "test accuracy % (mean ± sd)": _mean_sd([r.test_accuracy for r in found]),
+            "validation accuracy %": _mean_sd([r.validation_accuracy for r in found]),
+            "training time per run": _duration(_mean(r.total_seconds for r in found)) if found else "—",
+            "epochs run": "/".join(str(r.epochs_run) for r in found) or "—",
+            "parameters": f"{found[0].num_parameters:,}" if found else "—",
+        })
+    return out
+
+
+def _hardware(dataset: str, experiments: dict[str, Experiment], root: Path) -> str:
+    machines = {r.hardware.split(",")[0] for e in experiments.values() if e.dataset == dataset
+                for r in recorded(root, e)}
+    return ", ".join(sorted(machines)) or "none yet"
+
+
+def results_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
+    rows = results_rows(dataset, experiments, root)
+    if not rows:
+        return f"No experiments are registered for {dataset}.\n"
+    note = (f"Each run used one thread ({_hardware(dataset, experiments, root)}), two runs at a time; "
+            f"`python -m hierattn reproduce {dataset}/ROW` reruns a row.")
+    return _markdown(rows, left=4) + "\n" + note + "\n"
 
 
 def _correct(found: list[SeedResult], labels: str) -> np.ndarray:
     return np.array([r.correct(labels) for r in found], dtype=bool)
 
 
-def orderings_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
+def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> list[dict]:
+    """Each paper ordering whose two rows are registered for ``dataset``, decided on what was recorded."""
     labels = read_test_labels(root, dataset)
-    lines = ["| paper's ordering | source | better (paper) % | worse (paper) % | difference, 95% interval | "
-             "verdict | recipes |",
-             "|---|---|---:|---:|---:|---|---|"]
+    out = []
     for ordering in load_orderings():
         better, worse = experiments.get(f"{dataset}/{ordering.better}"), experiments.get(f"{dataset}/{ordering.worse}")
         if better is None or worse is None:
             continue
         found_better, found_worse = recorded(root, better), recorded(root, worse)
         differences = better.differences(worse)
-        same = "equal" if not differences and better.recipe.epochs == worse.recipe.epochs else "; ".join(
+        recipes = "equal" if not differences and better.recipe.epochs == worse.recipe.epochs else "; ".join(
             differences or [f"epochs {better.recipe.epochs} vs {worse.recipe.epochs}"])
-        head = f"| {ordering.claim} | {ordering.source} | {better.label}"
-        if not found_better or not found_worse or labels is None:
-            lines.append(f"{head} | {worse.label} | — | not recorded yet | {same} |")
-            continue
-        c = paired_bootstrap(_correct(found_better, labels), _correct(found_worse, labels))
-        fewest = min(c.better_seeds, c.worse_seeds)
-        seeds = "" if fewest >= 3 else f" ({c.better_seeds} vs {c.worse_seeds} seeds" + (
-            ", seed noise not measured)" if fewest < 2 else ")")
-        lines.append(f"{head} {_mean_sd([r.test_accuracy for r in found_better])} (n={c.better_seeds}) | "
-                     f"{worse.label} {_mean_sd([r.test_accuracy for r in found_worse])} (n={c.worse_seeds}) | "
-                     f"{100 * c.difference:+.2f} [{100 * c.low:+.2f}, {100 * c.high:+.2f}] | "
-                     f"**{c.verdict}**{seeds} | {same} |")
+        row = {"paper's ordering": ordering.claim, "source": ordering.source, "better (paper) %": better.label,
+               "worse (paper) %": worse.label, "difference, 95% interval": "—", "verdict": "not recorded yet",
+               "recipes": recipes}
+        if found_better and found_worse and labels is not None:
+            c = paired_bootstrap(_correct(found_better, labels), _correct(found_worse, labels))
+            fewest = min(c.better_seeds, c.worse_seeds)
+            seeds = "" if fewest >= 3 else f" ({c.better_seeds} vs {c.worse_seeds} seeds" + (
+                ", seed noise not measured)" if fewest < 2 else ")")
+            row.update({
+                "better (paper) %": f"{better.label} {_mean_sd([r.test_accuracy for r in found_better])} "
+                                    f"(n={c.better_seeds})",
+                "worse (paper) %": f"{worse.label} {_mean_sd([r.test_accuracy for r in found_worse])} "
+                                   f"(n={c.worse_seeds})",
+                "difference, 95% interval": f"{100 * c.difference:+.2f} [{100 * c.low:+.2f}, {100 * c.high:+.2f}]",
+                "verdict": f"**{c.verdict}**{seeds}"})
+        out.append(row)
+    return out
+
+
+def orderings_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
+    return _markdown(ordering_rows(dataset, experiments, root), left=2, right_until=5)
+
+
+def _markdown(rows: list[dict], left: int, right_until: int | None = None) -> str:
+    """A Markdown table of ``rows``: the first ``left`` columns left-aligned, then right-aligned up
+    to column ``right_until`` (all the rest when None), then left-aligned."""
+    columns = list(rows[0])
+    align = ["---" if i < left or (right_until is not None and i >= right_until) else "---:"
+             for i in range(len(columns))]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 

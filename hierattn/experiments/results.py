@@ -100,5 +100,13 @@ def read_test_labels(root: Path, dataset: str) -> str | None:
     return json.loads(path.read_text())["labels"] if path.exists() else None
 
 
+def fingerprint(root: Path = RESULTS) -> str:
+    """Changes whenever a result is recorded, replaced or removed (names, sizes and times of the
+    files): the key under which the app caches its tables."""
+    files = sorted(root.rglob("*.json")) if root.exists() else []
+    blob = "\n".join(f"{f.relative_to(root)} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
 def _digest(documents: list[int]) -> str:
     return hashlib.sha256(",".join(map(str, documents)).encode()).hexdigest()[:16]

@@ -51,6 +51,9 @@ PRESETS = {
     # HA-LSTM-4 with the paper's section 3.2 head and learning rate (6e-4).
     "tweets-halstm": Preset("halstm", "tweets", {"cell": "ha", "window": 4}, _TWEET_TEXT,
                             TrainConfig(epochs=10, batch_size=64, lr=6e-4, patience=3, max_vocab=15000)),
+    # ON-LSTM (Shen et al. 2019, chunk size 1), the HA-LSTM paper's fourth comparator, on HA-LSTM's recipe.
+    "tweets-onlstm": Preset("halstm", "tweets", {"cell": "onlstm"}, _TWEET_TEXT,
+                            TrainConfig(epochs=10, batch_size=64, lr=6e-4, patience=3, max_vocab=15000)),
     # MahNN-3 with the paper's L2 of 5e-4 (Table 3) as Adam weight decay.
     "tweets-mahnn": Preset("mahnn", "tweets", {"channels": 3}, _TWEET_TEXT,
                            TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000,

@@ -122,6 +122,11 @@ def test_evaluation_page_and_opening_a_mistake_in_explore():
                                      "weighted mean"]
     wrong = at.dataframe[1].value
     assert len(wrong) == int(metrics["Misclassified"]) == 6
+    # the registry's orderings on the page are the README's, decided from results/
+    from hierattn.experiments.report import readme_sections
+
+    orderings = readme_sections()["orderings:bbc-news"]
+    assert any(m.value.strip() == orderings.strip() for m in at.markdown)
     at.button(key="eval_all").click().run()
     settle(at)
     results = at.dataframe[2].value
