@@ -22,7 +22,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "analysis": ("contract", "data", "models", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
     "training": ("contract", "data", "models", "checkpoint", "analysis"),
-    "experiments": ("contract", "data", "models", "checkpoint", "analysis", "training"),
+    "experiments": ("contract", "data", "models", "checkpoint", "analysis", "training", "viz.svg"),
     "cli": ("contract", "data", "models", "checkpoint", "analysis", "training", "experiments"),
     "app": ("contract", "data", "models", "checkpoint", "analysis", "training", "experiments", "viz"),
     "pages": ("app", "viz", "analysis", "data", "checkpoint", "training", "experiments"),

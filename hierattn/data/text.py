@@ -91,6 +91,9 @@ class TextConfig:
     # "ascii": only [0-9a-z.!?] kept, what checkpoints written before it existed were trained on;
     # they load with it, so the app reads text the way their vocabulary expects.
     letters: str = "unicode"
+    # The first ``max_tokens`` words of the document, before the caps above: HA-LSTM's input length q
+    # (its Tables 2-5). None: no such cap.
+    max_tokens: int | None = None
 
 
 @lru_cache(maxsize=1)
@@ -176,16 +179,35 @@ def _to_sentences(spacy_doc, config: TextConfig) -> list[Sentence]:
     return sentences
 
 
+def _first_words(sentences: list[Sentence], limit: int) -> tuple[list[Sentence], int]:
+    """The sentences holding the document's first ``limit`` words (the last one cut), and how many
+    words were cut from that last sentence (the sentences left out are counted as sentences)."""
+    kept, left, cut = [], limit, 0
+    for s in sentences:
+        if left <= 0:
+            break
+        toks = s.tokens[:left]
+        if len(toks) < len(s.tokens):
+            cut = len(s.tokens) - len(toks)
+            s = Sentence(toks, toks[0].start, toks[-1].end)
+        kept.append(s)
+        left -= len(toks)
+    return kept, cut
+
+
 def _capped(text: str, sentences: list[Sentence], config: TextConfig, chars_dropped: int) -> Document:
     kept = []
     words_dropped = 0
+    total = len(sentences)
+    if config.max_tokens is not None:
+        sentences, words_dropped = _first_words(sentences, config.max_tokens)
     for s in sentences[: config.max_sentences]:
         if len(s.tokens) > config.max_words:
             words_dropped += len(s.tokens) - config.max_words
             toks = s.tokens[: config.max_words]
             s = Sentence(toks, toks[0].start, toks[-1].end)
         kept.append(s)
-    trunc = Truncation(len(sentences), len(kept), words_dropped, chars_dropped)
+    trunc = Truncation(total, len(kept), words_dropped, chars_dropped)
     return Document(text, kept, trunc)
 
 

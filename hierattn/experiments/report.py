@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hierattn.experiments.results import RESULTS, SeedResult, read_test_labels, recorded
+from hierattn.experiments.figures import FIGURES, curves, curves_table, figures, sweep, sweep_table
+from hierattn.experiments.results import RESULTS, SeedResult, read_test_labels, read_timing, recorded
 from hierattn.experiments.spec import EXPERIMENTS, Experiment, load_experiments, load_orderings
+from hierattn.experiments.tables import duration, markdown, mean, mean_sd
 from hierattn.experiments.verdict import paired_bootstrap
 from hierattn.models import REGISTRY
 
@@ -21,25 +23,12 @@ BEGIN = re.compile(r"<!-- report:(?!end -->)(?P<key>[\w:-]+) -->\n")
 END = "<!-- report:end -->"
 
 
-def _mean(values) -> float:
-    values = list(values)
-    return sum(values) / len(values)
 
 
-def _sd(values: list[float]) -> float:
-    # not the statistics module: the app's page "statistics" shadows that name while it runs
-    return float(np.std(values, ddof=1))
 
 
-def _mean_sd(values: list[float]) -> str:
-    if not values:
-        return "—"
-    mean = 100 * _mean(values)
-    return f"{mean:.2f} ± {100 * _sd(values):.2f}" if len(values) > 1 else f"{mean:.2f}"
 
 
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
 def _number(x: float) -> str:
@@ -65,21 +54,21 @@ def _recipe(experiment: Experiment, defaults: Experiment | None) -> str:
 
 def results_rows(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> list[dict]:
     """One row per registered experiment of ``dataset``, best mean test accuracy first; display strings."""
-    rows = [e for e in experiments.values() if e.dataset == dataset]
+    rows = [e for e in experiments.values() if e.dataset == dataset and e.group == "results"]
     scored = []
     for e in rows:
         found = recorded(root, e)
         test = [r.test_accuracy for r in found]
-        scored.append((_mean(test) if test else -1, e, found))
+        scored.append((mean(test) if test else -1, e, found))
     scored.sort(key=lambda t: (-t[0], t[1].row))
     out = []
     for _, e, found in scored:
         out.append({
             "model": e.label, "row": f"`{e.row}`", "recipe": _recipe(e, rows[0]),
             "seeds": f"{len(found)} of {len(e.seeds)}",
-            "test accuracy % (mean ± sd)": _mean_sd([r.test_accuracy for r in found]),
-            "validation accuracy %": _mean_sd([r.validation_accuracy for r in found]),
-            "training time per run": _duration(_mean(r.total_seconds for r in found)) if found else "—",
+            "test accuracy % (mean ± sd)": mean_sd([r.test_accuracy for r in found]),
+            "validation accuracy %": mean_sd([r.validation_accuracy for r in found]),
+            "training time per run": duration(mean(r.total_seconds for r in found)) if found else "—",
             "epochs run": "/".join(str(r.epochs_run) for r in found) or "—",
             "parameters": f"{found[0].num_parameters:,}" if found else "—",
         })
@@ -98,7 +87,7 @@ def results_table(dataset: str, experiments: dict[str, Experiment], root: Path =
         return f"No experiments are registered for {dataset}.\n"
     note = (f"Each run used one thread ({_hardware(dataset, experiments, root)}), two runs at a time; "
             f"`python -m hierattn reproduce {dataset}/ROW` reruns a row.")
-    return _markdown(rows, left=4) + "\n" + note + "\n"
+    return markdown(rows, left=4) + "\n" + note + "\n"
 
 
 def _correct(found: list[SeedResult], labels: str) -> np.ndarray:
@@ -126,9 +115,9 @@ def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path =
             seeds = "" if fewest >= 3 else f" ({c.better_seeds} vs {c.worse_seeds} seeds" + (
                 ", seed noise not measured)" if fewest < 2 else ")")
             row.update({
-                "better (paper) %": f"{better.label} {_mean_sd([r.test_accuracy for r in found_better])} "
+                "better (paper) %": f"{better.label} {mean_sd([r.test_accuracy for r in found_better])} "
                                     f"(n={c.better_seeds})",
-                "worse (paper) %": f"{worse.label} {_mean_sd([r.test_accuracy for r in found_worse])} "
+                "worse (paper) %": f"{worse.label} {mean_sd([r.test_accuracy for r in found_worse])} "
                                    f"(n={c.worse_seeds})",
                 "difference, 95% interval": f"{100 * c.difference:+.2f} [{100 * c.low:+.2f}, {100 * c.high:+.2f}]",
                 "verdict": f"**{c.verdict}**{seeds}"})
@@ -137,18 +126,26 @@ def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path =
 
 
 def orderings_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
-    return _markdown(ordering_rows(dataset, experiments, root), left=2, right_until=5)
+    return markdown(ordering_rows(dataset, experiments, root), left=2, right_until=5)
 
 
-def _markdown(rows: list[dict], left: int, right_until: int | None = None) -> str:
-    """A Markdown table of ``rows``: the first ``left`` columns left-aligned, then right-aligned up
-    to column ``right_until`` (all the rest when None), then left-aligned."""
-    columns = list(rows[0])
-    align = ["---" if i < left or (right_until is not None and i >= right_until) else "---:"
-             for i in range(len(columns))]
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join(align) + "|"]
-    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+
+
+def batch_one_lines(result: dict) -> list[str]:
+    """HCAN Table 2's timing protocol as measured by the bench (``bench.batch_one``), as Markdown."""
+    lines = [f"HCAN Table 2's protocol on {result.get('hardware', result['device'])}: one document a step, Adam, "
+             f"{result['steps']} timed steps each on the same bbc-news documents. HAN: "
+             f"{result['han_ms_per_document']:.1f} ms per document.", "",
+             "| model | ms per training document | time / HAN's (95% interval) |", "|---|---:|---:|"]
+    for row in result["variants"]:
+        lines.append(f"| {row['name']} | {row['ms_per_document']:.1f} | {row['ratio_to_han']:.2f} "
+                     f"[{row['low']:.2f}, {row['high']:.2f}] |")
+    lines += ["", f"\"{result['paper_claim']}\": **{result['verdict']}** on this machine (below 1 is faster)."]
+    return lines
+
+
+def _image(name: str, alt: str) -> str:
+    return f"![{alt}](docs/figures/{name})\n"
 
 
 def readme_sections(root: Path = RESULTS) -> dict[str, str]:
@@ -157,6 +154,22 @@ def readme_sections(root: Path = RESULTS) -> dict[str, str]:
     for dataset in sorted({e.dataset for e in experiments.values()}, reverse=True):  # tweets first
         sections[f"results:{dataset}"] = results_table(dataset, experiments, root)
         sections[f"orderings:{dataset}"] = orderings_table(dataset, experiments, root)
+        xs, series = sweep(dataset, "length", experiments, root)
+        if series:
+            sections[f"length:{dataset}"] = (
+                sweep_table(xs, series, "q") + "\n"
+                + _image(f"length-{dataset}-a.svg", f"{dataset}: HA-LSTM-4 and the baselines")
+                + _image(f"length-{dataset}-b.svg", f"{dataset}: HA-LSTM-4, -8, -12"))
+        sections[f"curves:{dataset}"] = (_image(f"curves-{dataset}.svg", f"{dataset}: HCAN Figure 3") + "\n"
+                                         + curves_table(curves(dataset, experiments, root)))
+    timing = read_timing("batch-one", root)
+    missing = "Not measured yet: `python -m hierattn bench --only batch-one --json bench.json`.\n"
+    sections["timing:batch-one"] = "\n".join(batch_one_lines(timing)) + "\n" if timing else missing
+    for group, x_name in (("mahnn-channels", "L"), ("mahnn-filters", "k")):
+        xs, series = sweep("tweets", group, experiments, root)
+        if series:
+            sections[f"{group}:tweets"] = (sweep_table(xs, series, x_name) + "\n"
+                                           + _image(f"{group}-tweets.svg", f"tweets: MahNN Figure 4, {group}"))
     return sections
 
 
@@ -180,9 +193,17 @@ def readme_blocks(text: str) -> dict[str, str]:
     return {m["key"]: text[m.end(): text.index(END, m.end())] for m in BEGIN.finditer(text)}
 
 
-def write_readme(path: Path = README, root: Path = RESULTS) -> bool:
+def write_readme(path: Path = README, root: Path = RESULTS, figure_dir: Path = FIGURES) -> bool:
+    """Rewrite the README's generated sections and the figures they show; True when anything changed."""
     text = path.read_text(encoding="utf-8")
     updated = replace_sections(text, readme_sections(root))
-    if updated != text:
+    changed = updated != text
+    if changed:
         path.write_text(updated, encoding="utf-8")
-    return updated != text
+    figure_dir.mkdir(parents=True, exist_ok=True)
+    for name, svg in figures(root).items():
+        target = figure_dir / name
+        if not target.exists() or target.read_text(encoding="utf-8") != svg:
+            target.write_text(svg, encoding="utf-8")
+            changed = True
+    return changed

@@ -100,6 +100,18 @@ def read_test_labels(root: Path, dataset: str) -> str | None:
     return json.loads(path.read_text())["labels"] if path.exists() else None
 
 
+def write_timing(name: str, value: dict, root: Path = RESULTS) -> Path:
+    """A timing measurement (the bench's batch-1 protocol) as recorded data: results/timing/NAME.json."""
+    path = root / "timing" / f"{name}.json"
+    _write_json(path, value)
+    return path
+
+
+def read_timing(name: str, root: Path = RESULTS) -> dict | None:
+    path = root / "timing" / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def fingerprint(root: Path = RESULTS) -> str:
     """Changes whenever a result is recorded, replaced or removed (names, sizes and times of the
     files): the key under which the app caches its tables."""

@@ -41,6 +41,9 @@ class Experiment:
     recipe: TrainConfig  # its seed is unused: each run sets its own
     seeds: tuple[int, ...]
     label: str  # the name the papers use
+    group: str = "results"  # "results": the README's results tables; else a figure's sweep
+    series: str = ""  # in a sweep: the row the values were swept for (its line in the figure)
+    value: object = None  # in a sweep: this row's value of the swept field
 
     @property
     def row(self) -> str:
@@ -50,8 +53,9 @@ class Experiment:
         """A short hash of everything a run depends on but the seed: a recorded result whose digest
         differs was produced by another spec and is not this row's."""
         recipe = {k: v for k, v in dataclasses.asdict(self.recipe).items() if k != "seed"}
-        blob = json.dumps([self.dataset, self.model, self.config, dataclasses.asdict(self.text), recipe],
-                          sort_keys=True)
+        # Text settings left unset (None) stay out, so a setting added later keeps old digests.
+        text = {k: v for k, v in dataclasses.asdict(self.text).items() if v is not None}
+        blob = json.dumps([self.dataset, self.model, self.config, text, recipe], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def differences(self, other: Experiment) -> list[str]:
@@ -81,15 +85,32 @@ def _merge(defaults: dict, row: dict) -> dict:
     return merged
 
 
+def _swept(row: str, spec: dict, sweep: dict | None, where: str) -> list[tuple[str, dict, object]]:
+    """(row name, spec, swept value) for each value of the file's ``[sweep]``, or the row alone."""
+    if not sweep:
+        return [(row, spec, None)]
+    table, _, key = sweep["field"].partition(".")
+    if table not in ("config", "text", "recipe") or not key:
+        raise SpecError(f"{where}: a sweep's field is config.KEY, text.KEY or recipe.KEY, got {sweep['field']!r}")
+    out = []
+    for value in sweep["values"]:
+        shown = "-".join(map(str, value)) if isinstance(value, list) else str(value)
+        out.append((f"{row}-{sweep.get('suffix', '')}{shown}", {**spec, table: {**spec[table], key: value}}, value))
+    return out
+
+
 def load_experiments(root: Path = EXPERIMENTS) -> dict[str, Experiment]:
+    """Every row of every spec file. ``<data set>.toml`` holds the results rows (group "results");
+    ``<data set>.<group>.toml`` another group of the same data set, e.g. a sweep for a figure,
+    whose ``[sweep]`` table (``field``, ``values``, ``suffix``) makes one row per value."""
     experiments = {}
     for path in sorted(root.glob("*.toml")):
-        if path.name == "orderings.toml":
+        if path.name in ("orderings.toml", "figures.toml"):
             continue
-        dataset = path.stem
+        dataset, _, group = path.stem.partition(".")
         with path.open("rb") as f:
             tables = tomllib.load(f)
-        defaults = tables.pop("defaults", {})
+        defaults, sweep = tables.pop("defaults", {}), tables.pop("sweep", None)
         for row, spec in tables.items():
             where = f"{path.name} [{row}]"
             spec = _merge(defaults, spec)
@@ -98,17 +119,27 @@ def load_experiments(root: Path = EXPERIMENTS) -> dict[str, Experiment]:
                 raise SpecError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
             if spec.get("model") not in REGISTRY:
                 raise SpecError(f"{where}: model {spec.get('model')!r} is not a registered model type")
-            try:
-                text, recipe = TextConfig(**spec["text"]), TrainConfig(**spec["recipe"])
-            except TypeError as e:
-                raise SpecError(f"{where}: {e}") from None
-            seeds = tuple(spec.get("seeds", (1,)))
-            label = spec.get("label") or display_name(spec["model"], spec["config"])
-            experiments[f"{dataset}/{row}"] = Experiment(f"{dataset}/{row}", dataset, spec["model"], spec["config"],
-                                                         text, recipe, seeds, label)
+            for name, one, value in _swept(row, spec, sweep, where):
+                try:
+                    text, recipe = TextConfig(**one["text"]), TrainConfig(**one["recipe"])
+                except TypeError as e:
+                    raise SpecError(f"{where}: {e}") from None
+                seeds = tuple(one.get("seeds", (1,)))
+                label = one.get("label") or display_name(one["model"], one["config"])
+                key = f"{dataset}/{name}"
+                if key in experiments:
+                    raise SpecError(f"{where}: the row {key} is defined twice")
+                experiments[key] = Experiment(key, dataset, one["model"], one["config"], text, recipe, seeds, label,
+                                              group or "results", row, value)
     return experiments
 
 
 def load_orderings(root: Path = EXPERIMENTS) -> list[Ordering]:
     with (root / "orderings.toml").open("rb") as f:
         return [Ordering(**entry) for entry in tomllib.load(f)["ordering"]]
+
+
+def load_figure_rows(root: Path = EXPERIMENTS) -> dict:
+    """``experiments/figures.toml``: which rows a figure shows (``curves``: ``rows`` and ``drawn``)."""
+    with (root / "figures.toml").open("rb") as f:
+        return tomllib.load(f)

@@ -8,6 +8,7 @@ from hierattn.viz.figures import (
            confusion_heatmap,
            distribution_chart,
            erasure_chart,
+           lines_chart,
            matrix_heatmap,
            metric_boxes,
            probability_chart,
@@ -16,5 +17,5 @@ from hierattn.viz.figures import (
 from hierattn.viz.html import difference_html, document_html, md_code, md_text, plain_text_html, word_attention_html
 
 __all__ = ["attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
-           "distribution_chart", "document_html", "erasure_chart", "matrix_heatmap", "md_code", "md_text",
-           "metric_boxes", "plain_text_html", "probability_chart", "training_chart", "word_attention_html"]
+           "distribution_chart", "document_html", "erasure_chart", "lines_chart", "matrix_heatmap", "md_code",
+           "md_text", "metric_boxes", "plain_text_html", "probability_chart", "training_chart", "word_attention_html"]

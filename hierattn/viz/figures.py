@@ -217,3 +217,17 @@ def block_overview(matrix, block: int):
     edges = list(range(0, n, block)) + [n]
     keys = np.add.reduceat(m, edges[:-1], axis=1)  # (n, blocks): summed over each key block
     return [keys[a:b].mean(0).tolist() for a, b in zip(edges[:-1], edges[1:])]
+
+
+def lines_chart(series: dict[str, tuple[Sequence[float], Sequence[float | None]]], x_title: str, y_title: str,
+                title: str = "") -> go.Figure:
+    """One line per series: name -> (x values, y values; None leaves a gap). The registry's figures
+    (HA-LSTM's input length, MahNN's Figure 4, HCAN's Figure 3) in the app."""
+    fig = go.Figure()
+    for name, (xs, ys) in series.items():
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name=name, connectgaps=False,
+                                 hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{y_title} %{{y:.2%}}<extra></extra>"))
+    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      xaxis=dict(title=x_title), yaxis=dict(title=y_title, tickformat=".0%"),
+                      legend=dict(orientation="h", y=-0.25))
+    return fig

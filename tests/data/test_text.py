@@ -76,3 +76,16 @@ def test_sentence_spans_keep_every_non_space_character():
     doc = tokenize(text)
     covered = "".join(text[s.start: s.end] for s in doc.sentences)
     assert covered.replace(" ", "") == "".join(text.split())
+
+
+def test_max_tokens_keeps_the_first_q_words_of_the_document():
+    """HA-LSTM's input length q: the document's first q words, whatever the sentences, then the caps."""
+    text = "One two three. Four five six seven. Eight nine."
+    doc = tokenize(text, TextConfig(max_tokens=6))  # a full stop is a token too
+    assert [t.norm for s in doc.sentences for t in s.tokens] == ["one", "two", "three", ".", "four", "five"]
+    assert text[doc.sentences[-1].start: doc.sentences[-1].end] == "Four five"
+    assert doc.truncation.kept_sentences == 2 and doc.truncation.total_sentences == 3
+    assert doc.truncation.words_dropped == 3 and doc.truncation.truncated  # six, seven, "."
+    assert tokenize(text, TextConfig(max_tokens=100)).truncation.truncated is False
+    capped = tokenize(text, TextConfig(max_tokens=7, max_words=2))  # q first, then two words a sentence
+    assert [[t.norm for t in s.tokens] for s in capped.sentences] == [["one", "two"], ["four", "five"]]

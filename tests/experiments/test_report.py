@@ -69,3 +69,35 @@ def test_a_result_from_another_spec_is_not_counted(tmp_path):
     stale.write_text(stale.read_text().replace(han.digest(), "000000000000"))
     row = next(line for line in results_table("tweets", experiments, tmp_path).splitlines() if "`han`" in line)
     assert "| 0 of 3 |" in row
+
+
+def test_the_committed_figures_are_what_report_draws():
+    from hierattn.experiments.figures import FIGURES, figures
+
+    for name, svg in figures().items():
+        path = FIGURES / name
+        assert path.exists() and path.read_text(encoding="utf-8") == svg, f"docs/figures/{name} is stale"
+
+
+def test_sweeps_and_curves_read_the_recorded_results(tmp_path):
+    from hierattn.experiments.figures import curves, sweep, sweep_table
+
+    experiments = load_experiments()
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 3, 400).tolist()
+    write_test_labels(tmp_path, "bbc-news", list(range(400)), labels)
+    write_test_labels(tmp_path, "tweets", list(range(400)), labels)
+    _record(tmp_path, experiments["bbc-news/lstm-q40"], 1, 0.6, labels, rng)
+    _record(tmp_path, experiments["bbc-news/halstm-8-q120"], 1, 0.8, labels, rng)
+    xs, series = sweep("bbc-news", "length", experiments, tmp_path)
+    assert xs == [20, 40, 60, 80, 100, 120]
+    assert series["LSTM"][1] is not None and series["LSTM"][0] is None and series["HA-LSTM-8"][5] is not None
+    assert set(series) == {"LSTM", "BiLSTM", "ON-LSTM", "HA-LSTM-4", "HA-LSTM-8", "HA-LSTM-12"}
+    table = sweep_table(xs, series, "q")
+    assert "| q = 20 |" in table and "| LSTM | — |" in table
+    _record(tmp_path, experiments["tweets/mahnn-k6"], 1, 0.7, labels, rng)
+    xs, series = sweep("tweets", "mahnn-filters", experiments, tmp_path)
+    assert xs == [2, 4, 6, 8, 10, 12, 14] and series["MahNN-3"][2] is not None
+    for seed in (1, 2):
+        _record(tmp_path, experiments["tweets/han"], seed, 0.7, labels, rng)  # curves [[5, .5], [10, .6]] each
+    assert curves("tweets", experiments, tmp_path) == {"HAN": ([5.0, 10.0], [0.5, 0.6])}

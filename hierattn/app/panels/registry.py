@@ -1,18 +1,29 @@
 """The experiments registry on the Evaluation page: the README's results and ordering tables for a
-data set, computed live from results/ (and cached until a result is recorded)."""
+data set, and the registry's figures (HA-LSTM's input length, MahNN's Figure 4, HCAN's Figure 3),
+computed live from results/ and cached until a result is recorded."""
 from __future__ import annotations
 
 import streamlit as st
 
-from hierattn.experiments import report
-from hierattn.experiments.results import RESULTS, fingerprint
+from hierattn import viz
+from hierattn.app.downloads import chart
+from hierattn.experiments import figures, report
+from hierattn.experiments.results import RESULTS, fingerprint, read_timing
 from hierattn.experiments.spec import load_experiments
 
 
 @st.cache_data(show_spinner="Deciding the orderings against their noise…", max_entries=4)
-def _tables(dataset: str, results_state: str) -> tuple[str, str]:
+def _computed(dataset: str, results_state: str) -> dict:
     experiments = load_experiments()
-    return (report.results_table(dataset, experiments, RESULTS), report.orderings_table(dataset, experiments, RESULTS))
+    out = {"results": report.results_table(dataset, experiments, RESULTS),
+           "orderings": report.orderings_table(dataset, experiments, RESULTS),
+           "length": figures.sweep(dataset, "length", experiments, RESULTS),
+           "curves": figures.curves(dataset, experiments, RESULTS, drawn=True)}
+    for group in ("mahnn-channels", "mahnn-filters"):
+        out[group] = figures.sweep(dataset, group, experiments, RESULTS)
+    timing = read_timing("batch-one", RESULTS)
+    out["batch-one"] = "\n".join(report.batch_one_lines(timing)) if timing else None
+    return out
 
 
 def registry_tables(dataset: str) -> None:
@@ -21,8 +32,48 @@ def registry_tables(dataset: str) -> None:
                "and recorded under results/; `python -m hierattn reproduce` reruns them. Each ordering is decided "
                "by a paired bootstrap over the test documents and the seeds: **holds** or **reversed** only when "
                "the 95% interval of the difference excludes zero, else **within noise**. The README shows the same "
-               "tables.")
-    results, orderings = _tables(dataset, fingerprint(RESULTS))
-    st.markdown(orderings)  # generated from our specs and numbers only: no user text
+               "tables and figures (`python -m hierattn report --write README.md`).")
+    data = _computed(dataset, fingerprint(RESULTS))
+    st.markdown(data["orderings"])  # generated from our specs and numbers only: no user text
     with st.expander("Every row of the registry"):
-        st.markdown(results)
+        st.markdown(data["results"])
+    tabs = st.tabs(["Input length (HA-LSTM)", "Channels and filter size (MahNN Figure 4)",
+                    "Accuracy against training time (HCAN Figure 3)", "One document a step (HCAN Table 2)"])
+    with tabs[0]:
+        xs, series = data["length"]
+        if not series:
+            st.info(f"No input-length rows are registered for {dataset}.")
+        else:
+            st.caption("Test accuracy as each model reads only the first q words; one seed per point "
+                       f"(`python -m hierattn reproduce {dataset}/` records what is missing).")
+            left, right = st.columns(2)
+            for column, names, part in ((left, figures.LENGTH_A, "a"), (right, figures.LENGTH_B, "b")):
+                chosen = {n: (xs, series[n]) for n in names if n in series}
+                chart(viz.lines_chart(chosen, "input length q (words)", "test accuracy", f"({part})"),
+                      f"input length {dataset} {part}", column)
+    with tabs[1]:
+        shown = False
+        for group, x_title in (("mahnn-channels", "channels L"), ("mahnn-filters", "filter size")):
+            xs, series = data[group]
+            if series:
+                shown = True
+                chart(viz.lines_chart({n: (xs, v) for n, v in series.items()}, x_title, "test accuracy"),
+                      f"{group} {dataset}")
+        if not shown:
+            st.info("MahNN's Figure 4 is registered for tweets only (`experiments/tweets.mahnn-*.toml`).")
+        else:
+            st.caption("One seed per point; the other settings as the mahnn-3 row.")
+    with tabs[2]:
+        curves = data["curves"]
+        if not curves:
+            st.info("Nothing recorded yet.")
+        else:
+            st.caption("Validation accuracy after each epoch against the seconds spent in optimisation steps "
+                       "(one thread, mean over the recorded seeds), for HAN and the HCAN variants the papers' "
+                       "orderings compare (the README's table lists every variant).")
+            chart(viz.lines_chart(curves, "training seconds (one thread)", "validation accuracy"), f"curves {dataset}")
+    with tabs[3]:
+        if data["batch-one"] is None:
+            st.info("Not measured yet: `python -m hierattn bench --only batch-one --json bench.json` records it.")
+        else:
+            st.markdown(data["batch-one"])  # our own numbers and names only
