@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 SHIPPED = list_checkpoints(REPO / "checkpoints")
 REQUIRED = {"bbc-news-han", "bbc-news-hcan", "tweets-han", "tweets-hcan",
-            "bbc-news-sanet", "tweets-sanet", "tweets-halstm", "tweets-mahnn", "tweets-kimcnn"}
+            "bbc-news-sanet", "tweets-sanet", "tweets-halstm", "tweets-mahnn", "tweets-kimcnn", "tweets-onlstm"}
 # Issue 2 asked for 97% on bbc-news. A floor is checked on validation, where the recipe was
 # chosen; the test split is reported, never selected on.
 VALIDATION_FLOORS = {"bbc-news-han": 0.97, "bbc-news-hcan": 0.97}
@@ -23,6 +23,7 @@ VALIDATION_FLOORS = {"bbc-news-han": 0.97, "bbc-news-hcan": 0.97}
 # before the restructuring of issue 17); its probabilities and mean Gini / diagonality equal those
 # of commit 63caf38, from before HCAN's positional tables and MahNN's eq. 14 rescaling were fixed
 # (that commit's test checked them). Checkpoints written then must still predict exactly this.
+# tweets-onlstm (issue 18) was added to the file when it was trained.
 RECORDED = REPO / "tests" / "recorded" / "shipped_outputs.json"
 
 
