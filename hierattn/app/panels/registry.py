@@ -26,6 +26,10 @@ def _computed(dataset: str, results_state: str) -> dict:
     return out
 
 
+def _any_recorded(series: dict) -> bool:
+    return any(v is not None for values in series.values() for v in values)
+
+
 def registry_tables(dataset: str) -> None:
     st.subheader(f"The papers' orderings on `{dataset}`, several seeds each")
     st.caption("Every row is a spec of the experiments registry (experiments/*.toml), trained with several seeds "
@@ -43,6 +47,8 @@ def registry_tables(dataset: str) -> None:
         xs, series = data["length"]
         if not series:
             st.info(f"No input-length rows are registered for {dataset}.")
+        elif not _any_recorded(series):
+            st.info(f"Nothing recorded yet: `python -m hierattn reproduce {dataset}/` records the input-length rows.")
         else:
             st.caption("Test accuracy as each model reads only the first q words; one seed per point "
                        f"(`python -m hierattn reproduce {dataset}/` records what is missing).")
@@ -55,7 +61,7 @@ def registry_tables(dataset: str) -> None:
         shown = False
         for group, x_title in (("mahnn-channels", "channels L"), ("mahnn-filters", "filter size")):
             xs, series = data[group]
-            if series:
+            if series and _any_recorded(series):
                 shown = True
                 chart(viz.lines_chart({n: (xs, v) for n, v in series.items()}, x_title, "test accuracy"),
                       f"{group} {dataset}")
