@@ -24,22 +24,6 @@ def _read_document(path: Path) -> str:
     return text
 
 
-def _explain(args) -> int:
-    from hierattn.analysis.explain import ExplainError, explain
-    from hierattn.checkpoint import CheckpointError, load_classifier
-
-    try:
-        text = args.text if args.text is not None else _read_document(Path(args.file))
-        classifier = load_classifier(args.checkpoint, device=args.device)
-        result = explain(classifier, text)
-    except (CheckpointError, ExplainError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    json.dump(result.to_dict(), sys.stdout, indent=None if args.compact else 1)
-    print()
-    return 0
-
-
 def explain(args) -> int:
     from hierattn.analysis.explain import ExplainError, explain
     from hierattn.checkpoint import CheckpointError, load_classifier

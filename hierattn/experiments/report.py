@@ -21,6 +21,7 @@ from hierattn.models import REGISTRY
 README = EXPERIMENTS.parent / "README.md"
 BEGIN = re.compile(r"<!-- report:(?!end -->)(?P<key>[\w:-]+) -->\n")
 END = "<!-- report:end -->"
+DIFFERENCE = "difference, paired bootstrap 95% interval"
 
 
 
@@ -107,8 +108,7 @@ def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path =
         recipes = "equal" if not differences and better.recipe.epochs == worse.recipe.epochs else "; ".join(
             differences or [f"epochs {better.recipe.epochs} vs {worse.recipe.epochs}"])
         row = {"paper's ordering": ordering.claim, "source": ordering.source, "better (paper) %": better.label,
-               "worse (paper) %": worse.label, "difference, 95% interval": "—", "verdict": "not recorded yet",
-               "recipes": recipes}
+               "worse (paper) %": worse.label, DIFFERENCE: "—", "verdict": "not recorded yet", "recipes": recipes}
         if found_better and found_worse and labels is not None:
             c = paired_bootstrap(_correct(found_better, labels), _correct(found_worse, labels))
             fewest = min(c.better_seeds, c.worse_seeds)
@@ -119,7 +119,7 @@ def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path =
                                     f"(n={c.better_seeds})",
                 "worse (paper) %": f"{worse.label} {mean_sd([r.test_accuracy for r in found_worse])} "
                                    f"(n={c.worse_seeds})",
-                "difference, 95% interval": f"{100 * c.difference:+.2f} [{100 * c.low:+.2f}, {100 * c.high:+.2f}]",
+                DIFFERENCE: f"{100 * c.difference:+.2f} [{100 * c.low:+.2f}, {100 * c.high:+.2f}]",
                 "verdict": f"**{c.verdict}**{seeds}"})
         out.append(row)
     return out

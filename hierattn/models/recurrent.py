@@ -40,7 +40,22 @@ def scan(cell: nn.Module, x: torch.Tensor, mask: torch.Tensor, reverse: bool = F
     return out, extra
 
 
-class CachedLSTMCell(nn.Module):
+class LSTMStateCell(nn.Module):
+    """A cell whose state is (h, c), both (n, hidden), starting at zero, and whose gates' input half
+    is one linear map of every step at once (``scan`` calls ``project`` once)."""
+
+    hidden: int
+    input: nn.Linear
+
+    def project(self, x):
+        return self.input(x)
+
+    def initial_state(self, n, device, dtype):
+        zeros = torch.zeros(n, self.hidden, device=device, dtype=dtype)
+        return zeros, zeros
+
+
+class CachedLSTMCell(LSTMStateCell):
     """Cached LSTM (Xu et al. 2016, "Cached Long Short-Term Memory Neural Networks for Document-Level
     Sentiment Classification"), as the HAN report (section 2.4) uses it.
 
@@ -60,13 +75,6 @@ class CachedLSTMCell(nn.Module):
         self.recurrent = nn.Linear(hidden, 3 * hidden, bias=False)
         self.register_buffer("group", (torch.arange(hidden) // (hidden // groups)).float(), persistent=False)
         self.groups = groups
-
-    def project(self, x):
-        return self.input(x)
-
-    def initial_state(self, n, device, dtype):
-        zeros = torch.zeros(n, self.hidden, device=device, dtype=dtype)
-        return zeros, zeros
 
     def step(self, xg, state):
         h, c = state
@@ -117,7 +125,7 @@ def cumax(x: torch.Tensor) -> torch.Tensor:
     return torch.cumsum(torch.softmax(x, -1), -1)
 
 
-class OrderedNeuronsLSTMCell(nn.Module):
+class OrderedNeuronsLSTMCell(LSTMStateCell):
     """ON-LSTM (Shen et al. 2019, "Ordered Neurons", section 4), with chunk size 1 as the HA-LSTM
     paper runs it (section 4): the master gates have one unit per hidden unit.
 
@@ -137,13 +145,6 @@ class OrderedNeuronsLSTMCell(nn.Module):
         self.hidden = hidden
         self.input = nn.Linear(d_in, 6 * hidden)
         self.recurrent = nn.Linear(hidden, 6 * hidden, bias=False)
-
-    def project(self, x):
-        return self.input(x)
-
-    def initial_state(self, n, device, dtype):
-        zeros = torch.zeros(n, self.hidden, device=device, dtype=dtype)
-        return zeros, zeros
 
     def step(self, xg, state):
         h, c = state
