@@ -76,18 +76,22 @@ def results_rows(dataset: str, experiments: dict[str, Experiment], root: Path = 
     return out
 
 
-def _hardware(dataset: str, experiments: dict[str, Experiment], root: Path) -> str:
-    machines = {r.hardware.split(",")[0] for e in experiments.values() if e.dataset == dataset
-                for r in recorded(root, e)}
-    return ", ".join(sorted(machines)) or "none yet"
+def _cost(dataset: str, experiments: dict[str, Experiment], root: Path) -> str:
+    """Which machines ran the recorded seeds of ``dataset`` (every group), and their total time."""
+    found = [r for e in experiments.values() if e.dataset == dataset for r in recorded(root, e)]
+    planned = sum(len(e.seeds) for e in experiments.values() if e.dataset == dataset)
+    machines = ", ".join(sorted({r.hardware.split(",")[0] for r in found})) or "none yet"
+    hours = sum(r.total_seconds for r in found) / 3600
+    return (f"Each run used one thread ({machines}), two runs at a time. The {len(found)} of {planned} runs "
+            f"registered for {dataset} (these rows and its figures' sweeps) recorded so far took {hours:.1f} hours "
+            f"of one-thread time, about {hours / 2:.1f} hours with two jobs")
 
 
 def results_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
     rows = results_rows(dataset, experiments, root)
     if not rows:
         return f"No experiments are registered for {dataset}.\n"
-    note = (f"Each run used one thread ({_hardware(dataset, experiments, root)}), two runs at a time; "
-            f"`python -m hierattn reproduce {dataset}/ROW` reruns a row.")
+    note = f"{_cost(dataset, experiments, root)}; `python -m hierattn reproduce {dataset}/ROW` reruns a row."
     return markdown(rows, left=4) + "\n" + note + "\n"
 
 
@@ -127,8 +131,6 @@ def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path =
 
 def orderings_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:
     return markdown(ordering_rows(dataset, experiments, root), left=2, right_until=5)
-
-
 
 
 def batch_one_lines(result: dict) -> list[str]:
