@@ -27,7 +27,13 @@ def reproduce(args) -> int:
     for name in args.names:
         matches = [e for key, e in experiments.items() if key == name or (name.endswith("/") and key.startswith(name))]
         if not matches:
-            return _fail(f"no experiment {name!r}; known: {', '.join(experiments)}")
+            import difflib
+
+            close = difflib.get_close_matches(name, list(experiments), n=4, cutoff=0.5)
+            datasets = sorted({e.dataset for e in experiments.values()})
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            return _fail(f"no experiment {name!r}; {hint}rows are DATASET/ROW as in experiments/*.toml, or "
+                         f"{' or '.join(d + '/' for d in datasets)} for a whole data set")
         chosen += [m for m in matches if m not in chosen]
     if args.budget == "quick" and args.results is None:
         return _fail("--budget quick needs --results DIR: its numbers are not the registry's")

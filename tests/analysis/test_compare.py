@@ -22,7 +22,7 @@ DOC = "The market rallied today. Shares in the bank rose sharply! Investors chee
 def explained(checkpoint_dir):
     return {name: explain(load_classifier(checkpoint_dir / name), DOC)
             for name in ("tiny-han", "tiny-hcan", "tiny-sanet", "tiny-hcan-flat-max", "tiny-halstm", "tiny-kimcnn",
-                         "tiny-tfidf")}
+                         "tiny-tfidf", "tiny-onlstm")}
 
 
 def test_hierarchical_importance_is_word_times_sentence_weight(explained):
@@ -47,8 +47,11 @@ def test_every_attention_model_gets_a_distribution_over_its_words(explained, nam
         assert imp.source.startswith("self-attention received")
 
 
-def test_a_model_without_attention_has_no_importance(explained):
-    assert importance(explained["tiny-tfidf"]) is None
+@pytest.mark.parametrize("name", ["tiny-tfidf", "tiny-onlstm"])
+def test_a_model_without_attention_has_no_importance(explained, name):
+    # ON-LSTM's master forget gate is a gate over its units, not a weight on the words: Compare
+    # does not read it as where the model looks
+    assert importance(explained[name]) is None
 
 
 def _imp(values: list[float]) -> Importance:

@@ -232,3 +232,12 @@ def test_topic_versus_sentiment_at_matched_lengths():
     verdicts = [m.value for m in at.markdown if "the raw means would say" in m.value]
     assert len(verdicts) == 2 and all("points at matched lengths" in v for v in verdicts)
     assert any("length buckets both sets share" in e.proto.label for e in at.get("expander"))
+
+
+def test_compare_with_on_lstm_says_it_has_no_word_weights(app_env):
+    at = open_page("pages/compare.py", compare_a="tiny-onlstm", compare_b="tiny-han",
+                   compare_document="The market rallied today. Shares rose sharply!")
+    assert not at.exception
+    said = " ".join(str(e.value) for kind in ("info", "caption", "markdown") for e in getattr(at, kind))
+    assert "Model A (ON-LSTM) has no attention: nothing to shade" in said
+    assert len([m for m in at.metric if m.label.startswith("Prediction")]) == 2

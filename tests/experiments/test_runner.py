@@ -35,3 +35,9 @@ def test_quick_budget_reproduces_records_resumes_and_reports(tmp_path, capsys):
 def test_quick_results_never_go_to_the_registry(capsys):
     assert main(["reproduce", "tweets/han", "--budget", "quick"]) == 2
     assert "--budget quick needs --results" in capsys.readouterr().err
+
+
+def test_an_unknown_row_gets_close_matches_not_the_whole_list(capsys):
+    assert main(["reproduce", "tweets/hcan-onee"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean tweets/hcan-one" in err and "bbc-news/lstm-q20" not in err
