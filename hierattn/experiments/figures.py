@@ -21,8 +21,7 @@ def sweep(dataset: str, group: str, experiments: dict[str, Experiment], root: Pa
     xs = sorted({_x(e.value) for e in rows})
     series: dict[str, list] = {}
     for e in rows:
-        label = e.label if group == "length" else {"mahnn-channels": "MahNN", "mahnn-filters": "MahNN-3"}.get(
-            group, e.label)
+        label = e.label  # a sweep that changes the model's name (MahNN-L) names its line in its spec
         found = recorded(root, e)
         series.setdefault(label, [None] * len(xs))[xs.index(_x(e.value))] = (
             mean([r.test_accuracy for r in found]) if found else None)

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hierattn.checkpoint import fsync
 from hierattn.experiments.spec import ROOT
 
 RESULTS = ROOT / "results"
@@ -56,6 +57,7 @@ def _write_json(path: Path, value) -> None:
         with os.fdopen(fd, "w") as f:
             json.dump(value, f, indent=1)
             f.write("\n")
+        fsync(Path(tmp))  # as checkpoints are: a machine crash cannot leave a renamed, empty result
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
