@@ -22,38 +22,46 @@ VARIANTS = [{"parallel": p, "pooling": pool, "hierarchical": h}
 WARM_UP = 3
 
 
-def _step_times(model_type: str, config: dict, documents, labels, vocab, num_classes: int, order: list[int],
-                device) -> list[float]:
+def _model(model_type: str, config: dict, vocab, num_classes: int, device):
     preset = PRESETS[f"bbc-news-{model_type}"]
     torch.manual_seed(0)
     sized = sized_for_text(model_type, {**preset.model_config, **config}, preset.text.max_sentences,
                            preset.text.max_words)
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": num_classes, **sized}).to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=2e-5)  # the paper's learning rate at batch size 1
-    times = []
-    for position, i in enumerate(order):
-        batch = encode_documents([documents[i]], vocab, [labels[i]]).to(device)
-        start = time.perf_counter()
-        loss = model(batch, return_attentions=False).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if position >= WARM_UP:
-            times.append(time.perf_counter() - start)
-    return times
+    return model, torch.optim.Adam(model.parameters(), lr=2e-5)  # the paper's learning rate at batch size 1
+
+
+def _step(model, optimizer, batch, device) -> float:
+    start = time.perf_counter()
+    loss = model(batch, return_attentions=False).loss
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
 
 
 def batch_one_timing(documents, labels, vocab, num_classes: int, device, steps: int) -> dict:
-    """{"han": ..., "variants": [{name, config, ms_per_document, ratio_to_han, low, high}], verdict}."""
+    """{"han": ..., "variants": [{name, config, ms_per_document, ratio_to_han, low, high}], verdict}.
+
+    The models take turns: each document is one step of every model, one after the other, so a
+    machine that slows down during the measurement slows them all alike instead of whichever model
+    happened to be running then."""
     order = random.Random(0).sample(range(len(documents)), min(len(documents), steps + WARM_UP))
-    han = np.array(_step_times("han", {}, documents, labels, vocab, num_classes, order, device))
+    models = [_model("han", {}, vocab, num_classes, device)] + [
+        _model("hcan", config, vocab, num_classes, device) for config in VARIANTS]
+    times = np.zeros((len(models), len(order)))
+    for position, i in enumerate(order):
+        batch = encode_documents([documents[i]], vocab, [labels[i]]).to(device)
+        for m, (model, optimizer) in enumerate(models):
+            times[m, position] = _step(model, optimizer, batch, device)
+    times = times[:, WARM_UP:]
+    han = times[0]
     rng = np.random.default_rng(0)
     picks = rng.integers(0, len(han), size=(2000, len(han)))
     rows = []
-    for config in VARIANTS:
-        hcan = np.array(_step_times("hcan", config, documents, labels, vocab, num_classes, order, device))
+    for config, hcan in zip(VARIANTS, times[1:]):
         ratios = hcan[picks].mean(1) / han[picks].mean(1)
         low, high = np.percentile(ratios, [2.5, 97.5])
         rows.append({"name": display_name("hcan", config), "config": config, "ms_per_document": 1000 * hcan.mean(),

@@ -144,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``| head``): nothing left to tell anyone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141
     except Exception as exc:  # noqa: BLE001  a bug: one line for the user, the traceback on request
         if os.environ.get("HIERATTN_DEBUG"):
             raise

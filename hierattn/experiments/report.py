@@ -135,15 +135,23 @@ def orderings_table(dataset: str, experiments: dict[str, Experiment], root: Path
 
 def batch_one_lines(result: dict) -> list[str]:
     """HCAN Table 2's timing protocol as measured by the bench (``bench.batch_one``), as Markdown."""
-    lines = [f"HCAN Table 2's protocol on {result.get('hardware', result['device'])}: one document a step, Adam, "
-             f"{result['steps']} timed steps each on the same bbc-news documents. HAN: "
+    torch_version = f" (PyTorch {result['torch']})" if result.get("torch") else ""
+    lines = [f"HCAN Table 2's protocol on {result.get('hardware', result['device'])}{torch_version}: one document a "
+             f"step, Adam, {result['steps']} timed steps each on the same bbc-news documents. HAN: "
              f"{result['han_ms_per_document']:.1f} ms per document.", "",
              "| model | ms per training document | time / HAN's (95% interval) |", "|---|---:|---:|"]
     for row in result["variants"]:
         lines.append(f"| {row['name']} | {row['ms_per_document']:.1f} | {row['ratio_to_han']:.2f} "
                      f"[{row['low']:.2f}, {row['high']:.2f}] |")
-    lines += ["", f"\"{result['paper_claim']}\": **{result['verdict']}** on this machine (below 1 is faster)."]
+    kind = "CPU" if result["device"] == "cpu" else "GPU"
+    lines += ["", f"\"{result['paper_claim']}\": **{result['verdict']}** on this {kind} (below 1 is faster)."]
     return lines
+
+
+def batch_one_markdown(root: Path = RESULTS) -> str | None:
+    """Every recorded batch-1 timing, the CPU's first, then a GPU's where one was measured."""
+    timings = [t for t in (read_timing("batch-one", root), read_timing("batch-one-cuda", root)) if t]
+    return "\n\n".join("\n".join(batch_one_lines(t)) for t in timings) if timings else None
 
 
 def _image(name: str, alt: str) -> str:
@@ -164,9 +172,9 @@ def readme_sections(root: Path = RESULTS) -> dict[str, str]:
                 + _image(f"length-{dataset}-b.svg", f"{dataset}: HA-LSTM-4, -8, -12"))
         sections[f"curves:{dataset}"] = (_image(f"curves-{dataset}.svg", f"{dataset}: HCAN Figure 3") + "\n"
                                          + curves_table(curves(dataset, experiments, root)))
-    timing = read_timing("batch-one", root)
+    timing = batch_one_markdown(root)
     missing = "Not measured yet: `python -m hierattn bench --only batch-one --json bench.json`.\n"
-    sections["timing:batch-one"] = "\n".join(batch_one_lines(timing)) + "\n" if timing else missing
+    sections["timing:batch-one"] = timing + "\n" if timing else missing
     for group, x_name in (("mahnn-channels", "L"), ("mahnn-filters", "k")):
         xs, series = sweep("tweets", group, experiments, root)
         if series:

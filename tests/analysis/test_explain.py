@@ -66,6 +66,22 @@ def test_cli_explain_prints_json(checkpoint_dir, capsys):
     assert {"gini", "diagonality_b1", "diagonality_b5", "head", "sentence"} <= set(out["metrics"][0])
 
 
+def test_cli_output_cut_short_by_its_reader_ends_quietly(checkpoint_dir):
+    """``python -m hierattn explain ... | head``: the reader leaves early; no error, no traceback."""
+    import subprocess
+    import sys
+
+    text = ". ".join(f"word{i} again" for i in range(600))  # JSON far larger than a pipe's buffer
+    run = subprocess.Popen([sys.executable, "-m", "hierattn", "explain", "--checkpoint",
+                            str(checkpoint_dir / "tiny-hcan"), "--text", text],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert run.stdout.read(20).startswith(b"{")
+    run.stdout.close()
+    stderr = run.stderr.read().decode()
+    assert run.wait(timeout=120) == 141
+    assert "error" not in stderr.lower() and "Traceback" not in stderr
+
+
 def test_cli_explain_reports_errors_without_traceback(checkpoint_dir, tmp_path, capsys):
     assert main(["explain", "--checkpoint", str(tmp_path), "--text", "hi"]) == 2
     assert "error:" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.app.downloads import chart
 from hierattn.experiments import figures, report
-from hierattn.experiments.results import RESULTS, fingerprint, read_timing
+from hierattn.experiments.results import RESULTS, fingerprint
 from hierattn.experiments.spec import load_experiments
 
 
@@ -21,8 +21,7 @@ def _computed(dataset: str, results_state: str) -> dict:
            "curves": figures.curves(dataset, experiments, RESULTS, drawn=True)}
     for group in ("mahnn-channels", "mahnn-filters"):
         out[group] = figures.sweep(dataset, group, experiments, RESULTS)
-    timing = read_timing("batch-one", RESULTS)
-    out["batch-one"] = "\n".join(report.batch_one_lines(timing)) if timing else None
+    out["batch-one"] = report.batch_one_markdown(RESULTS)
     return out
 
 
