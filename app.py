@@ -1,5 +1,9 @@
 """hierattn: look inside hierarchical attention classifiers. Run with ``streamlit run app.py``."""
-import streamlit as st
+from hierattn.threads import prepare_environment, serving
+
+prepare_environment()  # before torch is imported: OpenMP reads it once, at its start
+
+import streamlit as st  # noqa: E402
 
 st.set_page_config(page_title="hierattn", page_icon=":material/search:", layout="wide")
 page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":material/search:", default=True),
@@ -8,4 +12,5 @@ page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":materi
                       st.Page("pages/evaluation.py", title="Evaluation", icon=":material/fact_check:"),
                       st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
                       st.Page("pages/tour.py", title="Tour", icon=":material/school:")])
-page.run()
+with serving():  # the server's share of the cores while it computes, beside running trainings
+    page.run()

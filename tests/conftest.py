@@ -15,6 +15,10 @@ CORPUS = [
     "Terrible service. I will never go back. Was it really that bad?",
 ]
 LABELS = ["business", "sport", "positive", "negative"]
+# The thread census (hierattn.threads) of the test session is its own: the tests' training
+# processes neither make room for, nor take room from, runs that train beside the suite.
+os.environ.setdefault("HIERATTN_RUNTIME", os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                                       f"hierattn-tests-{os.getpid()}", "census"))
 
 
 @pytest.fixture(scope="session")

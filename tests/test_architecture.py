@@ -16,15 +16,16 @@ from tests.conftest import REPO
 # layer may always import its own modules.
 ALLOWED: dict[str, tuple[str, ...]] = {
     "contract": (),
+    "threads": (),
     "data": ("contract",),
     "models": ("contract", "data.text"),  # token and vocabulary types; never loaders, splits or batches
     "checkpoint": ("contract", "data", "models"),
     "analysis": ("contract", "data", "models", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
-    "training": ("contract", "data", "models", "checkpoint", "analysis"),
-    "experiments": ("contract", "data", "models", "checkpoint", "analysis", "training", "viz.svg"),
-    "cli": ("contract", "data", "models", "checkpoint", "analysis", "training", "experiments"),
-    "app": ("contract", "data", "models", "checkpoint", "analysis", "training", "experiments", "viz"),
+    "training": ("contract", "threads", "data", "models", "checkpoint", "analysis"),
+    "experiments": ("contract", "threads", "data", "models", "checkpoint", "analysis", "training", "viz.svg"),
+    "cli": ("contract", "threads", "data", "models", "checkpoint", "analysis", "training", "experiments"),
+    "app": ("contract", "threads", "data", "models", "checkpoint", "analysis", "training", "experiments", "viz"),
     "pages": ("app", "viz", "analysis", "data", "checkpoint", "training", "experiments"),
 }
 # Third-party libraries that belong to some layers only (the bench and the tests may use any).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
+from hierattn.threads import serving
 
 
 class _Task:
@@ -18,7 +19,8 @@ class _Task:
 
     def _run(self, compute):
         try:
-            self.result = compute(self._progress)
+            with serving():  # the server's share of the cores, beside any run training now
+                self.result = compute(self._progress)
         except Exception as exc:  # handed to the page that asked, which shows it
             self.error = exc
 

@@ -89,8 +89,11 @@ def pending(experiments: list[Experiment], seeds: int | None, results: Path, for
 
 
 def _one_thread() -> None:
+    import os
+
     import torch
 
+    os.environ["HIERATTN_THREADS"] = "1"  # the training loop's thread budget keeps it (hierattn.threads)
     torch.set_num_threads(1)
 
 

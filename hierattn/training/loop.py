@@ -20,6 +20,7 @@ import torch
 from hierattn.contract import Batch
 from hierattn.data.split import SEED
 from hierattn.data.text import Vocab
+from hierattn.threads import TrainingThreads
 
 
 @dataclass
@@ -205,35 +206,37 @@ def run(model: torch.nn.Module, trained: torch.nn.Module, epochs: Epochs, optimi
             on_event(TrainEvent("epoch", epoch, loss=row["train_loss"], val_accuracy=accuracy, extra=dict(row)))
         return progress.stale >= config.patience
 
-    while progress.epoch <= config.epochs:
-        trained.train()
-        start, first = time.perf_counter(), progress.documents
-        for batch in epochs.batches(progress.epoch, progress.step):
-            began = time.perf_counter()
-            value = optimisation_step(trained, batch, optimizer, scheduler, config, device,
-                                      model.parameters()).item()  # one sync a step
-            progress.train_seconds += time.perf_counter() - began
-            before = progress.documents
-            progress.documents += len(batch) * processes
-            progress.step += 1
-            state["loss_sum"] += value * len(batch)
-            state["loss_documents"] += len(batch)
-            rate = (progress.documents - first) / max(time.perf_counter() - start, 1e-9)
-            if on_step is not None:
-                on_step(progress, torch.tensor(value), rate)
-            if on_event:
-                on_event(TrainEvent("batch", progress.epoch, progress.step, epochs.steps, value, docs_per_s=rate))
-            if validate_every and progress.documents // validate_every > before // validate_every and validate():
-                return Outcome(state["best"], False, True)
-            if stop is not None and stop.is_set() and progress.step < epochs.steps:
-                return Outcome(state["best"], True, False)
-        progress.epoch += 1  # before validating, so a resume state saved there starts the next epoch
-        progress.step = 0
-        if (not validate_every and validate()) or (stop is not None and stop.is_set()):
-            return Outcome(state["best"], False, False)
-    if validate_every and not progress.history:
-        validate()  # a run shorter than one validation interval is still validated once
-    return Outcome(state["best"], False, False)
+    with TrainingThreads() as threads:  # this run's share of the cores, kept between steps
+        while progress.epoch <= config.epochs:
+            trained.train()
+            start, first = time.perf_counter(), progress.documents
+            for batch in epochs.batches(progress.epoch, progress.step):
+                threads.refresh()  # make room for a run or a page computation that started since
+                began = time.perf_counter()
+                value = optimisation_step(trained, batch, optimizer, scheduler, config, device,
+                                          model.parameters()).item()  # one sync a step
+                progress.train_seconds += time.perf_counter() - began
+                before = progress.documents
+                progress.documents += len(batch) * processes
+                progress.step += 1
+                state["loss_sum"] += value * len(batch)
+                state["loss_documents"] += len(batch)
+                rate = (progress.documents - first) / max(time.perf_counter() - start, 1e-9)
+                if on_step is not None:
+                    on_step(progress, torch.tensor(value), rate)
+                if on_event:
+                    on_event(TrainEvent("batch", progress.epoch, progress.step, epochs.steps, value, docs_per_s=rate))
+                if validate_every and progress.documents // validate_every > before // validate_every and validate():
+                    return Outcome(state["best"], False, True)
+                if stop is not None and stop.is_set() and progress.step < epochs.steps:
+                    return Outcome(state["best"], True, False)
+            progress.epoch += 1  # before validating, so a resume state saved there starts the next epoch
+            progress.step = 0
+            if (not validate_every and validate()) or (stop is not None and stop.is_set()):
+                return Outcome(state["best"], False, False)
+        if validate_every and not progress.history:
+            validate()  # a run shorter than one validation interval is still validated once
+        return Outcome(state["best"], False, False)
 
 
 def record(progress: Progress, outcome: Outcome | None, model: torch.nn.Module, config: TrainConfig | dict,

@@ -54,11 +54,30 @@ def test_goals_are_judged_from_the_figures():
                "training_docs_per_s": {"han": 40.0},
                "explain_seconds": {"hcan/1000": {"seconds": 0.031}, "hcan/10000": {"seconds": 0.9}},
                "explore_rerun_seconds": 0.2, "app_memory_mb": 1100.0, "tokens_per_s": 25000.0,
-               "cold_start_seconds": None}
+               "cold_start_seconds": None,
+               "overlap": {"training": {"ratio": 2.4}, "serving": {"explain_ratio": 3.2,
+                                                                 "rerun_training_worst_seconds": 0.4}}}
     met = {name: ok for name, _, _, ok in _goals(results)}
     assert met == {"HCAN training (fast fp32) vs its straightforward fp32 reference": True,
                    "HCAN (fast fp32) / HAN training documents per second": False,
                    "explain, ~1,000 tokens, HCAN, median": False, "explain, ~10,000 tokens, HCAN, median": True,
                    "Explore page rerun, ~1,000 tokens, median": True,
                    "app memory, every shipped checkpoint loaded": False, "tokenisation, long documents": True,
-                   "cold start: `streamlit run` to the first chart in Chromium, median of 3": False}
+                   "cold start: `streamlit run` to the first chart in Chromium, median of 3": False,
+                   "two trainings at once: each one's time / one alone": True,
+                   "explain while a run trains / idle": False, "Explore rerun while a run trains, worst": True}
+
+
+@pytest.mark.slow
+def test_the_overlap_figures_are_measured_under_thread_budgets():
+    """The bench's overlap section end to end on a quick budget: real training processes, the
+    server's computations beside them; figures only (their goals are judged above)."""
+    from bench.run import format_overlap, record_overlap
+
+    result = record_overlap(quick=True)
+    training, serving = result["training"], result["serving"]
+    assert training["alone_seconds"] > 0 and len(training["together_seconds"]) == 2
+    assert training["ratio"] == max(training["together_seconds"]) / training["alone_seconds"]
+    assert serving["explain_idle_seconds"] > 0 and serving["explain_training_seconds"] > 0
+    assert serving["rerun_training_worst_seconds"] >= serving["rerun_training_seconds"] * 0.5
+    assert result["cores"] >= 1 and "two started together" in "\n".join(format_overlap({"overlap": result}))
