@@ -40,6 +40,14 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_overlap(results)))
         return results
+    if only == "gpu":  # the GPU figures alone, recorded under results/timing/ (issue 19)
+        from bench.gpu import format_gpu, record_gpu
+
+        results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        results["gpu"] = record_gpu(quick, checkpoints)
+        Path(out).write_text(json.dumps(results, indent=2))
+        print("\n".join(format_gpu(results["gpu"])))
+        return results
     if only == "batch-one":  # HCAN Table 2's protocol alone, merged, and recorded under results/timing/
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         results["batch_one"] = record_batch_one(quick)
@@ -254,7 +262,9 @@ def format_table(results: dict) -> str:
         for model_type, r in results["statistics_seconds"].items():
             lines.append(f"| {model_type} `{r['checkpoint']}` | {r['documents']} | {r['matrices']:,} | "
                          f"{r['seconds']:.1f} s |")
-    return "\n".join(lines + format_corpus(results))
+    from bench.gpu import format_gpu, recorded_gpu
+
+    return "\n".join(lines + format_corpus(results) + format_gpu(results.get("gpu") or recorded_gpu()))
 
 
 def _goals(results: dict) -> list[tuple[str, str, str, bool]]:

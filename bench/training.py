@@ -15,7 +15,7 @@ from hierattn.training.presets import PRESETS
 
 def training_throughput(model_type: str, documents, labels, vocab, num_classes: int, batches: int, device,
                         precision: str = "fp32", reference: bool = False,
-                        buckets: bool | None = None) -> tuple[float, float]:
+                        buckets: bool | None = None, warm_every_shape: bool = False) -> tuple[float, float]:
     """(documents per second, model FLOPs per document) over the first ``batches`` training steps
     (forward, backward, Adam), after one warm-up step. With ``batches`` at least the number of
     batches, every path sees the same documents, whatever its batching.
@@ -26,7 +26,9 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
     one convolution per Q, K and V, explicit masked softmax, weights kept, ``bernoulli_`` dropout).
     ``buckets``: override the batching alone (default: random for the reference, buckets otherwise),
     so the bench can show what each change buys. ``precision="bf16"``: autocast as
-    ``--precision bf16`` does.
+    ``--precision bf16`` does. ``warm_every_shape``: one untimed pass over every batch first, so
+    that a GPU's one-off work per new shape (which a training run of many epochs pays once) is
+    left out.
     FLOPs are counted once, on the warm-up step, by ``torch.utils.flop_counter``."""
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -54,7 +56,8 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
             loss.backward()
         optimizer.step()
 
-    step(all_batches[0].to(device))  # warms up allocators and kernels, untimed
+    for batch in all_batches if warm_every_shape else all_batches[:1]:  # untimed
+        step(batch.to(device))  # allocators and kernels; on a GPU, cuDNN's plan for each new shape
     timed, docs = 0.0, 0
     for batch in all_batches:
         batch = batch.to(device)

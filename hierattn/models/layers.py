@@ -8,6 +8,12 @@ from contextvars import ContextVar
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# Every batch has its own lengths (length buckets, sentence groups), and cuDNN's attention builds
+# a plan for each new shape: on an H100 that cost ~12 ms a call and made HCAN train at 21
+# documents/s in bf16 (397 without it). The memory-efficient kernel takes the boolean key mask.
+VARYING_SHAPE_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 def masked_softmax(scores: torch.Tensor, key_mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -168,7 +174,10 @@ class ConvMultiHeadSelfAttention(nn.Module):
         q, k, v = (split_heads(t.contiguous(), self.heads) for t in self._qkv(x, mask))
         keys = (mask | ~mask.any(-1, keepdim=True))[:, None, None, :]  # no real position: any keys, output zeroed
         p = self.dropout.p if self.training else 0.0
-        if p == 0.0 or x.device.type != "cpu":
+        if x.device.type == "cuda":
+            with sdpa_kernel(VARYING_SHAPE_BACKENDS):
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=p)
+        elif p == 0.0 or x.device.type != "cpu":
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=keys, dropout_p=p)
         else:
             scores = (q @ k.transpose(-1, -2)).mul_(1 / math.sqrt(q.shape[-1])).masked_fill_(~keys, float("-inf"))
