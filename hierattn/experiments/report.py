@@ -78,13 +78,35 @@ def results_rows(dataset: str, experiments: dict[str, Experiment], root: Path = 
 
 def _cost(dataset: str, experiments: dict[str, Experiment], root: Path) -> str:
     """Which machines ran the recorded seeds of ``dataset`` (every group), and their total time."""
-    found = [r for e in experiments.values() if e.dataset == dataset for r in recorded(root, e)]
-    planned = sum(len(e.seeds) for e in experiments.values() if e.dataset == dataset)
+    rows = [e for e in experiments.values() if e.dataset == dataset]
+    by_row = {e.name: recorded(root, e) for e in rows}
+    found = [r for runs in by_row.values() for r in runs]
+    planned = sum(len(e.seeds) for e in rows)
     machines = ", ".join(sorted({r.hardware.split(",")[0] for r in found})) or "none yet"
     hours = sum(r.total_seconds for r in found) / 3600
-    return (f"Each run used one thread ({machines}), two runs at a time. The {len(found)} of {planned} runs "
+    text = (f"Each run used one thread ({machines}), two runs at a time. The {len(found)} of {planned} runs "
             f"registered for {dataset} (these rows and its figures' sweeps) recorded so far took {hours:.1f} hours "
             f"of one-thread time, about {hours / 2:.1f} hours with two jobs")
+    if found and len(found) < planned:
+        text += (f"; the other {planned - len(found)}, at the pace recorded so far, about "
+                 f"{_remaining_hours(rows, by_row):.1f} more")
+    return text
+
+
+def _remaining_hours(rows: list[Experiment], by_row: dict[str, list[SeedResult]]) -> float:
+    """One-thread hours of the seeds not recorded yet: each at its row's recorded mean, else at the
+    mean of the same model's recorded runs on the data set (a sweep's points), else the median run."""
+    everything = [r for runs in by_row.values() for r in runs]
+    by_model: dict[str, list[float]] = {}
+    for e in rows:
+        by_model.setdefault(e.model, []).extend(r.total_seconds for r in by_row[e.name])
+    typical = float(np.median([r.total_seconds for r in everything]))
+    seconds = 0.0
+    for e in rows:
+        own = [r.total_seconds for r in by_row[e.name]]
+        pace = mean(own) if own else mean(by_model[e.model]) if by_model[e.model] else typical
+        seconds += (len(e.seeds) - len(own)) * pace
+    return seconds / 3600
 
 
 def results_table(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> str:

@@ -101,3 +101,27 @@ def test_sweeps_and_curves_read_the_recorded_results(tmp_path):
     for seed in (1, 2):
         _record(tmp_path, experiments["tweets/han"], seed, 0.7, labels, rng)  # curves [[5, .5], [10, .6]] each
     assert curves("tweets", experiments, tmp_path) == {"HAN": ([5.0, 10.0], [0.5, 0.6])}
+
+
+def test_the_time_still_to_run_is_each_rows_recorded_pace(tmp_path):
+    """The README states how long the unrecorded runs will take: a row at its own recorded mean, a
+    sweep point with nothing recorded at its model's mean on the data set."""
+    from hierattn.experiments.report import _remaining_hours
+    from hierattn.experiments.results import recorded
+
+    experiments = load_experiments()
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 3, 100).tolist()
+    write_test_labels(tmp_path, "tweets", list(range(100)), labels)
+    mahnn = experiments["tweets/mahnn-3"]
+    for seed in mahnn.seeds[:2]:
+        _record(tmp_path, mahnn, seed, 0.7, labels, rng)
+    sweep = [e for e in experiments.values() if e.dataset == "tweets" and e.model == "mahnn" and e.group != "results"]
+    assert sweep, "the MahNN Figure 4 sweeps are registered"
+    rows = [mahnn, *sweep]
+    by_row = {e.name: recorded(tmp_path, e) for e in rows}
+    pace = by_row[mahnn.name][0].total_seconds
+    expected = (len(mahnn.seeds) - 2 + sum(len(e.seeds) for e in sweep)) * pace / 3600
+    assert abs(_remaining_hours(rows, by_row) - expected) < 1e-9 and expected > 0
+    text = results_table("tweets", experiments, tmp_path)
+    assert "at the pace recorded so far, about" in text
