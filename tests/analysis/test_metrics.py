@@ -69,6 +69,10 @@ def test_attention_metrics_crop_to_real_tokens():
     rows = attention_metrics(AttentionMap(w, ("batch", "sentence", "head", "query", "key"), "word", mask))
     assert [(r["sentence"], r["size"]) for r in rows] == [(0, 3), (1, 2)]
     assert all(r["gini"] == pytest.approx(0.0) for r in rows)  # uniform over real tokens: no padding zeros
+    for r in rows:  # each row carries its own size's even spread: uniform attention is exactly that
+        expected = even_spread(r["size"])
+        assert {m: r[f"{m}_even"] for m in expected} == {m: float(v) for m, v in expected.items()}
+        assert r["diagonality_b1"] == pytest.approx(r["diagonality_b1_even"])
 
 
 def test_metrics_refuse_target_attention():
