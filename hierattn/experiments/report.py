@@ -121,8 +121,24 @@ def _correct(found: list[SeedResult], labels: str) -> np.ndarray:
     return np.array([r.correct(labels) for r in found], dtype=bool)
 
 
+def majority_rate(labels: str) -> float:
+    """The accuracy of always answering the test split's largest class: the floor a model must
+    clear before an ordering between it and another says anything about the models."""
+    return max(labels.count(c) for c in set(labels)) / len(labels)
+
+
+def beats_majority(correct: np.ndarray, labels: str) -> bool:
+    """Whether a row's accuracy (each test document's share of right answers over the seeds) is
+    above ``majority_rate`` with 95% confidence (one-sided normal interval over documents)."""
+    per_document = correct.mean(0)
+    low = per_document.mean() - 1.645 * per_document.std(ddof=1) / np.sqrt(len(per_document))
+    return bool(low > majority_rate(labels))
+
+
 def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path = RESULTS) -> list[dict]:
-    """Each paper ordering whose two rows are registered for ``dataset``, decided on what was recorded."""
+    """Each paper ordering whose two rows are registered for ``dataset``, decided on what was
+    recorded. A side that does not beat always answering the largest class is named in the
+    verdict: the ordering then compares a model that has not learned the task at this budget."""
     labels = read_test_labels(root, dataset)
     out = []
     for ordering in load_orderings():
@@ -136,10 +152,17 @@ def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path =
         row = {"paper's ordering": ordering.claim, "source": ordering.source, "better (paper) %": better.label,
                "worse (paper) %": worse.label, DIFFERENCE: "—", "verdict": "not recorded yet", "recipes": recipes}
         if found_better and found_worse and labels is not None:
-            c = paired_bootstrap(_correct(found_better, labels), _correct(found_worse, labels))
+            right_better, right_worse = _correct(found_better, labels), _correct(found_worse, labels)
+            c = paired_bootstrap(right_better, right_worse)
             fewest = min(c.better_seeds, c.worse_seeds)
             seeds = "" if fewest >= 3 else f" ({c.better_seeds} vs {c.worse_seeds} seeds" + (
                 ", seed noise not measured)" if fewest < 2 else ")")
+            untrained = [e.label for e, right in ((better, right_better), (worse, right_worse))
+                         if not beats_majority(right, labels)]
+            if untrained:
+                seeds += (f"; not a test of the paper: {' and '.join(untrained)} "
+                          f"{'does' if len(untrained) == 1 else 'do'} not beat always answering the largest "
+                          f"class ({100 * majority_rate(labels):.1f}%)")
             row.update({
                 "better (paper) %": f"{better.label} {mean_sd([r.test_accuracy for r in found_better])} "
                                     f"(n={c.better_seeds})",

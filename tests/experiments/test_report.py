@@ -125,3 +125,27 @@ def test_the_time_still_to_run_is_each_rows_recorded_pace(tmp_path):
     assert abs(_remaining_hours(rows, by_row) - expected) < 1e-9 and expected > 0
     text = results_table("tweets", experiments, tmp_path)
     assert "at the pace recorded so far, about" in text
+
+
+def test_an_ordering_with_a_side_that_has_not_learned_says_so(tmp_path):
+    """A side no better than always answering the largest class is named in the verdict; a side
+    well above it is not."""
+    from hierattn.experiments.report import beats_majority, majority_rate
+
+    experiments = load_experiments()
+    labels = [0] * 600 + [1] * 200 + [2] * 200  # the largest class: 60%
+    write_test_labels(tmp_path, "tweets", list(range(1000)), labels)
+    assert majority_rate(encode(labels)) == 0.6
+    always_zero = np.array([[t == 0 for t in labels]] * 3)
+    assert not beats_majority(always_zero, encode(labels))
+    assert beats_majority(np.array([[True] * 900 + [False] * 100] * 3), encode(labels))
+    rng = np.random.default_rng(3)
+    for seed in (1, 2, 3):
+        _record(tmp_path, experiments["tweets/han"], seed, 0.9, labels, rng)
+        _record(tmp_path, experiments["tweets/kimcnn"], seed, 0.5, labels, rng)
+        _record(tmp_path, experiments["tweets/hcan"], seed, 0.85, labels, rng)
+    table = orderings_table("tweets", experiments, tmp_path)
+    han_cnn = next(line for line in table.splitlines() if line.startswith("| HAN >= CNN "))
+    assert "not a test of the paper: Kim CNN does not beat always answering the largest class (60.0%)" in han_cnn
+    hcan_han = next(line for line in table.splitlines() if line.startswith("| HCAN >= HAN "))
+    assert "largest class" not in hcan_han
