@@ -5,12 +5,17 @@ prepare_environment()  # before torch is imported: OpenMP reads it once, at its 
 
 import streamlit as st  # noqa: E402
 
-st.set_page_config(page_title="hierattn", page_icon=":material/search:", layout="wide")
-page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":material/search:", default=True),
-                      st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
-                      st.Page("pages/statistics.py", title="Dataset statistics", icon=":material/bar_chart:"),
-                      st.Page("pages/evaluation.py", title="Evaluation", icon=":material/fact_check:"),
-                      st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
-                      st.Page("pages/tour.py", title="Tour", icon=":material/school:")])
-with serving():  # the server's share of the cores while it computes, beside running trainings
-    page.run()
+if __name__ != "__main__":  # `streamlit run app.py` imports this module to serve it
+    from hierattn.app.warm import lifespan
+
+    app = st.App(__file__, lifespan=lifespan)
+else:  # every page run of every session
+    st.set_page_config(page_title="hierattn", page_icon=":material/search:", layout="wide")
+    page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":material/search:", default=True),
+                          st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
+                          st.Page("pages/statistics.py", title="Dataset statistics", icon=":material/bar_chart:"),
+                          st.Page("pages/evaluation.py", title="Evaluation", icon=":material/fact_check:"),
+                          st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+                          st.Page("pages/tour.py", title="Tour", icon=":material/school:")])
+    with serving():  # the server's share of the cores while it computes, beside running trainings
+        page.run()

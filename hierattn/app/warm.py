@@ -1,0 +1,43 @@
+"""Server start-up. ``streamlit run app.py`` finds the ``st.App`` in app.py and calls its
+lifespan before it accepts connections; this lifespan starts a thread that does what every first
+page run would otherwise do first (import torch, plotly and pandas, load spaCy's pipeline, read the
+default checkpoint's data set for its samples) and returns at once, so that this work overlaps the
+first visitor's browser loading Streamlit's JavaScript instead of following it. A page that needs
+a module before the thread has imported it simply waits for that import (Python's import lock)."""
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import asynccontextmanager
+
+from hierattn.checkpoint import checkpoint_root, list_checkpoints
+
+
+def warm_up() -> None:
+    import pandas  # noqa: F401
+
+    from hierattn import viz  # noqa: F401  plotly
+    from hierattn.analysis import explain  # noqa: F401  torch
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.text import tokenize
+
+    tokenize("The tokeniser is ready. Its pipeline loads once.")
+    for path in list_checkpoints(checkpoint_root())[:1]:  # the one Explore opens with (its samples)
+        try:
+            dataset = json.loads((path / "config.json").read_text()).get("dataset")
+            if dataset:
+                load_builtin(dataset)
+        except Exception:  # noqa: BLE001  a head start only: the page reports any real problem itself
+            pass
+
+
+def start() -> threading.Thread:
+    thread = threading.Thread(target=warm_up, name="hierattn-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+@asynccontextmanager
+async def lifespan(_app):
+    start()
+    yield

@@ -1,0 +1,40 @@
+"""Server start-up: `streamlit run app.py` serves app.py's `st.App`, whose lifespan starts the
+warm-up thread and returns at once; the thread leaves the first page's work done."""
+import asyncio
+import json
+from pathlib import Path
+
+from streamlit.web.server.app_discovery import discover_asgi_app
+
+from hierattn.app import warm
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_streamlit_run_finds_the_app_with_its_lifespan():
+    found = discover_asgi_app(ROOT / "app.py")
+    assert found.is_asgi_app and found.import_string == "app:app"
+
+
+def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_path, monkeypatch):
+    from hierattn.data import builtin, text
+
+    first = tmp_path / "a-first"
+    first.mkdir()
+    (first / "config.json").write_text(json.dumps({"dataset": "tweets"}))
+    monkeypatch.setattr(warm, "list_checkpoints", lambda root: [first, tmp_path / "b-second"])
+    read = []
+    monkeypatch.setattr(builtin, "load_builtin", read.append)
+    started = []
+    monkeypatch.setattr(warm, "start", lambda real=warm.start: started.append(real()) or started[-1])
+    text._nlp.cache_clear()
+
+    async def serve():
+        async with warm.lifespan(None):
+            return len(started)  # the server accepts connections from here on, the thread still working
+
+    assert asyncio.run(serve()) == 1
+    started[0].join(timeout=120)
+    assert not started[0].is_alive()
+    assert text._nlp.cache_info().currsize == 1  # spaCy's pipeline is built
+    assert read == ["tweets"]  # the data set of the checkpoint Explore opens with, for its samples
