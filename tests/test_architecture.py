@@ -191,3 +191,13 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     assert size_violations(tmp_path) == [f"hierattn/analysis/tour.py: {too_long} lines > {MAX_MODULE_LINES}"]
     assert model_name_violations(tmp_path, {"toy"}) == ["pages/explore.py:2: 'toy'"]
     assert map_name_violations(tmp_path) == ["pages/explore.py:3: 'word.maxpool'"]
+
+
+def test_no_page_file_shadows_a_standard_library_module():
+    """Streamlit puts a page's folder on sys.path while the page runs (AppTest of a page file), so
+    pages/statistics.py once replaced the standard library's statistics for everything imported then."""
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    clashes = [p.name for p in (root / "pages").glob("*.py") if p.stem in sys.stdlib_module_names]
+    assert not clashes, f"rename these pages (keep their URL with st.Page(..., url_path=...)): {clashes}"

@@ -10,7 +10,6 @@ def mean(values) -> float:
 
 
 def sd(values: list[float]) -> float:
-    # not the statistics module: the app's page "statistics" shadows that name while it runs
     return float(np.std(values, ddof=1))
 
 

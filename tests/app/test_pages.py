@@ -66,7 +66,7 @@ def test_compare_two_self_attention_models_and_the_difference_map():
 
 
 def test_statistics_table_for_a_few_documents():
-    at = open_page("pages/statistics.py", stats_documents=12)
+    at = open_page("pages/dataset_statistics.py", stats_documents=12)
     assert at.selectbox(key="stats_model").value == "bbc-news-hcan"
     table = at.dataframe[0].value
     assert list(table.index) == ["Gini coefficient"] + [f"Diagonality (bandwidth = {b})" for b in range(1, 6)]
@@ -88,13 +88,13 @@ def test_statistics_table_for_a_few_documents():
 
 
 def test_statistics_page_says_when_a_model_has_no_self_attention():
-    at = open_page("pages/statistics.py", stats_model="bbc-news-han", stats_documents=5)
+    at = open_page("pages/dataset_statistics.py", stats_model="bbc-news-han", stats_documents=5)
     assert any("has no self-attention" in i.value for i in at.info)
 
 
 @pytest.mark.slow
 def test_topic_versus_sentiment_panel():
-    at = open_page("pages/statistics.py", stats_model="bbc-news-sanet", stats_documents=3,
+    at = open_page("pages/dataset_statistics.py", stats_model="bbc-news-sanet", stats_documents=3,
                    stats_topic="bbc-news-sanet", stats_sentiment="tweets-sanet")
     at.button(key="stats_pair_go").click().run()
     settle(at)
@@ -154,14 +154,14 @@ def test_statistics_page_survives_a_corrupted_checkpoint(checkpoint_dir, tmp_pat
     shutil.copytree(checkpoint_dir, root)
     (root / "tiny-sanet" / "model.safetensors").write_bytes(b"not a safetensors file")
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
-    at = open_page("pages/statistics.py", stats_model="tiny-hcan", stats_documents=5)
+    at = open_page("pages/dataset_statistics.py", stats_model="tiny-hcan", stats_documents=5)
     options = at.selectbox(key="stats_topic").options
     assert "tiny-hcan · HCAN" in options and not any(o.startswith("tiny-sanet") for o in options)
 
 
 @pytest.mark.slow
 def test_statistics_erasure_curves_over_a_split():
-    at = open_page("pages/statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=20,
+    at = open_page("pages/dataset_statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=20,
                    erasure_documents=10)
     assert at.toggle(key="erasure_occlusion").value  # tweets are short: leave-one-out is on by default
     at.button(key="erasure_go").click().run()
@@ -221,7 +221,7 @@ def test_a_compare_link_reopens_the_comparison():
 def test_topic_versus_sentiment_at_matched_lengths():
     """Two hierarchical models, whose word-level matrices (sentences) share lengths: the panel
     compares them within length buckets, with the interval, and lists the buckets."""
-    at = open_page("pages/statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=3,
+    at = open_page("pages/dataset_statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=3,
                    stats_topic="bbc-news-hcan", stats_sentiment="tweets-hcan")
     at.button(key="stats_pair_go").click().run()
     settle(at)
