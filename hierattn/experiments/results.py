@@ -6,7 +6,7 @@ against which every recorded prediction string is read.
 A result holds the seed's validation and test accuracy, its predictions on every test document
 (one character per document, the class id in the data set's label order, documents in data-set
 order), the validation curve (training seconds, validation accuracy) for HCAN's Figure 3, the
-training time, the parameters and the hardware.
+training time, the parameters, the hardware and the commit of the code that ran it.
 """
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ class SeedResult:
     hardware: str
     curve: list = field(default_factory=list)  # [[training seconds, validation accuracy], ...]
     budget: str = "full"
+    code: str = ""  # the commit that ran it ("+changes" when tracked files differed); "" if unknown or older
 
     def correct(self, labels: str) -> list[bool]:
         return [p == t for p, t in zip(self.predictions, labels)]

@@ -67,9 +67,24 @@ def run_seed(experiment: Experiment, seed: int, results: Path = RESULTS, runs: P
         total_seconds=round(metrics["total_training_seconds"], 2),
         train_ms_per_document=round(metrics["train_ms_per_document"], 3), epochs_run=metrics["epochs_run"],
         best_epoch=metrics["best_epoch"], num_parameters=metrics["num_parameters"], hardware=hardware(),
-        curve=curve, budget=budget)
+        curve=curve, budget=budget, code=code_version())
     write_result(results, result)
     return result
+
+
+def code_version(root: Path = ROOT) -> str:
+    """The commit of the code a run used, with "+changes" when tracked files differed from it; ""
+    outside a git checkout (a result stays valid without it: its spec's digest is what counts)."""
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                 capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return commit[:12] + ("+changes" if changed else "")
 
 
 def pending(experiments: list[Experiment], seeds: int | None, results: Path, force: bool) -> list[tuple]:

@@ -6,7 +6,7 @@ import pytest
 
 from hierattn.cli import main
 from hierattn.experiments.results import read_test_labels
-from hierattn.experiments.runner import pending
+from hierattn.experiments.runner import code_version, pending
 from hierattn.experiments.spec import load_experiments
 
 
@@ -22,6 +22,7 @@ def test_quick_budget_reproduces_records_resumes_and_reports(tmp_path, capsys):
     right = sum(p == t for p, t in zip(recorded["predictions"], labels)) / len(labels)
     assert recorded["test_accuracy"] == pytest.approx(right)
     assert recorded["budget"] == "quick" and recorded["epochs_run"] == 1 and recorded["curve"]
+    assert recorded["code"] == code_version() != ""  # the commit that produced it, this checkout's
     assert (runs / "tweets/han/seed-1/model.safetensors").exists()  # the model behind the numbers
     experiments = load_experiments()
     assert pending([experiments["tweets/han"]], 1, results, force=False) == []  # resumes: nothing to redo
@@ -41,3 +42,28 @@ def test_an_unknown_row_gets_close_matches_not_the_whole_list(capsys):
     assert main(["reproduce", "tweets/hcan-onee"]) == 2
     err = capsys.readouterr().err
     assert "did you mean tweets/hcan-one" in err and "bbc-news/lstm-q20" not in err
+
+
+def test_the_code_version_names_the_commit_and_says_when_tracked_files_differ(tmp_path):
+    import re
+    import subprocess
+
+    assert code_version(tmp_path) == ""  # not a checkout: unknown, and the result is still valid
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "model.py").write_text("x = 1\n")
+    subprocess.run(git + ["-C", str(tmp_path), "add", "."], check=True)
+    subprocess.run(git + ["-C", str(tmp_path), "commit", "-qm", "m"], check=True)
+    clean = code_version(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{12}", clean)
+    (tmp_path / "results.json").write_text("{}")  # untracked output: still the committed code
+    assert code_version(tmp_path) == clean
+    (tmp_path / "model.py").write_text("x = 2\n")
+    assert code_version(tmp_path) == clean + "+changes"
+
+
+def test_results_recorded_before_the_code_field_still_read():
+    from hierattn.experiments.results import RESULTS, read_result
+
+    result = read_result(RESULTS, "tweets/han", 1)
+    assert result is not None and (result.code == "" or len(result.code) >= 12)
