@@ -99,6 +99,14 @@ def census(root: Path | None = None, now: float | None = None) -> Census:
     return Census(trainings, serving)
 
 
+def threads_of(pid: int, root: Path | None = None) -> int | None:
+    """The threads a training process reported for itself (its census entry), None if unknown."""
+    try:
+        return int(json.loads(((root or runtime_dir()) / f"train-{pid}.json").read_text())["threads"]) or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def training_budget(state: Census, available: int) -> int:
     return max(1, (available - state.serving) // max(state.trainings, 1))
 

@@ -112,6 +112,7 @@ def test_a_started_training_job_reports_the_budget_it_set(tmp_path, monkeypatch)
         while entry() is None and time.time() < deadline:
             time.sleep(0.1)
         assert entry() is not None and entry()["threads"] == 4 and entry()["pid"] != os.getpid()  # alone: every core
+        assert job.snapshot()["threads"] == 4 and job.snapshot()["cores"] == 4  # what the Train page shows
         with serving() as granted:  # the server computes: 4 // 2 for it, the rest for the run
             assert granted == 2
             deadline = time.time() + 30

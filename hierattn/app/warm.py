@@ -11,6 +11,7 @@ import threading
 from contextlib import asynccontextmanager
 
 from hierattn.checkpoint import checkpoint_root, list_checkpoints
+from hierattn.training.jobs import stop_all
 
 
 def warm_up() -> None:
@@ -41,3 +42,6 @@ def start() -> threading.Thread:
 async def lifespan(_app):
     start()
     yield
+    # Shutting down (Ctrl-C, SIGTERM): uvicorn may end the process by re-raising the signal, which
+    # skips the exit handlers that would end daemon children, so the training runs end here.
+    stop_all()

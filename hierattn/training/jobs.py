@@ -26,6 +26,7 @@ from pathlib import Path
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
+from hierattn.threads import cores, threads_of
 from hierattn.training.in_memory import train
 from hierattn.training.loop import TrainConfig, TrainEvent
 from hierattn.training.sharpness import mean_self_attention_metrics
@@ -35,6 +36,27 @@ ACTIVE = ("preparing", "running")
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Names Windows reserves for devices; refused everywhere so checkpoints copy between systems.
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
+
+
+_LIVE: set = set()  # training processes of this app process that have not ended
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all(timeout: float = 5.0) -> int:
+    """End every training process this app process started (the server is shutting down): a
+    daemon child is only ended by a normal interpreter exit, and a server stopped by a signal may
+    not exit normally. Returns how many were still running."""
+    with _LIVE_LOCK:
+        running = [p for p in _LIVE if p.is_alive()]
+        _LIVE.clear()
+    for process in running:
+        process.terminate()
+    for process in running:
+        process.join(timeout)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout)
+    return len(running)
 
 
 class JobError(ValueError):
@@ -106,7 +128,8 @@ class TrainingJob:
                     "eta_seconds": eta, "elapsed_seconds": elapsed, "history": [dict(h) for h in self.history],
                     "losses": list(self.losses), "message": self.message, "metrics": dict(self.metrics),
                     "model_type": self.model_type, "dataset": self.dataset.name, "documents": len(self.dataset.texts),
-                    "stopping": self.stop.is_set()}
+                    "stopping": self.stop.is_set(), "cores": cores(),
+                    "threads": threads_of(self._process.pid) if self._process and self.status == "running" else None}
 
     # -- the thread's side ------------------------------------------------------------------
     def _on_event(self, event: TrainEvent) -> None:
@@ -136,6 +159,8 @@ class TrainingJob:
             self._finish("failed", f"training could not start: {exc}")
             return
         self._process = process
+        with _LIVE_LOCK:
+            _LIVE.add(process)
         outcome = None
         while outcome is None:
             try:
@@ -152,6 +177,8 @@ class TrainingJob:
             else:
                 outcome = (kind, payload)
         process.join(timeout=10)
+        with _LIVE_LOCK:
+            _LIVE.discard(process)
         kind, payload = outcome
         if kind == "crashed":
             self._finish("failed", f"the training process stopped unexpectedly (exit code {payload}); nothing "

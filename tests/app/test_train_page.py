@@ -1,5 +1,6 @@
 """The Train page (AppTest) and the job machinery under it."""
 import json
+import re
 import shutil
 import threading
 import time
@@ -111,6 +112,8 @@ def test_cancel_keeps_the_best_epoch_so_far(train_env):
     at = configure(upload(open_train_page(), toy_csv(60)), "films-cancel", epochs=200)
     at.button(key="start").click().run()
     wait_for(at, lambda a: bool(a.get("plotly_chart")) and bool(a.progress))  # progress and curves are live
+    wait_for(at, lambda a: bool(a.progress) and " cores" in a.progress[0].text)
+    assert re.search(r"documents/s on \d+ of \d+ cores", at.progress[0].text)  # its share of the machine, shown
     job = next(j for j in __import__("hierattn.app.train_form", fromlist=["job_manager"]).job_manager().jobs()
                if j.name == "films-cancel")
     deadline = time.time() + 60
@@ -267,3 +270,22 @@ def test_data_that_cannot_reach_the_training_process_fails_clearly(tmp_path):
     job.dataset = Dataset("odd", [lambda: None] * 40, list(range(2)) * 20, ["a", "b"])  # not picklable
     job.run()
     assert job.status == "failed" and "could not start" in job.message
+
+
+@pytest.mark.slow
+def test_a_stopping_server_ends_its_training_processes(tmp_path):
+    """stop_all (the server's shutdown) ends a run's process, which a server killed by a signal
+    would otherwise leave training on its own."""
+    from hierattn.training.jobs import stop_all
+
+    job = JobManager().start(_job(tmp_path, "orphan", epochs=500))
+    deadline = time.time() + 60
+    while job._process is None and time.time() < deadline:
+        time.sleep(0.1)
+    process = job._process
+    assert process is not None and process.is_alive()
+    assert stop_all() == 1
+    assert not process.is_alive()
+    while job.active and time.time() < deadline:  # the watching thread sees its process gone
+        time.sleep(0.1)
+    assert job.status == "failed" and not (tmp_path / "orphan").exists()

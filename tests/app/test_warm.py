@@ -33,7 +33,10 @@ def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_
         async with warm.lifespan(None):
             return len(started)  # the server accepts connections from here on, the thread still working
 
+    stopped = []
+    monkeypatch.setattr(warm, "stop_all", lambda: stopped.append(True))
     assert asyncio.run(serve()) == 1
+    assert stopped == [True]  # the server's shutdown ended the training runs it started
     started[0].join(timeout=120)
     assert not started[0].is_alive()
     assert text._nlp.cache_info().currsize == 1  # spaCy's pipeline is built

@@ -134,6 +134,8 @@ def run_panel(jobs, job_id: str) -> None:
             else:
                 eta = snap["eta_seconds"]
                 rate = f"{snap['docs_per_s']:.0f} documents/s" if snap["docs_per_s"] else ""
+                if snap["threads"]:  # its share of the cores, shrunk while other runs or pages compute
+                    rate += f" on {snap['threads']} of {snap['cores']} cores"
                 text = (f"Epoch {snap['epoch']}/{snap['epochs']}, batch {snap['step']}/{snap['steps']} · {rate}"
                         + (f" · about {duration(eta)} left" if eta is not None else ""))
                 st.progress(min(snap["fraction"], 1.0), text=text)
