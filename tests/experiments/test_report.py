@@ -38,20 +38,27 @@ def _record(root, experiment, seed, correct_share, labels, rng):
                                   [[5.0, 0.5], [10.0, 0.6]]))
 
 
+def _record_rows(root, experiments, shares: dict, labels, rng):
+    """Three seeds of each row, each right on about ``shares[row]`` of the test documents."""
+    for seed in (1, 2, 3):
+        for row, share in shares.items():
+            _record(root, experiments[f"tweets/{row}"], seed, share, labels, rng)
+
+
+def _ordering(table: str, start: str) -> str:
+    return next(line for line in table.splitlines() if line.startswith(start))
+
+
 def test_orderings_read_recorded_predictions_into_a_verdict(tmp_path):
     experiments = load_experiments()
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 3, 3000).tolist()
     write_test_labels(tmp_path, "tweets", list(range(3000)), labels)
-    for seed in (1, 2, 3):
-        _record(tmp_path, experiments["tweets/hcan"], seed, 0.70, labels, rng)
-        _record(tmp_path, experiments["tweets/han"], seed, 0.76, labels, rng)
-        _record(tmp_path, experiments["tweets/kimcnn"], seed, 0.755, labels, rng)
+    _record_rows(tmp_path, experiments, {"hcan": 0.70, "han": 0.76, "kimcnn": 0.755}, labels, rng)
     table = orderings_table("tweets", experiments, tmp_path)
-    hcan_han = next(line for line in table.splitlines() if line.startswith("| HCAN >= HAN "))
+    hcan_han = _ordering(table, "| HCAN >= HAN ")
     assert "**reversed**" in hcan_han and "(n=3)" in hcan_han and "| equal |" in hcan_han
-    han_cnn = next(line for line in table.splitlines() if line.startswith("| HAN >= CNN "))
-    assert "**within noise**" in han_cnn
+    assert "**within noise**" in _ordering(table, "| HAN >= CNN ")
     assert "not recorded yet" in next(line for line in table.splitlines() if "SANet" in line)
     results = results_table("tweets", experiments, tmp_path)
     han_row = next(line for line in results.splitlines() if "`han`" in line)
@@ -139,13 +146,8 @@ def test_an_ordering_with_a_side_that_has_not_learned_says_so(tmp_path):
     always_zero = np.array([[t == 0 for t in labels]] * 3)
     assert not beats_majority(always_zero, encode(labels))
     assert beats_majority(np.array([[True] * 900 + [False] * 100] * 3), encode(labels))
-    rng = np.random.default_rng(3)
-    for seed in (1, 2, 3):
-        _record(tmp_path, experiments["tweets/han"], seed, 0.9, labels, rng)
-        _record(tmp_path, experiments["tweets/kimcnn"], seed, 0.5, labels, rng)
-        _record(tmp_path, experiments["tweets/hcan"], seed, 0.85, labels, rng)
+    _record_rows(tmp_path, experiments, {"han": 0.9, "kimcnn": 0.5, "hcan": 0.85}, labels, np.random.default_rng(3))
     table = orderings_table("tweets", experiments, tmp_path)
-    han_cnn = next(line for line in table.splitlines() if line.startswith("| HAN >= CNN "))
-    assert "not a test of the paper: Kim CNN does not beat always answering the largest class (60.0%)" in han_cnn
-    hcan_han = next(line for line in table.splitlines() if line.startswith("| HCAN >= HAN "))
-    assert "largest class" not in hcan_han
+    assert ("not a test of the paper: Kim CNN does not beat always answering the largest class (60.0%)"
+            in _ordering(table, "| HAN >= CNN "))
+    assert "largest class" not in _ordering(table, "| HCAN >= HAN ")
