@@ -90,3 +90,28 @@ def matmul_peak(dtype: torch.dtype, device, size: int = 2048, repeats: int = 5) 
     if device.type == "cuda":
         torch.cuda.synchronize()
     return 2 * size ** 3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+def han_paths_gap(documents, labels, vocab, num_classes: int, batches: int) -> float:
+    """Largest absolute difference, over the first ``batches`` bench batches, between HAN's fast
+    path and today's implementation (``layers.straightforward``: ``nn.GRU`` on packed sequences,
+    attention scored at every padded position): logits, both attention maps, and every parameter's
+    gradient, dropout off so that both paths compute one function."""
+    from hierattn.models.layers import straightforward
+
+    preset = PRESETS["bbc-news-han"]
+    torch.manual_seed(0)
+    config = {"vocab_size": len(vocab), "num_classes": num_classes, **preset.model_config, "dropout": 0.0}
+    model = build_model("han", config).train()
+    gap = 0.0
+    for batch in bucketed_batches(documents, labels, vocab, preset.train.batch_size, shuffle=True)[:batches]:
+        outputs = []
+        for reference in (True, False):
+            model.zero_grad()
+            with straightforward() if reference else nullcontext():
+                out = model(batch)
+            out.loss.backward()
+            outputs.append([out.logits.detach()] + [a.weights.detach() for a in out.attentions.values()]
+                           + [p.grad.clone() for p in model.parameters()])
+        gap = max([gap] + [float((a - b).abs().max()) for a, b in zip(*outputs)])
+    return gap

@@ -7,10 +7,18 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from hierattn.contract import AttentionMap, Batch
+from hierattn.models import bigru
+from hierattn.models.layers import is_straightforward
 
 
 def run_rnn(rnn: nn.RNNBase, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(N, L, d_in), (N, L) -> (N, L, d_out), packed so that padding never enters the recurrence."""
+    """(N, L, d_in), (N, L) -> (N, L, d_out), packed so that padding never enters the recurrence.
+
+    A bidirectional GRU on the CPU runs as ``bigru.fused_bigru`` (same numbers, about twice as
+    fast to train); inside ``layers.straightforward()`` it runs as ``nn.GRU`` on a packed sequence,
+    the implementation the bench and the tests compare it with."""
+    if bigru.fits(rnn, x) and not is_straightforward():
+        return bigru.fused_bigru(rnn, x, mask) * mask.unsqueeze(-1)
     lengths = mask.sum(-1).clamp(min=1).cpu()
     packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     out, _ = rnn(packed)

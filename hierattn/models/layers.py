@@ -225,5 +225,11 @@ class AdditiveAttention(nn.Module):
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor):
         # h: (N, L, d_in); mask (N, L) -> out (N, d_in), weights (N, L)
-        weights = masked_softmax(torch.tanh(self.proj(h)) @ self.context, mask)
+        if _REFERENCE.get():
+            scores = torch.tanh(self.proj(h)) @ self.context
+        else:  # the projection and tanh at real positions only: the same scores, without padding's share
+            real = mask.view(-1).nonzero().squeeze(1)  # (T,)
+            real_scores = torch.tanh(self.proj(h.reshape(-1, h.shape[-1]).index_select(0, real))) @ self.context
+            scores = h.new_zeros(mask.numel()).index_copy(0, real, real_scores).view(mask.shape)
+        weights = masked_softmax(scores, mask)
         return (weights.unsqueeze(-1) * h).sum(1), weights
