@@ -124,3 +124,19 @@ def test_a_started_training_job_reports_the_budget_it_set(tmp_path, monkeypatch)
         while job.active:
             time.sleep(0.1)
     assert not list(census_dir.glob("train-*.json"))  # the run left the census when it ended
+
+
+def test_the_readme_table_of_shares_is_what_the_budgets_give():
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parent.parent.joinpath("README.md").read_text()
+    table = text.split("<!-- threads:table -->")[1].split("<!-- threads:end -->")[0]
+    rows = [line.strip("|").split("|") for line in table.strip().splitlines()[2:]]
+    assert [int(r[0]) for r in rows] == [1, 2, 4, 8, 16]
+    for cells in rows:
+        n, alone, pair, beside, page = (int(c) for c in cells)
+        serving_now = serving_budget(Census(trainings=1, serving=0), n)
+        assert alone == training_budget(Census(trainings=1, serving=0), n)
+        assert pair == training_budget(Census(trainings=2, serving=0), n)
+        assert page == serving_now
+        assert beside == training_budget(Census(trainings=1, serving=serving_now), n)
