@@ -87,6 +87,8 @@ def fused_bigru(gru: nn.GRU, x: torch.Tensor, mask: torch.Tensor) -> torch.Tenso
     for a one-layer bidirectional ``nn.GRU`` (whose parameters it uses)."""
     N, L, d_in = x.shape
     H = gru.hidden_size
+    if N == 0 or L == 0:
+        return x.new_zeros(N, L, 2 * H) + 0 * x.sum()  # nothing to run; keeps the graph connected
     lengths = mask.sum(-1).clamp(min=1)
     lengths, order = torch.sort(lengths, descending=True, stable=True)
     running = torch.arange(L, device=x.device)[:, None] < lengths[None, :]  # (L, N): sorted row i runs at t

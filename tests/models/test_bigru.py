@@ -62,6 +62,14 @@ def test_fused_bigru_does_not_see_padding():
     torch.testing.assert_close(a[:1, :3], alone)
 
 
+def test_no_sequences_give_an_empty_output_and_gradient():
+    gru = nn.GRU(3, 2, batch_first=True, bidirectional=True)
+    x = torch.zeros(0, 4, 3, requires_grad=True)
+    out = bigru.fused_bigru(gru, x, torch.zeros(0, 4, dtype=torch.bool))
+    out.sum().backward()
+    assert out.shape == (0, 4, 4) and x.grad.shape == x.shape
+
+
 def test_other_recurrences_keep_nn_rnn():
     x = torch.zeros(2, 3, 4)
     assert not bigru.fits(nn.LSTM(4, 2, batch_first=True, bidirectional=True), x)
