@@ -123,3 +123,18 @@ def test_a_cache_without_its_meta_file_is_not_used(cache_root, tmp_path):
     with pytest.raises(FileNotFoundError, match="not a complete corpus cache"):
         CachedCorpus(report.path)
     assert not build_cache(open_corpus(CORPORA / "reviews.tsv"), TextConfig(), processes=1).reused  # rebuilt
+
+
+def test_a_process_started_by_a_large_parent_reports_its_own_peak_memory():
+    """``ru_maxrss`` survives exec: a child of a 400 MB parent used to report 400 MB."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    ballast = bytearray(400 * 2**20)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+    code = "from hierattn.training.corpus_cache import peak_memory_mb; print(peak_memory_mb()['main'])"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert float(done.stdout) < 300, done.stdout
+    del ballast
