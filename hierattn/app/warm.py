@@ -7,11 +7,12 @@ a module before the thread has imported it simply waits for that import (Python'
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from contextlib import asynccontextmanager
 
-from hierattn.checkpoint import checkpoint_root, list_checkpoints
-from hierattn.training.jobs import stop_all
+# Nothing here imports torch at module level: app.py imports this module before the server listens,
+# and torch's 1-1.6 s import belongs in the warm-up thread, beside the browser's loading.
 
 
 def warm_up() -> None:
@@ -19,6 +20,7 @@ def warm_up() -> None:
 
     from hierattn import viz  # noqa: F401  plotly
     from hierattn.analysis import explain  # noqa: F401  torch
+    from hierattn.checkpoint import checkpoint_root, list_checkpoints
     from hierattn.data.builtin import load_builtin
     from hierattn.data.text import tokenize
 
@@ -44,4 +46,6 @@ async def lifespan(_app):
     yield
     # Shutting down (Ctrl-C, SIGTERM): uvicorn may end the process by re-raising the signal, which
     # skips the exit handlers that would end daemon children, so the training runs end here.
-    stop_all()
+    jobs = sys.modules.get("hierattn.training.jobs")  # never imported: no session started a run
+    if jobs is not None:
+        jobs.stop_all()

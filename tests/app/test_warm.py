@@ -2,6 +2,8 @@
 warm-up thread and returns at once; the thread leaves the first page's work done."""
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from streamlit.web.server.app_discovery import discover_asgi_app
@@ -17,12 +19,14 @@ def test_streamlit_run_finds_the_app_with_its_lifespan():
 
 
 def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_path, monkeypatch):
+    from hierattn import checkpoint
     from hierattn.data import builtin, text
+    from hierattn.training import jobs
 
     first = tmp_path / "a-first"
     first.mkdir()
     (first / "config.json").write_text(json.dumps({"dataset": "tweets"}))
-    monkeypatch.setattr(warm, "list_checkpoints", lambda root: [first, tmp_path / "b-second"])
+    monkeypatch.setattr(checkpoint, "list_checkpoints", lambda root: [first, tmp_path / "b-second"])
     read = []
     monkeypatch.setattr(builtin, "load_builtin", read.append)
     started = []
@@ -34,10 +38,18 @@ def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_
             return len(started)  # the server accepts connections from here on, the thread still working
 
     stopped = []
-    monkeypatch.setattr(warm, "stop_all", lambda: stopped.append(True))
+    monkeypatch.setattr(jobs, "stop_all", lambda: stopped.append(True))
     assert asyncio.run(serve()) == 1
     assert stopped == [True]  # the server's shutdown ended the training runs it started
     started[0].join(timeout=120)
     assert not started[0].is_alive()
     assert text._nlp.cache_info().currsize == 1  # spaCy's pipeline is built
     assert read == ["tweets"]  # the data set of the checkpoint Explore opens with, for its samples
+
+
+def test_the_server_listens_before_torch_is_imported():
+    """app.py imports the warm-up module before the server accepts connections: torch (1-1.6 s)
+    is imported by the warm-up thread, not on that path."""
+    probe = "import sys, app; print('torch' in sys.modules, 'pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
