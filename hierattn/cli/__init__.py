@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from hierattn.cli import experiments, reports, training
+from hierattn.cli import experiments, faithfulness, reports, training
 
 
 def bench(args) -> int:
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     s.set_defaults(func=reports.stats)
 
     experiments.add_parsers(sub)
+    faithfulness.add_parser(sub)
 
     b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")

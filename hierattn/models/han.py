@@ -45,9 +45,9 @@ class HAN(nn.Module):
         if c.encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, got {c.encoder!r}")
         self.word_rnn = _encoder(c, c.embed_dim)
-        self.word_attention = AdditiveAttention(2 * c.hidden, c.attention_dim)
+        self.word_attention = AdditiveAttention(2 * c.hidden, c.attention_dim, "word.target")
         self.sentence_rnn = _encoder(c, 2 * c.hidden)
-        self.sentence_attention = AdditiveAttention(2 * c.hidden, c.attention_dim)
+        self.sentence_attention = AdditiveAttention(2 * c.hidden, c.attention_dim, "sentence.target")
         self.dropout = CheapDropout(c.dropout)  # same state dict as nn.Dropout; its mask far cheaper on CPU
         self.classifier = nn.Linear(2 * c.hidden, c.num_classes)
 

@@ -33,6 +33,7 @@ from torch import nn
 
 from hierattn.contract import SENTENCE, WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words, pair_mask, scatter_rows
+from hierattn.models.intervention import overriding
 from hierattn.models.layers import (
     CheapDropout,
     ConvMultiHeadSelfAttention,
@@ -89,18 +90,20 @@ class HCANConfig:
 class HCANLevel(nn.Module):
     """One level of the hierarchy: positions, self-attention(s), layer norm, pooling."""
 
-    def __init__(self, c: HCANConfig, positions: int):
+    def __init__(self, c: HCANConfig, positions: int, level: str = "word"):
         super().__init__()
         self.clamp_positions = c.clamp_positions
         self.position = nn.Embedding(positions, c.d)
         # Small start: N(0, 1) positions would swamp the sentence vectors they are added to.
         nn.init.normal_(self.position.weight, std=0.02)
         self.dropout = CheapDropout(c.dropout)
-        self.branch_a = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, F.elu, c.dropout)
-        self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh,
-                                                   c.dropout) if c.parallel else None
+        self_site = f"{level}.self" + (".a" if c.parallel else "")
+        self.branch_a = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, F.elu, c.dropout, self_site)
+        self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh, c.dropout,
+                                                   f"{level}.self.b") if c.parallel else None
         self.norm = nn.LayerNorm(c.d)
-        self.target = ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout) if c.pooling == "target" else None
+        self.target = (ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout, f"{level}.target")
+                       if c.pooling == "target" else None)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):
         # x: (N, L, d), mask: (N, L) -> vector (N, d), weights {name: (N, h, L, L) or (N, h, L)}
@@ -131,7 +134,7 @@ class HCAN(nn.Module):
         self.config = c = config
         self.embedding = nn.Embedding(c.vocab_size, c.d, padding_idx=0)
         self.word_level = HCANLevel(c, c.word_positions)
-        self.sentence_level = HCANLevel(c, c.sentence_positions) if c.hierarchical else None
+        self.sentence_level = HCANLevel(c, c.sentence_positions, "sentence") if c.hierarchical else None
         self.classifier = nn.Linear(c.d, c.num_classes)
 
     def forward(self, batch: Batch, return_attentions: bool = True) -> ClassifierOutput:
@@ -171,7 +174,7 @@ class HCAN(nn.Module):
         what one padded pass gives them (the level is padding-invariant: see ``ConvFeatures``);
         maps are padded back to (n, h, W, W) / (n, h, W)."""
         n, W = mask.shape
-        if is_straightforward() or n < 2 * MIN_GROUP:
+        if is_straightforward() or overriding() or n < 2 * MIN_GROUP:  # an override: rows in sentence order
             return self.word_level(x, mask, need_weights)
         lengths = mask.sum(1)
         order = lengths.argsort()

@@ -49,6 +49,7 @@ from torch import nn
 
 from hierattn.contract import HIDDEN, WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words, run_rnn
+from hierattn.models.intervention import intervene
 from hierattn.models.layers import masked_softmax, max_over_windows
 from hierattn.models.spec import Knob, ModelSpec
 
@@ -108,6 +109,7 @@ class MahNN(nn.Module):
         A = M * torch.bernoulli(keep.expand_as(M)) if self.training else M * keep
         A = A * mask[:, None, :, None]  # only real words x contribute to column k
         syntactic = masked_softmax(A.sum(2), mask.unsqueeze(1))  # (B, L, T)
+        syntactic = intervene("word.syntactic", syntactic, mask.unsqueeze(1))
         if c.rescale == "length":
             channels = (syntactic * lengths.view(-1, 1, 1)).unsqueeze(-1) * h.unsqueeze(1)  # (B, L, T, 2H)
         else:

@@ -25,6 +25,7 @@ from torch import nn
 
 from hierattn.contract import WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words, pair_mask
+from hierattn.models.intervention import intervene
 from hierattn.models.layers import masked_max, masked_softmax
 from hierattn.models.spec import Knob, ModelSpec
 
@@ -66,22 +67,26 @@ class FeedForward(nn.Module):
 class SelfAttention(nn.Module):
     """Single-head dot-product self-attention over real words; padded rows and columns get 0."""
 
-    def __init__(self, d: int, scaled: bool):
+    def __init__(self, d: int, scaled: bool, site: str | None = None):
         super().__init__()
+        self.site = site
         self.q, self.k, self.v = (nn.Linear(d, d, bias=False) for _ in range(3))
         self.scale = 1 / math.sqrt(d) if scaled else 1.0
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor):
         # x: (B, T, d), mask: (B, T) -> out (B, T, d), weights (B, T, T)
         scores = self.q(x) @ self.k(x).transpose(1, 2) * self.scale
-        weights = masked_softmax(scores, mask[:, :, None] & mask[:, None, :])
+        pairs = mask[:, :, None] & mask[:, None, :]
+        weights = masked_softmax(scores, pairs)
+        if self.site is not None:
+            weights = intervene(self.site, weights, pairs)
         return weights @ self.v(x), weights
 
 
 class Block(nn.Module):
-    def __init__(self, c: SANetConfig):
+    def __init__(self, c: SANetConfig, number: int = 1):
         super().__init__()
-        self.mixer = SelfAttention(c.d, c.scaled) if c.attention else FeedForward(c.d)
+        self.mixer = SelfAttention(c.d, c.scaled, f"word.self.block{number}") if c.attention else FeedForward(c.d)
         self.norm1, self.norm2 = nn.LayerNorm(c.d), nn.LayerNorm(c.d)
         self.ffn = FeedForward(c.d)
         self.dropout = nn.Dropout(c.dropout)
@@ -105,7 +110,7 @@ class SANet(nn.Module):
             raise ValueError(f"embed_dim must be even for sinusoidal positions, got {c.embed_dim}")
         self.embedding = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=0)
         self.project = nn.Linear(c.embed_dim, c.d)
-        self.blocks = nn.ModuleList(Block(c) for _ in range(c.blocks))
+        self.blocks = nn.ModuleList(Block(c, i) for i in range(1, c.blocks + 1))
         self.dropout = nn.Dropout(c.dropout)
         self.classifier = nn.Linear(c.d, c.num_classes)
 

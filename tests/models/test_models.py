@@ -144,3 +144,36 @@ def test_bad_configs_are_rejected():
         build_model("hcan", {"vocab_size": 10, "num_classes": 2, "depth": 3})
     with pytest.raises(ValueError, match="unknown model type"):
         build_model("bert", {})
+
+
+def test_attention_sites_take_an_override(model_and_vocab):
+    """Every site an intervention reaches is named like the map the model reports, hands over
+    weights of a map's shape rules (keys last, a distribution per real row), and the model uses
+    what the override returns: identity changes nothing, an even spread changes the logits of a
+    model that uses its attention."""
+    from hierattn.models.intervention import attention_override
+
+    model, vocab = model_and_vocab
+    batch = encode_documents(DOCS, vocab)
+    seen = {}
+
+    def identity(site, weights, mask):
+        assert weights.shape == mask.shape and mask.dtype == torch.bool
+        assert (weights[~mask] == 0).all(), site
+        rows = mask.any(-1)
+        torch.testing.assert_close(weights.sum(-1)[rows], torch.ones_like(weights.sum(-1)[rows]), atol=1e-5, rtol=0)
+        seen[site] = weights.shape
+        return weights
+
+    with torch.no_grad():
+        plain = model(batch)
+        with attention_override(identity):
+            same = model(batch)
+    torch.testing.assert_close(same.logits, plain.logits, atol=1e-5, rtol=0)
+    assert set(seen) <= set(plain.attentions), f"sites {set(seen)} not among the maps {set(plain.attentions)}"
+    if not seen:
+        return
+    even = lambda site, w, m: m.to(w.dtype) / m.sum(-1, keepdim=True).clamp_min(1)  # noqa: E731
+    with torch.no_grad(), attention_override(even):
+        changed = model(batch)
+    assert (changed.logits - plain.logits).abs().max() > 1e-6, "an even spread left every logit as it was"

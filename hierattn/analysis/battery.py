@@ -1,0 +1,368 @@
+"""Can I trust this shading? The faithfulness battery, per document and over a split.
+
+One interface: a ranking of a document's units goes in (``eraser.eraser_scores``), scores come out;
+the interventions (``attention_tests``) take the sites of a level. This module picks, for a model,
+which rankings and sites exist, runs every test that applies, and says which do not and why:
+
+- ERASER comprehensiveness and sufficiency (AOPC over 1-50%) for the word attention, and for
+  hierarchical models the sentence attention and the two-stage ranking (sentence weight x word
+  weight), each beside random rankings of the same units;
+- Kendall tau of the attention with gradient importance and with leave-one-out, per level;
+- the permutation and uniform tests, per level; the adversarial search, on request;
+- over a split, each figure's mean with a bootstrap 95% interval over documents, beside the random
+  ranking's (or, for the interventions, the scale that makes them readable), and the accuracy with
+  uniform attention against the trained attention's (Wiegreffe & Pinter's baseline), and seed
+  variance where other seeds' checkpoints are given.
+"""
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from hierattn.analysis import attention_tests as tests
+from hierattn.analysis import eraser
+from hierattn.analysis.compare import importance
+from hierattn.analysis.explain import ExplainError, Explanation, explain
+from hierattn.analysis.faithfulness import gradient_times_input, without
+from hierattn.checkpoint import Classifier
+from hierattn.contract import ATTENTION, SENTENCE, WORD
+
+LEVELS = (WORD, SENTENCE)
+WORD_ATTENTION, TWO_STAGE, SENTENCE_ATTENTION = "word attention", "two-stage", "sentence attention"
+RANDOM = {eraser.WORD_UNITS: "random words", eraser.SENTENCE_UNITS: "random sentences"}
+UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENTENCE_ATTENTION: eraser.SENTENCE_UNITS}
+PERMUTATIONS = 100
+RANDOM_DRAWS = 5
+MAX_LOO_WORDS = 1000  # leave-one-out over a random sample of this many words in longer documents
+
+READING = {
+    "comprehensiveness": "AOPC: mean fall in P(predicted class) when the top 1-50% of units are removed. "
+                         "Higher than random: the ranking found what the prediction rests on.",
+    "sufficiency": "AOPC: mean fall in P(predicted class) when only the top 1-50% are kept. "
+                   "Lower than random: those units alone carry the prediction.",
+    "kendall": "Rank agreement of the attention with another importance (-1..1). Near 0: they rank "
+               "the units differently (Jain & Wallace found 0.1-0.4 for BiLSTM attention).",
+    "permutation": "Median change in the output (total variation, 0..1) when the attention weights are "
+                   "shuffled. Near 0: which unit gets which weight does not matter to this prediction.",
+    "uniform": "Change in the output when the attention is replaced by an even spread. Near 0: the "
+               "attention was not needed (Wiegreffe & Pinter).",
+    "adversarial": "Largest Jensen-Shannon divergence (0..ln 2 = 0.69) of a different attention that "
+                   "leaves the output within 0.01. Large: very different shadings give the same prediction.",
+    "seeds": "Jensen-Shannon divergence between the attention of models trained from other seeds "
+             "(0..0.69). Compare with the divergence from an even spread.",
+}
+
+
+@dataclass
+class DocumentBattery:
+    label: str
+    probability: float
+    words: int
+    sentences: int
+    eraser: dict[str, eraser.EraserScores] = field(default_factory=dict)  # ranking -> scores (incl. random)
+    kendall: dict[tuple[str, str], float | None] = field(default_factory=dict)  # (level, "gradient"/"leave-one-out")
+    kendall_random: dict[tuple[str, str], float | None] = field(default_factory=dict)  # a random ranking's tau
+    permutation: dict[str, float] = field(default_factory=dict)  # level -> median TVD
+    uniform: dict[str, tuple[float, str]] = field(default_factory=dict)  # level (or "both") -> (TVD, class predicted)
+    adversarial: dict[str, tests.Adversarial] = field(default_factory=dict)  # level -> search
+    from_uniform: dict[str, float] = field(default_factory=dict)  # level -> JSD of the attention from an even spread
+    not_applicable: list[str] = field(default_factory=list)  # "test: why", for the reader
+    sampled_words: int | None = None  # leave-one-out read this many of the words
+
+    def rows(self) -> list[dict]:
+        """One row per figure: test, level, value, baseline (what it must beat), how to read it."""
+        out = []
+        for name, s in self.eraser.items():
+            if name in RANDOM.values():
+                continue
+            r = self.eraser[RANDOM[s.unit]]
+            level = SENTENCE if s.unit == eraser.SENTENCE_UNITS else WORD
+            out.append({"test": f"comprehensiveness ({name})", "level": level, "value": s.aopc_comprehensiveness,
+                        "baseline": r.aopc_comprehensiveness, "baseline is": RANDOM[s.unit],
+                        "how to read": READING["comprehensiveness"]})
+            out.append({"test": f"sufficiency ({name})", "level": level, "value": s.aopc_sufficiency,
+                        "baseline": r.aopc_sufficiency, "baseline is": RANDOM[s.unit],
+                        "how to read": READING["sufficiency"]})
+        for (level, against), tau in self.kendall.items():
+            out.append({"test": f"Kendall tau with {against}", "level": level, "value": tau,
+                        "baseline": self.kendall_random.get((level, against)), "baseline is": "a random ranking",
+                        "how to read": READING["kendall"]})
+        for level, change in self.permutation.items():
+            out.append({"test": "permutation", "level": level, "value": change, "baseline": None,
+                        "baseline is": "", "how to read": READING["permutation"]})
+        for level, (change, predicted) in self.uniform.items():
+            flipped = predicted != self.label
+            out.append({"test": "uniform attention" + (f" (predicts {predicted})" if flipped else ""), "level": level,
+                        "value": change, "baseline": None, "baseline is": "", "how to read": READING["uniform"]})
+        for level, search in self.adversarial.items():
+            out.append({"test": "adversarial attention", "level": level, "value": search.max_divergence,
+                        "baseline": self.from_uniform.get(level), "baseline is": "JSD from an even spread",
+                        "how to read": READING["adversarial"]})
+        return out
+
+
+def _flat(per_sentence: list[list[float]]) -> list[float]:
+    return [w for ws in per_sentence for w in ws]
+
+
+def rankings(ex: Explanation) -> tuple[dict[str, list[float]], list[str]]:
+    """The attention rankings this model's maps give (name -> one score per unit), and lines for
+    those that do not apply."""
+    out, missing = {}, []
+    word_name = ex.target_name(WORD)
+    if word_name is not None and ex.attentions[word_name].kind == ATTENTION:
+        out[WORD_ATTENTION] = _flat(ex.target_attention(WORD))
+    elif word_name is not None:
+        missing.append(f"ERASER, Kendall tau: {ex.classifier_name}'s word map is "
+                       f"{ex.attentions[word_name].kind}, not attention")
+    else:
+        imp = importance(ex)
+        if imp is not None and any(ex.attentions[n].kind == ATTENTION for n in ex.self_attention_names):
+            out[WORD_ATTENTION] = list(imp.words.values())  # self-attention received: the proxy the shading shows
+    hierarchical = word_name is not None and "sentence" in ex.attentions[word_name].axes
+    sentence_name = ex.target_name(SENTENCE)
+    if sentence_name is not None:
+        out[SENTENCE_ATTENTION] = list(ex.target_attention(SENTENCE))
+        if hierarchical and WORD_ATTENTION in out:
+            out[TWO_STAGE] = list(importance(ex).words.values())
+    else:
+        missing.append("sentence-level ERASER and Kendall tau: no sentence attention")
+    if not out and word_name is None:
+        missing.insert(0, "ERASER and Kendall tau: no attention over the words to rank them by")
+    return out, missing
+
+
+def _loo(classifier, ex, label_reference, unit, positions):
+    documents = ([without(ex.document, {i}) for i in positions] if unit == eraser.WORD_UNITS else
+                 [eraser.keeping(ex.document, unit, set(range(len(ex.document.sentences))) - {i}) for i in positions])
+    return tests.tvd(eraser.output_distributions(classifier, documents), label_reference).tolist()
+
+
+def document_battery(classifier: Classifier, ex: Explanation, permutations: int = PERMUTATIONS,
+                     random_draws: int = RANDOM_DRAWS, adversarial: bool = False, max_loo_words: int = MAX_LOO_WORDS,
+                     seed: int = 0, progress: Callable[[int, int], None] | None = None) -> DocumentBattery:
+    """Every test that applies to this explained document (see the module doc)."""
+    document = ex.document
+    label = ex.labels.index(ex.label)
+    base = ex.probabilities[label]
+    reference = torch.tensor(ex.probabilities)
+    words = sum(len(s.tokens) for s in document.sentences)
+    battery = DocumentBattery(ex.label, base, words, len(document.sentences))
+    ranked, battery.not_applicable = rankings(ex)
+    stages = 4 + (2 if adversarial else 0)
+    tick = (lambda i: progress(i, stages)) if progress else (lambda i: None)
+
+    # ERASER, each unit's rankings beside random ones
+    for unit in (eraser.WORD_UNITS, eraser.SENTENCE_UNITS):
+        names = [n for n in ranked if UNIT_OF[n] == unit]
+        if not names:
+            continue
+        n = eraser.unit_count(document, unit)
+        randoms = eraser.random_rankings(n, random_draws, seed)
+        scores = eraser.eraser_scores(classifier, document, [ranked[m] for m in names] + randoms, unit, label, base)
+        battery.eraser.update(zip(names, scores))
+        battery.eraser[RANDOM[unit]] = eraser.mean_scores(scores[len(names):])
+    tick(1)
+
+    # Kendall tau with gradient importance and leave-one-out, per level
+    gradient = gradient_times_input(classifier, document, label)
+    rng = random.Random(seed)
+    word_attention = ranked.get(TWO_STAGE, ranked.get(WORD_ATTENTION))
+    if word_attention is not None:
+        positions = list(range(words))
+        if words > max_loo_words:
+            positions = sorted(rng.sample(positions, max_loo_words))
+            battery.sampled_words = max_loo_words
+        loo = _loo(classifier, ex, reference, eraser.WORD_UNITS, positions)
+        shuffled = [rng.random() for _ in range(words)]
+        if gradient is not None:
+            battery.kendall[(WORD, "gradient")] = tests.kendall_tau(word_attention, gradient)
+            battery.kendall_random[(WORD, "gradient")] = tests.kendall_tau(shuffled, gradient)
+        battery.kendall[(WORD, "leave-one-out")] = tests.kendall_tau([word_attention[i] for i in positions], loo)
+        battery.kendall_random[(WORD, "leave-one-out")] = tests.kendall_tau([shuffled[i] for i in positions], loo)
+    if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
+        sentence_attention = ranked[SENTENCE_ATTENTION]
+        loo = _loo(classifier, ex, reference, eraser.SENTENCE_UNITS, range(len(document.sentences)))
+        shuffled = [rng.random() for _ in sentence_attention]
+        if gradient is not None:
+            by_sentence, i = [], 0
+            for s in document.sentences:
+                by_sentence.append(sum(gradient[i: i + len(s.tokens)]))
+                i += len(s.tokens)
+            battery.kendall[(SENTENCE, "gradient")] = tests.kendall_tau(sentence_attention, by_sentence)
+            battery.kendall_random[(SENTENCE, "gradient")] = tests.kendall_tau(shuffled, by_sentence)
+        battery.kendall[(SENTENCE, "leave-one-out")] = tests.kendall_tau(sentence_attention, loo)
+        battery.kendall_random[(SENTENCE, "leave-one-out")] = tests.kendall_tau(shuffled, loo)
+    if gradient is None and word_attention is not None:
+        battery.not_applicable.append("Kendall tau with gradient importance: no embedding table to differentiate")
+    tick(2)
+
+    # interventions: permutation and uniform, per level
+    sites = level_sites(classifier, ex)
+    for level, names in sites.items():
+        changes = tests.permutation_changes(classifier, document, names, reference, permutations, seed)
+        battery.permutation[level] = float(np.median(changes))
+    tick(3)
+    if len(sites) == 2:
+        sites_both = {**sites, "both": sites[WORD] + sites[SENTENCE]}
+    else:
+        sites_both = sites
+    for level, names in sites_both.items():
+        p = tests.uniform_outputs(classifier, [document], names)[0]
+        battery.uniform[level] = (float(tests.tvd(p, reference)), ex.labels[int(p.argmax())])
+    for level in LEVELS:
+        if level not in sites:
+            battery.not_applicable.append(f"permutation and uniform tests at the {level} level: "
+                                          + ("no attention there" if not _maps_at(ex, level) else
+                                             "its attention runs inside a recurrent cell, out of reach of an "
+                                             "intervention"))
+    tick(4)
+
+    # adversarial search, on request: target (pooling) attention only
+    for i, (level, names) in enumerate(sites.items()):
+        pooling = [n for n in names if not ex.attentions[n].is_self_attention]
+        if not pooling:
+            battery.not_applicable.append(f"adversarial search at the {level} level: it searches pooling (target) "
+                                          "attention, and this model has only self-attention there")
+            continue
+        battery.from_uniform[level] = divergence_from_even(ex, pooling[0])
+        if adversarial:
+            battery.adversarial[level] = tests.adversarial_search(classifier, document, pooling[0], reference,
+                                                                  seed=seed)
+            tick(5 + i)
+    return battery
+
+
+def _maps_at(ex: Explanation, level: str) -> list[str]:
+    return [n for n, a in ex.attentions.items() if a.level == level and a.kind == ATTENTION]
+
+
+def level_sites(classifier: Classifier, ex: Explanation) -> dict[str, list[str]]:
+    """Level -> the attention sites an intervention reaches there (levels without any left out)."""
+    out = {}
+    for level in LEVELS:
+        names = tests.level_sites(ex.attentions, level)
+        names = tests.reachable(classifier, ex.document, names) if names else []
+        if names:
+            out[level] = names
+    return out
+
+
+def divergence_from_even(ex: Explanation, name: str) -> float:
+    """Mean JSD of a pooling map's distributions (per sentence and head, with two or more keys)
+    from an even spread over the same keys: the scale an adversarial divergence is read against."""
+    a = ex.attentions[name]
+    w, m = a.weights[0].float(), a.mask[0]
+    d = tests.jsd(w, tests.even_spread(w, m))
+    keep = m.sum(-1) >= 2
+    return float(d[keep].mean()) if keep.any() else 0.0
+
+
+def document_distributions(ex: Explanation) -> dict[str, list[float]]:
+    """The attention as distributions over the document's units, for seed variance: words (the
+    two-stage or flat word importance) and sentences."""
+    out = {}
+    imp = importance(ex)
+    if imp is not None:
+        out[WORD] = list(imp.words.values())
+        if ex.target_name(SENTENCE) is not None:
+            out[SENTENCE] = list(imp.sentences.values())
+    return out
+
+
+# ---- over a split -------------------------------------------------------------------------------
+
+def bootstrap(values: list[float], replicates: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """(mean, 2.5%, 97.5%) of the mean over documents, resampled with replacement."""
+    x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
+    if len(x) == 0:
+        return (math.nan, math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), (replicates, len(x)))].mean(1)
+    return float(x.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+@dataclass
+class SplitBattery:
+    checkpoint: str
+    documents: int
+    rows: list[dict]  # test, level, value [low, high], baseline [low, high], difference [low, high]
+    accuracy: dict[str, dict] = field(default_factory=dict)  # level -> trained / uniform accuracy with intervals
+    not_applicable: list[str] = field(default_factory=list)
+
+
+def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | None = None,
+                  adversarial: bool = False, permutations: int = 20, seed_classifiers: list[Classifier] = (),
+                  max_loo_words: int = 200, progress: Callable[[int, int], None] | None = None) -> SplitBattery:
+    """The battery over ``texts`` (each document's own predicted class), means with bootstrap 95%
+    intervals over documents, each beside its baseline. ``labels``: the true classes, for the
+    accuracy with trained and with uniform attention. ``seed_classifiers``: models of one recipe
+    trained from different seeds (the experiments registry's seeds of a row), for seed variance:
+    the JSD between the first one's attention and each other's on the same documents. Leave-one-out
+    reads at most ``max_loo_words`` words of a document (a random sample), the permutation test
+    ``permutations`` shuffles."""
+    per_test: dict[tuple, list[tuple[float | None, float | None]]] = {}
+    correct: dict[str, list[tuple[bool, bool]]] = {}
+    seeds: dict[str, list[tuple[float, float]]] = {}
+    not_applicable: list[str] = []
+    used = 0
+    for i, text in enumerate(texts):
+        try:
+            ex = explain(classifier, text)
+        except ExplainError:
+            ex = None
+        if ex is not None:
+            b = document_battery(classifier, ex, permutations=permutations, adversarial=adversarial,
+                                 max_loo_words=max_loo_words, seed=i)
+            used += 1
+            not_applicable = b.not_applicable
+            for row in b.rows():
+                key = (row["test"].split(" (predicts")[0], row["level"], row["baseline is"])
+                per_test.setdefault(key, []).append((row["value"], row["baseline"]))
+            if labels is not None:
+                for level, (_, predicted) in b.uniform.items():
+                    correct.setdefault(level, []).append((ex.label == labels[i], predicted == labels[i]))
+            seed_explanations = []
+            for other in seed_classifiers:
+                try:
+                    seed_explanations.append(explain(other, text))
+                except ExplainError:
+                    break
+            for theirs in seed_explanations[1:] if len(seed_explanations) == len(seed_classifiers) else ():
+                mine, them = document_distributions(seed_explanations[0]), document_distributions(theirs)
+                for level in mine.keys() & them.keys():
+                    p, q = torch.tensor(mine[level]), torch.tensor(them[level])
+                    if len(p) == len(q) and len(p) >= 2:
+                        even = torch.full_like(p, 1.0 / len(p))
+                        seeds.setdefault(level, []).append((float(tests.jsd(p, q)), float(tests.jsd(p, even))))
+        if progress:
+            progress(i + 1, len(texts))
+    rows = []
+    for (test, level, baseline_is), pairs in per_test.items():
+        values = [v for v, _ in pairs]
+        baselines = [b for _, b in pairs]
+        row = {"test": test, "level": level, "documents": sum(v is not None for v in values),
+               "value": bootstrap(values), "baseline is": baseline_is, "baseline": None, "difference": None}
+        if any(b is not None for b in baselines):
+            row["baseline"] = bootstrap(baselines)
+            paired = [v - b for v, b in pairs if v is not None and b is not None]
+            row["difference"] = bootstrap(paired)
+        rows.append(row)
+    for level, pairs in seeds.items():
+        rows.append({"test": "seed variance (JSD)", "level": level, "documents": len(pairs),
+                     "value": bootstrap([a for a, _ in pairs]), "baseline is": "JSD from an even spread",
+                     "baseline": bootstrap([b for _, b in pairs]),
+                     "difference": bootstrap([a - b for a, b in pairs])})
+    accuracy = {}
+    for level, pairs in correct.items():
+        trained = [float(a) for a, _ in pairs]
+        uniform = [float(b) for _, b in pairs]
+        accuracy[level] = {"trained": bootstrap(trained), "uniform": bootstrap(uniform),
+                           "difference": bootstrap([a - b for a, b in zip(trained, uniform)])}
+    return SplitBattery(classifier.name, used, rows, accuracy, not_applicable)
+

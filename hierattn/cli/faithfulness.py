@@ -1,0 +1,67 @@
+"""``faithfulness``: the battery of issue 20 over a split, as JSON (and the README's table)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    f = sub.add_parser("faithfulness", help="ERASER, Jain & Wallace and Wiegreffe & Pinter's tests of the attention "
+                                            "over a split, with bootstrap intervals and their baselines")
+    f.add_argument("--checkpoint", required=True)
+    f.add_argument("--dataset", help="built-in data set: bbc-news or tweets (default: the checkpoint's)")
+    f.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    f.add_argument("--documents", type=int, default=100, help="the first N documents of the split (default 100)")
+    f.add_argument("--permutations", type=int, default=20, help="shuffles per document in the permutation test")
+    f.add_argument("--adversarial", action="store_true", help="also run the adversarial search (slow)")
+    f.add_argument("--seed-checkpoints", nargs="+", metavar="DIR",
+                   help="checkpoints of one recipe from different seeds (e.g. runs/experiments/tweets/han/seed-*): "
+                        "seed variance is the JSD between the first one's attention and each other's")
+    f.add_argument("--json", required=True, help="write the table here")
+    f.add_argument("--device")
+    f.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from hierattn.analysis.battery import split_battery
+    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+
+    try:
+        classifier = load_classifier(args.checkpoint, device=args.device)
+        seeds = [load_classifier(p, device=args.device) for p in args.seed_checkpoints or ()]
+        dataset = args.dataset or classifier.dataset
+        if dataset is None:
+            print("error: the checkpoint names no data set: pass --dataset", file=sys.stderr)
+            return 2
+        ds = load_builtin(dataset)
+    except (CheckpointError, KeyError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    indices = stratified_split(ds.labels)[args.split][: args.documents]
+    texts = [ds.texts[i] for i in indices]
+    truth = [ds.label_names[ds.labels[i]] for i in indices]
+    start = time.perf_counter()
+
+    def progress(done, total):
+        if done % 10 == 0 or done == total:
+            print(f"{done}/{total} documents ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+
+    result = split_battery(classifier, texts, truth, adversarial=args.adversarial, permutations=args.permutations,
+                           seed_classifiers=seeds, progress=progress)
+    out = {"checkpoint": Path(args.checkpoint).name, "model": classifier.display_name, "dataset": dataset,
+           "split": args.split, "documents": result.documents, "permutations": args.permutations,
+           "adversarial": args.adversarial, "seeds": [Path(p).as_posix() for p in args.seed_checkpoints or ()],
+           "seconds": round(time.perf_counter() - start, 1), "rows": result.rows, "accuracy": result.accuracy,
+           "not_applicable": result.not_applicable}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=1, default=_rounded) + "\n")
+    print(f"wrote {args.json}: {result.documents} documents in {out['seconds']} s", file=sys.stderr)
+    return 0
+
+
+def _rounded(value):
+    raise TypeError(f"{type(value).__name__} is not JSON")

@@ -1,0 +1,50 @@
+"""Interventions on attention at inference: what the faithfulness tests do to a model's weights.
+
+Inside ``attention_override(fn)`` (this thread and asyncio task only, like ``straightforward()``),
+every attention site of a model passes its weights through ``fn(site, weights, mask)`` before
+using them, and uses what ``fn`` returns. ``site`` is the name of the map the model reports for
+those weights (``"word.target"``, ``"sentence.target"``, ``"word.self.a"``, ``"word.self.block1"``,
+``"word.syntactic"``); ``weights`` are the probabilities in the layer's own layout, the key axis
+last (e.g. ``(n, W)`` for HAN's word attention over the n real sentences of a batch,
+``(n, h, 1, W)`` for HCAN's target attention, ``(n, h, W, W)`` for its self-attention); ``mask``
+is a bool tensor of the same shape, True at real keys (and real queries). A returned tensor must
+have the same shape; it is used as the distribution over the keys.
+
+Outside such a block ``intervene`` returns the weights it is given, so models run as before.
+HCAN reads all sentences of a batch in one pass while an override is active (not in length groups),
+so that rows arrive in sentence order: the n rows of a site are the batch's real sentences in
+reading order.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import torch
+
+Override = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
+_OVERRIDE: ContextVar[Override | None] = ContextVar("hierattn_attention_override", default=None)
+
+
+@contextmanager
+def attention_override(fn: Override):
+    token = _OVERRIDE.set(fn)
+    try:
+        yield
+    finally:
+        _OVERRIDE.reset(token)
+
+
+def overriding() -> bool:
+    return _OVERRIDE.get() is not None
+
+
+def intervene(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    fn = _OVERRIDE.get()
+    if fn is None:
+        return weights
+    out = fn(site, weights, mask.expand_as(weights))
+    if out.shape != weights.shape:
+        raise ValueError(f"an attention override returned {tuple(out.shape)} for {site} {tuple(weights.shape)}")
+    return out

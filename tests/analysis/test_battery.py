@@ -1,0 +1,214 @@
+"""The faithfulness battery (issue 20) on constructed models whose answers are known, and its
+pieces against small reference computations."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from hierattn.analysis import attention_tests as tests
+from hierattn.analysis import eraser
+from hierattn.analysis.battery import (
+    RANDOM,
+    SENTENCE_ATTENTION,
+    TWO_STAGE,
+    WORD_ATTENTION,
+    bootstrap,
+    document_battery,
+    rankings,
+    split_battery,
+)
+from hierattn.analysis.explain import explain
+from hierattn.analysis.rollout import GRADIENT_WEIGHTED, beside_raw, rollout
+from hierattn.checkpoint import Classifier, load_classifier
+from hierattn.contract import WORD, AttentionMap
+from hierattn.data.text import TextConfig, Vocab, tokenize
+from hierattn.models.common import classification_output, flatten_words
+from hierattn.models.intervention import intervene
+
+TEXT = "The striker scored twice today. The goal won the cup! Fans cheered loudly in the rain."
+LABELS = ["goal", "other"]
+
+
+class Constructed(nn.Module):
+    """A flat model with one word-level attention site ("word.target", peaked on ``key``).
+
+    ``depends``: "word": class 0's logit is +30 when ``key`` is in the input, -30 otherwise (the
+    output depends on that one word, not on the attention); "attention": the logit is 30 times the
+    attention-weighted share of ``key`` (the output depends on the attention); "nothing": the logit
+    is 30 times the share of ``key`` among the words, the attention computed and ignored."""
+
+    def __init__(self, key: int, depends: str):
+        super().__init__()
+        self.key, self.depends = key, depends
+        self.bias = nn.Parameter(torch.zeros(1))  # something to have gradients on
+
+    def forward(self, batch, return_attentions=True):
+        ids, mask = flatten_words(batch)
+        hit = (ids == self.key) & mask
+        scores = 3.0 * hit.float()
+        weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1).nan_to_num(0.0)
+        weights = intervene("word.target", weights, mask)
+        if self.depends == "word":
+            evidence = torch.where(hit.any(1), 1.0, -1.0)
+        elif self.depends == "attention":
+            evidence = 2 * (weights * hit).sum(1) - 1
+        else:
+            evidence = 2 * hit.sum(1) / mask.sum(1).clamp_min(1) - 1
+        logits = torch.stack([30 * evidence + self.bias, torch.zeros_like(evidence)], 1)
+        attentions = {"word.target": AttentionMap(weights, ("batch", "key"), WORD, mask)} if return_attentions else {}
+        return classification_output(logits, batch, attentions)
+
+
+def constructed(depends: str) -> Classifier:
+    vocab = Vocab.build([tokenize(TEXT)], min_freq=1)
+    model = Constructed(vocab.stoi["goal"], depends).eval()
+    return Classifier(f"constructed-{depends}", model, "hcan", vocab, LABELS, TextConfig(), {}, None,
+                      torch.device("cpu"))
+
+
+def test_comprehensiveness_of_the_one_word_is_the_whole_probability():
+    classifier = constructed("word")
+    ex = explain(classifier, TEXT)
+    assert ex.label == "goal" and ex.probabilities[0] == pytest.approx(1.0, abs=1e-12)
+    ranked, _ = rankings(ex)
+    words = [t.norm for s in ex.document.sentences for t in s.tokens]
+    assert max(range(len(words)), key=ranked[WORD_ATTENTION].__getitem__) == words.index("goal")
+    [scores] = eraser.eraser_scores(classifier, ex.document, [ranked[WORD_ATTENTION]], "word", 0, ex.probabilities[0])
+    assert scores.comprehensiveness == pytest.approx([ex.probabilities[0]] * len(eraser.BINS), abs=1e-12)
+    assert scores.sufficiency == pytest.approx([0.0] * len(eraser.BINS), abs=1e-12)
+    battery = document_battery(classifier, ex, random_draws=20)
+    random_words = battery.eraser[RANDOM["word"]]
+    assert random_words.aopc_comprehensiveness < 0.6 * scores.aopc_comprehensiveness  # random rarely hits it early
+    assert battery.kendall[(WORD, "leave-one-out")] > 0.3  # the attention ranks first the one word that matters
+
+
+def test_a_model_that_ignores_its_attention_shows_no_change():
+    classifier = constructed("nothing")
+    ex = explain(classifier, TEXT)
+    battery = document_battery(classifier, ex, permutations=30, adversarial=True)
+    assert battery.permutation[WORD] == pytest.approx(0.0, abs=1e-7)
+    assert battery.uniform[WORD][0] == pytest.approx(0.0, abs=1e-7) and battery.uniform[WORD][1] == ex.label
+    # any attention gives the same output, so the search moves far from the real one
+    assert battery.adversarial[WORD].max_divergence > 0.4
+
+
+def test_a_model_that_uses_its_attention_changes_under_the_interventions():
+    classifier = constructed("attention")
+    ex = explain(classifier, TEXT)
+    battery = document_battery(classifier, ex, permutations=30, adversarial=True)
+    assert battery.permutation[WORD] > 0.05
+    assert battery.uniform[WORD][0] > 0.05
+    ignoring = document_battery(constructed("nothing"), explain(constructed("nothing"), TEXT), permutations=2,
+                                adversarial=True)
+    within = battery.adversarial[WORD]
+    assert within.max_divergence is None or within.max_divergence < ignoring.adversarial[WORD].max_divergence
+    assert all(c <= within.epsilon + 1e-9 for c, d in zip(within.output_changes, within.divergences) if d is not None)
+
+
+def test_kendall_tau_b_against_hand_computed_values():
+    assert tests.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert tests.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # pairs of (1,1,2) vs (1,2,3): concordant 2, discordant 0, ties in x 1 -> 2 / sqrt(2 * 3)
+    assert tests.kendall_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / math.sqrt(6))
+    assert tests.kendall_tau([1, 1], [1, 2]) is None and tests.kendall_tau([1], [1]) is None
+
+
+def test_permuting_keeps_each_distribution_and_its_padding():
+    weights = torch.tensor([[0.5, 0.3, 0.2, 0.0], [0.9, 0.1, 0.0, 0.0]])
+    mask = weights > 0
+    g = torch.Generator().manual_seed(1)
+    seen = set()
+    for _ in range(30):
+        p = tests.permute_real(weights, mask, g)
+        assert (p[~mask] == 0).all()
+        for row in range(2):
+            assert sorted(p[row][mask[row]].tolist()) == sorted(weights[row][mask[row]].tolist())
+        seen.add(tuple(p[0].tolist()))
+    assert len(seen) > 3  # it does permute
+
+
+def test_jsd_bounds_and_total_variation():
+    p, q = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    assert float(tests.jsd(p, q)) == pytest.approx(math.log(2))
+    assert float(tests.jsd(p, p)) == pytest.approx(0.0)
+    assert float(tests.tvd(torch.tensor([0.7, 0.3]), torch.tensor([0.4, 0.6]))) == pytest.approx(0.3)
+
+
+def test_bins_and_keeping_units():
+    assert eraser.bin_counts(10) == [1, 1, 1, 2, 5]
+    assert eraser.bin_counts(200) == [2, 10, 20, 40, 100]
+    doc = tokenize("One two three. Four. Five six.")
+    kept = eraser.keeping(doc, "sentence", {0, 2})
+    assert [[t.norm for t in s.tokens] for s in kept.sentences] == [["one", "two", "three", "."], ["five", "six", "."]]
+    kept = eraser.keeping(doc, "word", {1, 6})
+    assert [[t.norm for t in s.tokens] for s in kept.sentences] == [["two"], ["five"]]
+
+
+def test_bootstrap_interval_holds_the_mean_and_narrows_with_documents():
+    few = bootstrap([0.0, 1.0] * 5)
+    many = bootstrap([0.0, 1.0] * 200)
+    assert few[1] <= few[0] <= few[2] and many[1] <= many[0] <= many[2]
+    assert (many[2] - many[1]) < (few[2] - few[1]) / 3
+
+
+def test_rollout_against_a_hand_computation():
+    a1 = torch.tensor([[1.0, 0.0], [0.5, 0.5]])
+    a2 = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    mask = torch.tensor([True, True])
+    eye = torch.eye(2)
+    expected = (0.5 * a2 + 0.5 * eye) @ (0.5 * a1 + 0.5 * eye)
+    torch.testing.assert_close(rollout([a1, a2], mask), expected)
+    torch.testing.assert_close(rollout([eye, eye], mask), eye)
+
+
+@pytest.mark.parametrize("name", ["tiny-hcan", "tiny-sanet"])
+def test_gradient_weighted_attention_has_the_raw_maps_layout(checkpoint_dir, name):
+    classifier = load_classifier(checkpoint_dir / name, device="cpu")
+    ex = explain(classifier, TEXT)
+    kind, maps = beside_raw(classifier, ex)
+    assert kind == GRADIENT_WEIGHTED and set(maps) == set(ex.self_attention_names)
+    for n, derived in maps.items():
+        raw = ex.attentions[n]
+        assert derived.axes == tuple(a for a in raw.axes if a != "head") and derived.level == raw.level
+        assert (derived.weights >= 0).all() and (derived.weights[~derived.mask] == 0).all()
+    assert any(m.weights.sum() > 0 for m in maps.values())
+
+
+@pytest.mark.parametrize("name", ["tiny-han", "tiny-hcan", "tiny-hcan-flat-max", "tiny-han-cached", "tiny-sanet",
+                                  "tiny-halstm", "tiny-onlstm", "tiny-mahnn", "tiny-kimcnn", "tiny-tfidf"])
+def test_every_model_gets_the_tests_that_apply_and_is_told_which_do_not(checkpoint_dir, name):
+    classifier = load_classifier(checkpoint_dir / name, device="cpu")
+    ex = explain(classifier, TEXT)
+    battery = document_battery(classifier, ex, permutations=5)
+    text = " ".join(battery.not_applicable)
+    if name in ("tiny-han", "tiny-hcan", "tiny-han-cached"):
+        assert {WORD_ATTENTION, TWO_STAGE, SENTENCE_ATTENTION} <= set(battery.eraser)
+        assert set(battery.permutation) == {"word", "sentence"} and "both" in battery.uniform
+    if name == "tiny-kimcnn":
+        assert "coverage" in text and not battery.eraser and not battery.permutation
+    if name in ("tiny-tfidf", "tiny-onlstm"):
+        assert not battery.eraser and "no attention" in text or "gate" in text
+    if name == "tiny-halstm":
+        assert "recurrent cell" in text and not battery.permutation
+    for row in battery.rows():
+        assert row["how to read"] and row["level"] in ("word", "sentence", "both")
+
+
+def test_split_battery_gives_intervals_beside_baselines(checkpoint_dir):
+    classifier = load_classifier(checkpoint_dir / "tiny-han", device="cpu")
+    texts = [TEXT, "Rain again. Nobody came to the match.", "A quiet day in the city. The mayor spoke."] * 2
+    truth = [classifier.labels[0]] * len(texts)
+    other = load_classifier(checkpoint_dir / "tiny-han-cached", device="cpu")
+    done = []
+    result = split_battery(classifier, texts, truth, permutations=4, seed_classifiers=[classifier, other],
+                           progress=lambda i, n: done.append((i, n)))
+    assert result.documents == len(texts) and done[-1] == (len(texts), len(texts))
+    comprehensiveness = next(r for r in result.rows if r["test"] == f"comprehensiveness ({WORD_ATTENTION})")
+    assert comprehensiveness["baseline is"] == RANDOM["word"] and comprehensiveness["difference"] is not None
+    for row in result.rows:
+        mean, low, high = row["value"]
+        assert low <= mean + 1e-12 and mean <= high + 1e-12
+    assert any(r["test"] == "seed variance (JSD)" for r in result.rows)
+    assert set(result.accuracy) == {"word", "sentence", "both"}
+    assert 0 <= result.accuracy["word"]["uniform"][0] <= 1
