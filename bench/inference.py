@@ -63,3 +63,20 @@ def classifier_for(model_type: str, root: Path, vocab: Vocab, labels: list[str])
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(labels), **sized}).eval()
     return Classifier(f"untrained-{model_type}", model, model_type, vocab, labels, TextConfig(), {}, None,
                       torch.device("cpu"))
+
+
+def battery_seconds(classifier: Classifier, text: str, repeats: int) -> dict:
+    """Median seconds of Explore's per-document faithfulness battery (explain included), without
+    and (once) with the adversarial search, and the tokens read."""
+    from hierattn.analysis.battery import document_battery
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        ex = explain(classifier, text)
+        document_battery(classifier, ex)
+        times.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    document_battery(classifier, explain(classifier, text), adversarial=True)
+    return {"seconds": statistics.median(times), "runs": times, "adversarial_seconds": time.perf_counter() - start,
+            "tokens": ex.document.num_tokens, "checkpoint": classifier.name}

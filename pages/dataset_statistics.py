@@ -4,7 +4,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.app import loading, samples, widgets
-from hierattn.app.panels import faithfulness, statistics
+from hierattn.app.panels import faithfulness, statistics, trust
 from hierattn.app.routing import run_through_app
 from hierattn.data.builtin import BUILTIN
 
@@ -40,7 +40,7 @@ with st.sidebar:
     split = st.selectbox("Split", splits, key="stats_split",
                          help=f"A local corpus: the first {samples.CORPUS_DOCUMENTS:,} documents of its test file."
                          if corpus else None)
-    texts, _, _ = samples.split_part(dataset, split, corpus)
+    texts, truth, _ = samples.split_part(dataset, split, corpus)
     if st.session_state.get("stats_documents", 0) > len(texts):
         del st.session_state["stats_documents"]  # a smaller split than the last one chosen
     count = st.number_input("Documents", 1, len(texts), min(1000, len(texts)) if corpus else len(texts), step=100,
@@ -59,4 +59,5 @@ elif result[0].empty:
 else:
     statistics.table(*result, name, dataset, split)
 faithfulness.split_erasure(classifier, checkpoints[name], name, dataset, split, texts)
+trust.split_table(classifier, checkpoints[name], name, dataset, split, texts, truth)
 statistics.topic_versus_sentiment(checkpoints, labels)

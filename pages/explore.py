@@ -6,7 +6,7 @@ from hierattn import viz
 from hierattn.analysis.explain import ExplainError
 from hierattn.app import loading, url_state, widgets
 from hierattn.app.downloads import chart
-from hierattn.app.panels import faithfulness, gates, self_attention, shading, share, whatif
+from hierattn.app.panels import faithfulness, gates, self_attention, shading, share, trust, whatif
 from hierattn.app.routing import run_through_app
 
 run_through_app()
@@ -62,6 +62,11 @@ if view.painted and st.toggle("Test the shading: remove the top words and watch 
                                    "orders, and the attribution shading beside the attention's. One forward pass per "
                                    "word of the document, in the background."):
     curves = faithfulness.document_erasure(classifier, checkpoints[name], ex, view, doc_key, figures)
+if st.toggle("Can I trust this shading? The standard tests, for this document", key="trust",
+             help="ERASER comprehensiveness and sufficiency, Kendall tau with gradient and leave-one-out, the "
+                  "permutation, uniform and adversarial tests, each beside its baseline; rollout or "
+                  "gradient-weighted self-attention beside the raw maps."):
+    trust.trust_panel(classifier, checkpoints[name], ex, doc_key, figures)
 if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif"):
     whatif.what_if(checkpoints[name], ex, view, sentence_labels, doc_key)
 

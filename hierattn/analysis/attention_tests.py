@@ -185,7 +185,7 @@ def adversarial_search(classifier: Classifier, document: Document, site: str, re
                         / keys.reshape(k, rows, -1).sum((1, 2)).clamp_min(1))
         for c in range(k):
             if change[c] <= epsilon and (best[c] is None or per_copy[c] > best[c]):
-                best[c], at_best[c] = float(per_copy[c]), float(change[c])
+                best[c], at_best[c] = float(per_copy[c].detach()), float(change[c].detach())
         with torch.enable_grad():
             loss = (-per_copy + penalty * (change - epsilon).clamp_min(0.0)).sum()
             (grad,) = torch.autograd.grad(loss, z)  # no parameter's .grad is touched (the model may be shared)
@@ -194,5 +194,5 @@ def adversarial_search(classifier: Classifier, document: Document, site: str, re
         optimiser.step()
         if progress:
             progress(step + 1, steps)
-    ends = change.tolist()
+    ends = change.detach().tolist()
     return Adversarial(site, best, [a if not math.isnan(a) else e for a, e in zip(at_best, ends)], epsilon)

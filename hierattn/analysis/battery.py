@@ -41,20 +41,20 @@ RANDOM_DRAWS = 5
 MAX_LOO_WORDS = 1000  # leave-one-out over a random sample of this many words in longer documents
 
 READING = {
-    "comprehensiveness": "AOPC: mean fall in P(predicted class) when the top 1-50% of units are removed. "
-                         "Higher than random: the ranking found what the prediction rests on.",
-    "sufficiency": "AOPC: mean fall in P(predicted class) when only the top 1-50% are kept. "
+    "comprehensiveness": "Comprehensiveness (AOPC): the mean fall in P(predicted class) when the top 1-50% of "
+                         "units are removed. Higher than random: the ranking found what the prediction rests on.",
+    "sufficiency": "Sufficiency (AOPC): the mean fall in P(predicted class) when only the top 1-50% are kept. "
                    "Lower than random: those units alone carry the prediction.",
-    "kendall": "Rank agreement of the attention with another importance (-1..1). Near 0: they rank "
+    "kendall": "Kendall tau: rank agreement of the attention with another importance (-1..1). Near 0: they rank "
                "the units differently (Jain & Wallace found 0.1-0.4 for BiLSTM attention).",
-    "permutation": "Median change in the output (total variation, 0..1) when the attention weights are "
-                   "shuffled. Near 0: which unit gets which weight does not matter to this prediction.",
-    "uniform": "Change in the output when the attention is replaced by an even spread. Near 0: the "
-               "attention was not needed (Wiegreffe & Pinter).",
-    "adversarial": "Largest Jensen-Shannon divergence (0..ln 2 = 0.69) of a different attention that "
-                   "leaves the output within 0.01. Large: very different shadings give the same prediction.",
-    "seeds": "Jensen-Shannon divergence between the attention of models trained from other seeds "
-             "(0..0.69). Compare with the divergence from an even spread.",
+    "permutation": "Permutation: the median change in the output (total variation, 0..1) when the attention weights "
+                   "are shuffled. Near 0: which unit gets which weight does not matter to this prediction.",
+    "uniform": "Uniform attention: the change in the output when the attention is replaced by an even spread. "
+               "Near 0: the attention was not needed (Wiegreffe & Pinter).",
+    "adversarial": "Adversarial attention: the largest Jensen-Shannon divergence (0..ln 2 = 0.69) of another "
+                   "attention that leaves the output within 0.01. Large: very different shadings, same prediction.",
+    "seeds": "Seed variance: the Jensen-Shannon divergence between the attention of models trained from other "
+             "seeds (0..0.69). Compare with the divergence from an even spread.",
 }
 
 
@@ -160,6 +160,9 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
     # ERASER, each unit's rankings beside random ones
     for unit in (eraser.WORD_UNITS, eraser.SENTENCE_UNITS):
         names = [n for n in ranked if UNIT_OF[n] == unit]
+        if names and eraser.unit_count(document, unit) < 2:  # one unit: every ranking is the same ranking
+            battery.not_applicable.append(f"{unit}-level ERASER: the document has one {unit}")
+            continue
         if not names:
             continue
         n = eraser.unit_count(document, unit)
@@ -204,6 +207,9 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
 
     # interventions: permutation and uniform, per level
     sites = level_sites(classifier, ex)
+    if SENTENCE in sites and len(document.sentences) < 2:  # one sentence: its weight is 1 whatever is done
+        del sites[SENTENCE]
+        battery.not_applicable.append("sentence-level interventions: the document has one sentence")
     for level, names in sites.items():
         changes = tests.permutation_changes(classifier, document, names, reference, permutations, seed)
         battery.permutation[level] = float(np.median(changes))
@@ -216,7 +222,7 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
         p = tests.uniform_outputs(classifier, [document], names)[0]
         battery.uniform[level] = (float(tests.tvd(p, reference)), ex.labels[int(p.argmax())])
     for level in LEVELS:
-        if level not in sites:
+        if level not in sites and not (level == SENTENCE and len(document.sentences) < 2 and _maps_at(ex, level)):
             battery.not_applicable.append(f"permutation and uniform tests at the {level} level: "
                                           + ("no attention there" if not _maps_at(ex, level) else
                                              "its attention runs inside a recurrent cell, out of reach of an "
@@ -298,14 +304,16 @@ class SplitBattery:
 
 def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | None = None,
                   adversarial: bool = False, permutations: int = 20, seed_classifiers: list[Classifier] = (),
-                  max_loo_words: int = 200, progress: Callable[[int, int], None] | None = None) -> SplitBattery:
+                  max_loo_words: int = 200, adversarial_documents: int | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> SplitBattery:
     """The battery over ``texts`` (each document's own predicted class), means with bootstrap 95%
     intervals over documents, each beside its baseline. ``labels``: the true classes, for the
     accuracy with trained and with uniform attention. ``seed_classifiers``: models of one recipe
     trained from different seeds (the experiments registry's seeds of a row), for seed variance:
     the JSD between the first one's attention and each other's on the same documents. Leave-one-out
     reads at most ``max_loo_words`` words of a document (a random sample), the permutation test
-    ``permutations`` shuffles."""
+    ``permutations`` shuffles; the adversarial search (slow) runs on the first
+    ``adversarial_documents`` documents (default: all, when ``adversarial``)."""
     per_test: dict[tuple, list[tuple[float | None, float | None]]] = {}
     correct: dict[str, list[tuple[bool, bool]]] = {}
     seeds: dict[str, list[tuple[float, float]]] = {}
@@ -317,7 +325,8 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
         except ExplainError:
             ex = None
         if ex is not None:
-            b = document_battery(classifier, ex, permutations=permutations, adversarial=adversarial,
+            searched = adversarial and (adversarial_documents is None or i < adversarial_documents)
+            b = document_battery(classifier, ex, permutations=permutations, adversarial=searched,
                                  max_loo_words=max_loo_words, seed=i)
             used += 1
             not_applicable = b.not_applicable

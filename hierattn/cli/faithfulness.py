@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
     f.add_argument("--split", default="test", choices=["train", "validation", "test"])
     f.add_argument("--documents", type=int, default=100, help="the first N documents of the split (default 100)")
     f.add_argument("--permutations", type=int, default=20, help="shuffles per document in the permutation test")
-    f.add_argument("--adversarial", action="store_true", help="also run the adversarial search (slow)")
+    f.add_argument("--adversarial", type=int, nargs="?", const=-1, metavar="N",
+                   help="also run the adversarial search (slow), on the first N documents (default: all)")
     f.add_argument("--seed-checkpoints", nargs="+", metavar="DIR",
                    help="checkpoints of one recipe from different seeds (e.g. runs/experiments/tweets/han/seed-*): "
                         "seed variance is the JSD between the first one's attention and each other's")
@@ -50,11 +51,14 @@ def run(args) -> int:
         if done % 10 == 0 or done == total:
             print(f"{done}/{total} documents ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
 
-    result = split_battery(classifier, texts, truth, adversarial=args.adversarial, permutations=args.permutations,
-                           seed_classifiers=seeds, progress=progress)
+    searched = None if args.adversarial in (None, -1) else args.adversarial
+    result = split_battery(classifier, texts, truth, adversarial=args.adversarial is not None,
+                           adversarial_documents=searched, permutations=args.permutations, seed_classifiers=seeds,
+                           progress=progress)
     out = {"checkpoint": Path(args.checkpoint).name, "model": classifier.display_name, "dataset": dataset,
            "split": args.split, "documents": result.documents, "permutations": args.permutations,
-           "adversarial": args.adversarial, "seeds": [Path(p).as_posix() for p in args.seed_checkpoints or ()],
+           "adversarial": None if args.adversarial is None else searched or len(texts),
+           "seeds": ["/".join(Path(p).resolve().parts[-3:]) for p in args.seed_checkpoints or ()],
            "seconds": round(time.perf_counter() - start, 1), "rows": result.rows, "accuracy": result.accuracy,
            "not_applicable": result.not_applicable}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ README holds exactly what ``readme_sections`` gives.
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -203,6 +204,50 @@ def _image(name: str, alt: str) -> str:
     return f"![{alt}](docs/figures/{name})\n"
 
 
+def _interval(value) -> str:
+    mean, low, high = value
+    return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
+    """The faithfulness battery's split-level figures for the checkpoints recorded under
+    ``results/faithfulness/`` (``python -m hierattn faithfulness --json ...``): one column per
+    checkpoint, each figure's mean and bootstrap 95% interval over documents, beside its baseline."""
+    recorded = [json.loads(f.read_text()) for f in sorted((root / "faithfulness").glob("*.json"))]
+    recorded = [r for r in recorded if r["dataset"] == dataset]
+    if not recorded:
+        return None
+    keys = []
+    for r in recorded:
+        keys += [(row["test"], row["level"]) for row in r["rows"] if (row["test"], row["level"]) not in keys]
+    header = "| test | level | " + " | ".join(f"{r['model']} (`{r['checkpoint']}`)" for r in recorded) + " |"
+    lines = [header, "|---|---|" + "---|" * len(recorded)]
+    for test, level in keys:
+        cells = []
+        for r in recorded:
+            row = next((x for x in r["rows"] if (x["test"], x["level"]) == (test, level)), None)
+            if row is None:
+                cells.append("n/a")
+                continue
+            cell = _interval(row["value"])
+            if row.get("baseline"):
+                cell += f"<br>{row['baseline is']}: {_interval(row['baseline'])}"
+            cells.append(cell)
+        lines.append(f"| {test} | {level} | " + " | ".join(cells) + " |")
+    for level in ("word", "sentence", "both"):
+        cells = []
+        for r in recorded:
+            a = r["accuracy"].get(level)
+            cells.append("n/a" if a is None else
+                         f"{_interval(a['uniform'])}<br>trained: {_interval(a['trained'])}")
+        if any(c != "n/a" for c in cells):
+            lines.append(f"| accuracy with uniform attention | {level} | " + " | ".join(cells) + " |")
+    notes = [f"`{r['checkpoint']}`: {r['documents']} documents of the {r['split']} split, {r['permutations']} "
+             f"permutations each" + (f", seed variance over {len(r['seeds'])} seeds of its registry row"
+                                     if r["seeds"] else "") + f" ({r['seconds']:.0f} s)." for r in recorded]
+    return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"
+
+
 def readme_sections(root: Path = RESULTS) -> dict[str, str]:
     experiments = load_experiments()
     sections = {}
@@ -217,6 +262,9 @@ def readme_sections(root: Path = RESULTS) -> dict[str, str]:
                 + _image(f"length-{dataset}-b.svg", f"{dataset}: HA-LSTM-4, -8, -12"))
         sections[f"curves:{dataset}"] = (_image(f"curves-{dataset}.svg", f"{dataset}: HCAN Figure 3") + "\n"
                                          + curves_table(curves(dataset, experiments, root)))
+        table = faithfulness_table(dataset, root)
+        if table:
+            sections[f"faithfulness:{dataset}"] = table
     timing = batch_one_markdown(root)
     missing = "Not measured yet: `python -m hierattn bench --only batch-one --json bench.json`.\n"
     sections["timing:batch-one"] = timing + "\n" if timing else missing

@@ -212,3 +212,12 @@ def test_split_battery_gives_intervals_beside_baselines(checkpoint_dir):
     assert any(r["test"] == "seed variance (JSD)" for r in result.rows)
     assert set(result.accuracy) == {"word", "sentence", "both"}
     assert 0 <= result.accuracy["word"]["uniform"][0] <= 1
+
+
+def test_a_one_sentence_document_skips_what_one_sentence_cannot_test(checkpoint_dir):
+    classifier = load_classifier(checkpoint_dir / "tiny-han", device="cpu")
+    ex = explain(classifier, "The striker scored twice today")
+    battery = document_battery(classifier, ex, permutations=3)
+    assert "sentence" not in battery.permutation and "both" not in battery.uniform and "word" in battery.permutation
+    assert SENTENCE_ATTENTION not in battery.eraser and WORD_ATTENTION in battery.eraser
+    assert any("one sentence" in line for line in battery.not_applicable)

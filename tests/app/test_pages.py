@@ -241,3 +241,19 @@ def test_compare_with_on_lstm_says_it_has_no_word_weights(app_env):
     said = " ".join(str(e.value) for kind in ("info", "caption", "markdown") for e in getattr(at, kind))
     assert "Model A (ON-LSTM) has no attention: nothing to shade" in said
     assert len([m for m in at.metric if m.label.startswith("Prediction")]) == 2
+
+
+@pytest.mark.slow
+def test_statistics_battery_over_a_split_with_intervals():
+    at = open_page("pages/dataset_statistics.py", stats_model="tweets-han", stats_dataset="tweets", stats_documents=20,
+                   battery_documents=10)
+    at.button(key="battery_go").click().run()
+    settle(at)
+    assert not at.exception, at.exception
+    table = next(d.value for d in at.dataframe if "mean [95% interval]" in d.value.columns)
+    row = table[table["test"] == "comprehensiveness (word attention)"].iloc[0]
+    assert row["baseline"] == "random words" and row["difference [95%]"].count("[") == 1
+    accuracy = next(d.value for d in at.dataframe if "accuracy, uniform attention" in d.value.columns)
+    assert set(accuracy["attention replaced at"]) == {"word", "sentence", "both"}
+    at.run()  # kept: the result stays on the page after another rerun
+    assert any("mean [95% interval]" in d.value.columns for d in at.dataframe)

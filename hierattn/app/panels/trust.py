@@ -1,0 +1,144 @@
+"""Explore's "Can I trust this shading?": the faithfulness battery for the current document, and
+the self-attention beside what it passes on (rollout or gradient-weighted attention)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import streamlit as st
+
+from hierattn import viz
+from hierattn.analysis import battery, rollout
+from hierattn.analysis.explain import Explanation
+from hierattn.app.downloads import chart
+from hierattn.app.loading import checkpoint_key
+from hierattn.app.tasks import computed
+from hierattn.checkpoint import Classifier
+
+
+def _figure(value) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def _difference(row: dict) -> str:
+    if row["value"] is None or row["baseline"] is None:
+        return ""
+    return f"{row['value'] - row['baseline']:+.3g}"
+
+
+def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: dict) -> None:
+    st.caption("The standard tests of attention as explanation, for this document: ERASER (DeYoung et al. 2020), "
+               "Jain & Wallace (2019), Wiegreffe & Pinter (2019). Each figure sits beside the baseline it must "
+               "beat; probabilities and output changes are 0..1.")
+    adversarial = st.toggle("Also search for adversarial attention (slower)", key="trust_adversarial",
+                            help="Five attention distributions as far as possible from the real one (Jensen-Shannon "
+                                 "divergence) while the output moves by at most 0.01.")
+    result = computed(("battery", *checkpoint_key(path), doc_key, adversarial),
+                      lambda progress: battery.document_battery(classifier, ex, adversarial=adversarial,
+                                                                progress=progress),
+                      "Running the tests:")
+    if result is None:
+        return
+    rows = result.rows()
+    if rows:
+        saturated = result.probability > 0.999
+        if saturated:
+            st.info(f"The model gives {result.label} a probability of {result.probability:.4f}: removing or "
+                    "reshuffling anything barely moves a prediction this sure, so the changes below are small "
+                    "for every ranking, random included. Compare each figure with its baseline, not with zero.")
+        st.dataframe([{"test": r["test"], "level": r["level"], "value": _figure(r["value"]),
+                       "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
+                       "baseline is": r["baseline is"], "value - baseline": _difference(r)} for r in rows],
+                     hide_index=True, width="stretch", height=38 + 35 * len(rows))
+        readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
+        st.markdown("**How to read them**\n" + "\n".join(f"- {viz.md_text(line)}" for line in readings))
+        if result.sampled_words:
+            st.caption(f"Leave-one-out read {result.sampled_words:,} of the {result.words:,} words, drawn at random.")
+    if result.not_applicable:
+        st.markdown("**Tests that do not apply to this model:**\n"
+                    + "\n".join(f"- {viz.md_text(line)}" for line in result.not_applicable))
+    _beside_raw(classifier, path, ex, doc_key, figures)
+
+
+def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: dict) -> None:
+    if not ex.self_attention_names:
+        return
+    kind, derived = computed(("beside-raw", *checkpoint_key(path), doc_key),
+                             lambda progress: rollout.beside_raw(classifier, ex), "Differentiating the maps:") or (
+        None, None)
+    if not derived:
+        return
+    name = st.selectbox("Self-attention beside " + ("its rollout" if kind == rollout.ROLLOUT else
+                                                    "its gradient-weighted version"), list(derived),
+                        key="trust_map")
+    words = [t.text for s in ex.document.sentences for t in s.tokens]
+    a = ex.attentions[name]
+    if "sentence" in a.axes:
+        group, labels = 0, [t.text for t in ex.document.sentences[0].tokens]
+        where = "sentence 1"
+    elif a.level == "sentence":
+        group, labels = None, [f"S{i + 1}" for i in range(len(ex.document.sentences))]
+        where = "sentences"
+    else:
+        group, labels, where = None, words, "the document"
+    shown = slice(0, min(len(labels), 60))
+    left, right = st.columns(2)
+    raw = ex.self_attention(name, group)[shown, shown]
+    other = replace(ex, attentions={**ex.attentions, **{name: derived[name]}}).self_attention(name, group)[shown, shown]
+    heads = "single head" if ex.heads(name) == 1 else "mean of heads"
+    chart(viz.attention_heatmap(raw, labels[shown], f"raw {name} · {where} · {heads}"), f"raw {name}", left,
+          key=f"trust_raw_{name}", collect=figures)
+    chart(viz.attention_heatmap(other, labels[shown], f"{kind} · {where}"), f"{kind} {name}", right,
+          key=f"trust_derived_{name}", collect=figures)
+    st.caption("Rollout (Abnar & Zuidema 2020): how much of each word reaches each position through the stacked "
+               "layers, residual connections included." if kind == rollout.ROLLOUT else
+               "Gradient-weighted (Chefer et al. 2021): each weight times its gradient for the predicted class, "
+               "negatives dropped: where attention both exists and pushes the prediction up.")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    mean, low, high = value
+    return f"{mean:.3g} [{low:.3g}, {high:.3g}]"
+
+
+def split_table(classifier: Classifier, path: Path, name: str, dataset: str, split: str, texts: list[str],
+                truth: list[str]) -> None:
+    """Dataset statistics: the battery over the first documents of a split, on request, in the
+    background, kept for the next visit; every figure with its bootstrap 95% interval, beside its
+    baseline."""
+    st.subheader("Can the attention be trusted? The standard tests over the split")
+    st.caption("Per document as in Explore's \"Can I trust this shading?\", then the mean over documents with a "
+               "bootstrap 95% interval, beside the baseline each figure must beat (random rankings of the same "
+               "units), and the difference paired by document. Accuracy with uniform attention is Wiegreffe & "
+               "Pinter's baseline.")
+    left, right = st.columns([1, 3])
+    count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
+                              key="battery_documents")
+    asked = (name, dataset, split, count)
+    if not (right.button("Run the tests over the split", key="battery_go")
+            or st.session_state.get("battery_shown") == asked):
+        return
+    st.session_state["battery_shown"] = asked
+    part, labels = texts[:count], truth[:count]
+    result = computed(("split-battery", *checkpoint_key(path), dataset, split, count),
+                      lambda progress: battery.split_battery(classifier, part, labels, progress=progress),
+                      f"Tests, {name} on {dataset} ({split}):")
+    if result is None:
+        return
+    if result.rows:
+        st.dataframe([{"test": r["test"], "level": r["level"], "mean [95% interval]": _cell(r["value"]),
+                       "baseline": r["baseline is"], "baseline mean [95%]": _cell(r["baseline"]),
+                       "difference [95%]": _cell(r["difference"]), "documents": r["documents"]}
+                      for r in result.rows], hide_index=True, width="stretch")
+    if result.accuracy:
+        st.dataframe([{"attention replaced at": level, "accuracy, trained attention": _cell(a["trained"]),
+                       "accuracy, uniform attention": _cell(a["uniform"]), "difference [95%]": _cell(a["difference"])}
+                      for level, a in result.accuracy.items()], hide_index=True, width="stretch")
+    if result.not_applicable:
+        st.markdown("**Tests that do not apply to this model:**\n"
+                    + "\n".join(f"- {viz.md_text(line)}" for line in result.not_applicable))
+    st.caption(f"{result.documents} documents. The command line gives the same table as JSON: "
+               f"`python -m hierattn faithfulness --checkpoint checkpoints/{name} --dataset {dataset} --split {split} "
+               f"--documents {count} --json out.json`.")
