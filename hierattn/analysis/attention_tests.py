@@ -125,14 +125,14 @@ def permutation_changes(classifier: Classifier, document: Document, sites: list[
     """TVD from ``reference`` of the output under ``draws`` random permutations of the sites'
     weights."""
     generator = torch.Generator().manual_seed(seed)
-    with attention_override(_on(sites, lambda w, m: permute_real(w, m, generator))):
+    with attention_override(_on(sites, lambda w, m: permute_real(w, m, generator)), in_order=False):
         outputs = output_distributions(classifier, [document] * draws)
     return tvd(outputs, reference).tolist()
 
 
 def uniform_outputs(classifier: Classifier, documents: list[Document], sites: list[str]) -> torch.Tensor:
     """Output distributions with the sites' attention replaced by an even spread."""
-    with attention_override(_on(sites, even_spread)):
+    with attention_override(_on(sites, even_spread), in_order=False):
         return output_distributions(classifier, documents)
 
 

@@ -33,7 +33,7 @@ from torch import nn
 
 from hierattn.contract import SENTENCE, WORD, AttentionMap, Batch, ClassifierOutput
 from hierattn.models.common import classification_output, flatten_words, pair_mask, scatter_rows
-from hierattn.models.intervention import overriding
+from hierattn.models.intervention import rows_in_order
 from hierattn.models.layers import (
     CheapDropout,
     ConvMultiHeadSelfAttention,
@@ -174,7 +174,7 @@ class HCAN(nn.Module):
         what one padded pass gives them (the level is padding-invariant: see ``ConvFeatures``);
         maps are padded back to (n, h, W, W) / (n, h, W)."""
         n, W = mask.shape
-        if is_straightforward() or overriding() or n < 2 * MIN_GROUP:  # an override: rows in sentence order
+        if is_straightforward() or rows_in_order() or n < 2 * MIN_GROUP:
             return self.word_level(x, mask, need_weights)
         lengths = mask.sum(1)
         order = lengths.argsort()

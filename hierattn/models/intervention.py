@@ -11,9 +11,10 @@ is a bool tensor of the same shape, True at real keys (and real queries). A retu
 have the same shape; it is used as the distribution over the keys.
 
 Outside such a block ``intervene`` returns the weights it is given, so models run as before.
-HCAN reads all sentences of a batch in one pass while an override is active (not in length groups),
-so that rows arrive in sentence order: the n rows of a site are the batch's real sentences in
-reading order.
+With ``in_order=True`` (the default) HCAN reads all sentences of a batch in one pass (not in length
+groups), so that rows arrive in sentence order: the n rows of a site are the batch's real sentences
+in reading order. An override that treats every row alike (a permutation, an even spread) passes
+``in_order=False`` and keeps the faster grouped pass.
 """
 from __future__ import annotations
 
@@ -25,19 +26,26 @@ import torch
 
 Override = Callable[[str, torch.Tensor, torch.Tensor], torch.Tensor]
 _OVERRIDE: ContextVar[Override | None] = ContextVar("hierattn_attention_override", default=None)
+_IN_ORDER: ContextVar[bool] = ContextVar("hierattn_attention_override_in_order", default=False)
 
 
 @contextmanager
-def attention_override(fn: Override):
-    token = _OVERRIDE.set(fn)
+def attention_override(fn: Override, in_order: bool = True):
+    token, order = _OVERRIDE.set(fn), _IN_ORDER.set(in_order)
     try:
         yield
     finally:
         _OVERRIDE.reset(token)
+        _IN_ORDER.reset(order)
 
 
 def overriding() -> bool:
     return _OVERRIDE.get() is not None
+
+
+def rows_in_order() -> bool:
+    """An active override needs a site's rows in sentence order (see the module doc)."""
+    return _OVERRIDE.get() is not None and _IN_ORDER.get()
 
 
 def intervene(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
