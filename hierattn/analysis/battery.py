@@ -283,6 +283,15 @@ def document_distributions(ex: Explanation) -> dict[str, list[float]]:
 
 # ---- over a split -------------------------------------------------------------------------------
 
+def evenly_spaced(items: list, count: int) -> list:
+    """``count`` items spread evenly through ``items``: a split is in data set order, which may be
+    sorted by class (the first 500 tweets of the test split are all negative), so its first
+    documents are not a sample of it."""
+    if count >= len(items):
+        return list(items)
+    return [items[i * len(items) // count] for i in range(count)]
+
+
 def bootstrap(values: list[float], replicates: int = 1000, seed: int = 0) -> tuple[float, float, float]:
     """(mean, 2.5%, 97.5%) of the mean over documents, resampled with replacement."""
     x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
@@ -336,7 +345,7 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
             if labels is not None:
                 for level, (_, predicted) in b.uniform.items():
                     correct.setdefault(level, []).append((ex.label == labels[i], predicted == labels[i]))
-            seed_explanations = []
+            seed_explanations, pairs = [], {}
             for other in seed_classifiers:
                 try:
                     seed_explanations.append(explain(other, text))
@@ -348,7 +357,9 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
                     p, q = torch.tensor(mine[level]), torch.tensor(them[level])
                     if len(p) == len(q) and len(p) >= 2:
                         even = torch.full_like(p, 1.0 / len(p))
-                        seeds.setdefault(level, []).append((float(tests.jsd(p, q)), float(tests.jsd(p, even))))
+                        pairs.setdefault(level, []).append((float(tests.jsd(p, q)), float(tests.jsd(p, even))))
+            for level, found in pairs.items():  # one figure per document: the mean over the other seeds
+                seeds.setdefault(level, []).append(tuple(sum(x) / len(found) for x in zip(*found)))
         if progress:
             progress(i + 1, len(texts))
     rows = []
@@ -372,6 +383,6 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
         trained = [float(a) for a, _ in pairs]
         uniform = [float(b) for _, b in pairs]
         accuracy[level] = {"trained": bootstrap(trained), "uniform": bootstrap(uniform),
-                           "difference": bootstrap([a - b for a, b in zip(trained, uniform)])}
+                           "difference": bootstrap([a - b for a, b in zip(trained, uniform)]), "documents": len(pairs)}
     return SplitBattery(classifier.name, used, rows, accuracy, not_applicable)
 

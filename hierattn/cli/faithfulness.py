@@ -13,7 +13,8 @@ def add_parser(sub) -> None:
     f.add_argument("--checkpoint", required=True)
     f.add_argument("--dataset", help="built-in data set: bbc-news or tweets (default: the checkpoint's)")
     f.add_argument("--split", default="test", choices=["train", "validation", "test"])
-    f.add_argument("--documents", type=int, default=100, help="the first N documents of the split (default 100)")
+    f.add_argument("--documents", type=int, default=100,
+                   help="N documents spread evenly through the split (default 100; a split may be sorted by class)")
     f.add_argument("--permutations", type=int, default=20, help="shuffles per document in the permutation test")
     f.add_argument("--adversarial", type=int, nargs="?", const=-1, metavar="N",
                    help="also run the adversarial search (slow), on the first N documents (default: all)")
@@ -26,7 +27,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from hierattn.analysis.battery import split_battery
+    from hierattn.analysis.battery import evenly_spaced, split_battery
     from hierattn.checkpoint import CheckpointError, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
@@ -42,7 +43,7 @@ def run(args) -> int:
     except (CheckpointError, KeyError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    indices = stratified_split(ds.labels)[args.split][: args.documents]
+    indices = evenly_spaced(stratified_split(ds.labels)[args.split], args.documents)
     texts = [ds.texts[i] for i in indices]
     truth = [ds.label_names[ds.labels[i]] for i in indices]
     start = time.perf_counter()

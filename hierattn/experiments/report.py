@@ -232,6 +232,8 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
             cell = _interval(row["value"])
             if row.get("baseline"):
                 cell += f"<br>{row['baseline is']}: {_interval(row['baseline'])}"
+            if row["documents"] != r["documents"]:  # one-sentence documents have no sentence-level figure
+                cell += f"<br>({row['documents']} documents)"
             cells.append(cell)
         lines.append(f"| {test} | {level} | " + " | ".join(cells) + " |")
     for level in ("word", "sentence", "both"):
@@ -239,12 +241,20 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
         for r in recorded:
             a = r["accuracy"].get(level)
             cells.append("n/a" if a is None else
-                         f"{_interval(a['uniform'])}<br>trained: {_interval(a['trained'])}")
+                         f"{_interval(a['uniform'])}<br>trained: {_interval(a['trained'])}"
+                         + (f"<br>({a['documents']} documents)" if a.get("documents", r["documents"]) != r["documents"]
+                            else ""))
         if any(c != "n/a" for c in cells):
             lines.append(f"| accuracy with uniform attention | {level} | " + " | ".join(cells) + " |")
-    notes = [f"`{r['checkpoint']}`: {r['documents']} documents of the {r['split']} split, {r['permutations']} "
-             f"permutations each" + (f", seed variance over {len(r['seeds'])} seeds of its registry row"
-                                     if r["seeds"] else "") + f" ({r['seconds']:.0f} s)." for r in recorded]
+    notes = []
+    for r in recorded:
+        parts = [f"{r['documents']} documents spread evenly through the {r['split']} split",
+                 f"{r['permutations']} permutations each"]
+        if r.get("adversarial"):
+            parts.append(f"the adversarial search on {r['adversarial']} of them")
+        if r["seeds"]:
+            parts.append(f"seed variance over {len(r['seeds'])} seeds of its registry row")
+        notes.append(f"`{r['checkpoint']}`: " + ", ".join(parts) + f" ({r['seconds']:.0f} s).")
     return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"
 
 

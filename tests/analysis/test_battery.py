@@ -15,6 +15,7 @@ from hierattn.analysis.battery import (
     WORD_ATTENTION,
     bootstrap,
     document_battery,
+    evenly_spaced,
     rankings,
     split_battery,
 )
@@ -221,3 +222,9 @@ def test_a_one_sentence_document_skips_what_one_sentence_cannot_test(checkpoint_
     assert "sentence" not in battery.permutation and "both" not in battery.uniform and "word" in battery.permutation
     assert SENTENCE_ATTENTION not in battery.eraser and WORD_ATTENTION in battery.eraser
     assert any("one sentence" in line for line in battery.not_applicable)
+
+
+def test_a_split_sample_is_spread_through_it_not_its_head():
+    split = [0] * 50 + [1] * 50  # a split in data set order, sorted by class
+    assert evenly_spaced(split, 10).count(1) == 5 and evenly_spaced(split, 500) == split
+    assert evenly_spaced(list(range(10)), 3) == [0, 3, 6]

@@ -105,7 +105,7 @@ def _cell(value) -> str:
 
 def split_table(classifier: Classifier, path: Path, name: str, dataset: str, split: str, texts: list[str],
                 truth: list[str]) -> None:
-    """Dataset statistics: the battery over the first documents of a split, on request, in the
+    """Dataset statistics: the battery over documents spread evenly through a split, on request, in the
     background, kept for the next visit; every figure with its bootstrap 95% interval, beside its
     baseline."""
     st.subheader("Can the attention be trusted? The standard tests over the split")
@@ -121,7 +121,7 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
             or st.session_state.get("battery_shown") == asked):
         return
     st.session_state["battery_shown"] = asked
-    part, labels = texts[:count], truth[:count]
+    part, labels = battery.evenly_spaced(texts, count), battery.evenly_spaced(truth, count)
     result = computed(("split-battery", *checkpoint_key(path), dataset, split, count),
                       lambda progress: battery.split_battery(classifier, part, labels, progress=progress),
                       f"Tests, {name} on {dataset} ({split}):")
@@ -139,6 +139,7 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
     if result.not_applicable:
         st.markdown("**Tests that do not apply to this model:**\n"
                     + "\n".join(f"- {viz.md_text(line)}" for line in result.not_applicable))
-    st.caption(f"{result.documents} documents. The command line gives the same table as JSON: "
+    st.caption(f"{result.documents} documents spread evenly through the split (it is in data set order, which "
+               "may be sorted by class). The command line gives the same table as JSON: "
                f"`python -m hierattn faithfulness --checkpoint checkpoints/{name} --dataset {dataset} --split {split} "
                f"--documents {count} --json out.json`.")
