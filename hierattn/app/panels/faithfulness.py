@@ -8,6 +8,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import faithfulness
+from hierattn.analysis.battery import evenly_spaced
 from hierattn.analysis.explain import Explanation
 from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
@@ -59,7 +60,7 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
 
 
 def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, split: str, texts: list[str]) -> None:
-    """Dataset statistics' erasure over the first documents of a split, on request."""
+    """Dataset statistics' erasure over documents spread evenly through a split, on request."""
     st.subheader("Is the attention faithful? Erasure over the split")
     st.caption("For each document: remove the top words by attention, by gradient × input, by leave-one-out "
                "occlusion and in random orders (1/40 up to half of its words), and measure the drop in the "
@@ -76,7 +77,7 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
         return
     st.session_state["erasure_shown"] = asked
     methods = faithfulness.METHODS if with_occlusion else tuple(m for m in faithfulness.METHODS if m != "leave-one-out")
-    part = texts[:count]
+    part = evenly_spaced(texts, count)  # a split may be sorted by class: its head is not a sample
     erasure = computed(("split-erasure", *checkpoint_key(path), dataset, split, count, methods),
                        lambda progress: faithfulness.split_erasure(classifier, part, methods=methods,
                                                                    progress=progress),
