@@ -27,7 +27,7 @@ import torch
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis import eraser
 from hierattn.analysis.compare import importance
-from hierattn.analysis.explain import ExplainError, Explanation, explain
+from hierattn.analysis.explain import ExplainError, Explanation, explain, explained
 from hierattn.analysis.faithfulness import gradient_times_input, without
 from hierattn.checkpoint import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
@@ -328,11 +328,8 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
     seeds: dict[str, list[tuple[float, float]]] = {}
     not_applicable: list[str] = []
     used = 0
-    for i, text in enumerate(texts):
-        try:
-            ex = explain(classifier, text)
-        except ExplainError:
-            ex = None
+    for i, ex in explained(classifier, texts):
+        text = texts[i]
         if ex is not None:
             searched = adversarial and (adversarial_documents is None or i < adversarial_documents)
             b = document_battery(classifier, ex, permutations=permutations, adversarial=searched,

@@ -176,6 +176,16 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows)
 
 
+
+def explained(classifier: Classifier, texts: list[str]):
+    """(index, Explanation or None) for each text: None where the text cannot be explained (no
+    words), so split-level analyses skip it and still count it."""
+    for i, text in enumerate(texts):
+        try:
+            yield i, explain(classifier, text)
+        except ExplainError:
+            yield i, None
+
 def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None) -> pd.DataFrame:
     """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each
     diagonality followed by its even-spread value at the matrix's size (``diagonality_b1_even``,

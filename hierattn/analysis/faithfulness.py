@@ -227,16 +227,12 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
     (1/40 .. 1/2, so documents of any length average point by point; in a short document several
     shares round to the same count). Documents with fewer than ``MIN_WORDS`` words are skipped.
     ``progress(done, total)`` is called per document."""
-    from hierattn.analysis.explain import ExplainError, explain
+    from hierattn.analysis.explain import explained
 
     sums: dict[str, list[float]] = {}
     agreement: dict[str, list[float]] = {}
     used = 0
-    for i, text in enumerate(texts):
-        try:
-            ex = explain(classifier, text)
-        except ExplainError:
-            ex = None
+    for i, ex in explained(classifier, texts):
         if ex is not None and ex.document.num_tokens >= MIN_WORDS:
             curves = erasure_curves(classifier, ex, steps, seed=i, fractions=True, methods=methods)
             for method, d in curves.drops.items():
