@@ -7,7 +7,10 @@ which rankings and sites exist, runs every test that applies, and says which do 
 - ERASER comprehensiveness and sufficiency (AOPC over 1-50%) for the word attention, and for
   hierarchical models the sentence attention and the two-stage ranking (sentence weight x word
   weight), each beside random rankings of the same units;
-- Kendall tau of the attention with gradient importance and with leave-one-out, per level;
+- Kendall tau of the attention with gradient importance and with leave-one-out, per level (at the
+  word level of a hierarchical model the two-stage ranking: its raw word weights sum to 1 within
+  each sentence and do not compare across sentences; a sentence's gradient importance is the sum of
+  its words');
 - the permutation and uniform tests, per level; the adversarial search, on request;
 - over a split, each figure's mean with a bootstrap 95% interval over documents, beside the random
   ranking's (or, for the interventions, the scale that makes them readable), and the accuracy with
