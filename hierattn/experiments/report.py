@@ -209,10 +209,16 @@ def _interval(value) -> str:
     return f"{mean:.3f} [{low:.3f}, {high:.3f}]"
 
 
+def _signed(value) -> str:
+    mean, low, high = value
+    return f"**{mean:+.3f}** [{low:+.3f}, {high:+.3f}]"
+
+
 def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
     """The faithfulness battery's split-level figures for the checkpoints recorded under
     ``results/faithfulness/`` (``python -m hierattn faithfulness --json ...``): one column per
-    checkpoint, each figure's mean and bootstrap 95% interval over documents, beside its baseline."""
+    checkpoint, each figure's mean and bootstrap 95% interval over documents, beside its baseline,
+    and their difference paired by document (for accuracy: trained minus uniform)."""
     recorded = [json.loads(f.read_text()) for f in sorted((root / "faithfulness").glob("*.json"))]
     recorded = [r for r in recorded if r["dataset"] == dataset]
     if not recorded:
@@ -220,6 +226,8 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
     keys = []
     for r in recorded:
         keys += [(row["test"], row["level"]) for row in r["rows"] if (row["test"], row["level"]) not in keys]
+    tests = list(dict.fromkeys(test for test, _ in keys))  # each test's rows together, words first
+    keys.sort(key=lambda k: (tests.index(k[0]), ("word", "sentence", "both").index(k[1])))
     header = "| test | level | " + " | ".join(f"{r['model']} (`{r['checkpoint']}`)" for r in recorded) + " |"
     lines = [header, "|---|---|" + "---|" * len(recorded)]
     for test, level in keys:
@@ -232,6 +240,8 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
             cell = _interval(row["value"])
             if row.get("baseline"):
                 cell += f"<br>{row['baseline is']}: {_interval(row['baseline'])}"
+            if row.get("difference"):  # paired by document: the figure that says whether it beats the baseline
+                cell += f"<br>difference: {_signed(row['difference'])}"
             if row["documents"] != r["documents"]:  # one-sentence documents have no sentence-level figure
                 cell += f"<br>({row['documents']} documents)"
             cells.append(cell)
@@ -242,6 +252,7 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
             a = r["accuracy"].get(level)
             cells.append("n/a" if a is None else
                          f"{_interval(a['uniform'])}<br>trained: {_interval(a['trained'])}"
+                         f"<br>difference: {_signed(a['difference'])}"
                          + (f"<br>({a['documents']} documents)" if a.get("documents", r["documents"]) != r["documents"]
                             else ""))
         if any(c != "n/a" for c in cells):
