@@ -185,25 +185,26 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
             positions = sorted(rng.sample(positions, max_loo_words))
             battery.sampled_words = max_loo_words
         loo = _loo(classifier, ex, reference, eraser.WORD_UNITS, positions)
-        shuffled = [rng.random() for _ in range(words)]
+        shuffled = [[rng.random() for _ in range(words)] for _ in range(random_draws)]
         if gradient is not None:
             battery.kendall[(WORD, "gradient")] = tests.kendall_tau(word_attention, gradient)
-            battery.kendall_random[(WORD, "gradient")] = tests.kendall_tau(shuffled, gradient)
+            battery.kendall_random[(WORD, "gradient")] = _mean_tau([(r, gradient) for r in shuffled])
         battery.kendall[(WORD, "leave-one-out")] = tests.kendall_tau([word_attention[i] for i in positions], loo)
-        battery.kendall_random[(WORD, "leave-one-out")] = tests.kendall_tau([shuffled[i] for i in positions], loo)
+        battery.kendall_random[(WORD, "leave-one-out")] = _mean_tau([([r[i] for i in positions], loo)
+                                                                     for r in shuffled])
     if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
         sentence_attention = ranked[SENTENCE_ATTENTION]
         loo = _loo(classifier, ex, reference, eraser.SENTENCE_UNITS, range(len(document.sentences)))
-        shuffled = [rng.random() for _ in sentence_attention]
+        shuffled = [[rng.random() for _ in sentence_attention] for _ in range(random_draws)]
         if gradient is not None:
             by_sentence, i = [], 0
             for s in document.sentences:
                 by_sentence.append(sum(gradient[i: i + len(s.tokens)]))
                 i += len(s.tokens)
             battery.kendall[(SENTENCE, "gradient")] = tests.kendall_tau(sentence_attention, by_sentence)
-            battery.kendall_random[(SENTENCE, "gradient")] = tests.kendall_tau(shuffled, by_sentence)
+            battery.kendall_random[(SENTENCE, "gradient")] = _mean_tau([(r, by_sentence) for r in shuffled])
         battery.kendall[(SENTENCE, "leave-one-out")] = tests.kendall_tau(sentence_attention, loo)
-        battery.kendall_random[(SENTENCE, "leave-one-out")] = tests.kendall_tau(shuffled, loo)
+        battery.kendall_random[(SENTENCE, "leave-one-out")] = _mean_tau([(r, loo) for r in shuffled])
     if gradient is None and word_attention is not None:
         battery.not_applicable.append("Kendall tau with gradient importance: no embedding table to differentiate")
     tick(2)
@@ -245,6 +246,13 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
                                                                   seed=seed)
             tick(5 + i)
     return battery
+
+
+def _mean_tau(pairs: list[tuple[list[float], list[float]]]) -> float | None:
+    """The mean Kendall tau of several random rankings against one importance: the baseline a
+    ranking's tau must beat (one random draw over a few units is too noisy to read)."""
+    taus = [t for t in (tests.kendall_tau(a, b) for a, b in pairs) if t is not None]
+    return sum(taus) / len(taus) if taus else None
 
 
 def _maps_at(ex: Explanation, level: str) -> list[str]:
