@@ -71,7 +71,10 @@ def test_cli_output_cut_short_by_its_reader_ends_quietly(checkpoint_dir):
     import subprocess
     import sys
 
-    text = ". ".join(f"word{i} again" for i in range(600))  # JSON far larger than a pipe's buffer
+    # 60 sentences of 20 words, read as 6 x 12 by the tiny caps: 139 KB of JSON, over twice a pipe's
+    # 64 KB buffer, so the writer is still writing when the reader leaves (3-word sentences gave 31 KB,
+    # which a fast writer could finish first: the test raced)
+    text = ". ".join(" ".join(f"word{i} again" for i in range(s * 10, s * 10 + 10)) for s in range(60))
     run = subprocess.Popen([sys.executable, "-m", "hierattn", "explain", "--checkpoint",
                             str(checkpoint_dir / "tiny-hcan"), "--text", text],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
