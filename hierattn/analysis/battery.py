@@ -210,7 +210,7 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
     tick(2)
 
     # interventions: permutation and uniform, per level
-    sites = level_sites(classifier, ex)
+    sites = intervenable_sites(classifier, ex)
     if SENTENCE in sites and len(document.sentences) < 2:  # one sentence: its weight is 1 whatever is done
         del sites[SENTENCE]
         battery.not_applicable.append("sentence-level interventions: the document has one sentence")
@@ -259,7 +259,7 @@ def _maps_at(ex: Explanation, level: str) -> list[str]:
     return [n for n, a in ex.attentions.items() if a.level == level and a.kind == ATTENTION]
 
 
-def level_sites(classifier: Classifier, ex: Explanation) -> dict[str, list[str]]:
+def intervenable_sites(classifier: Classifier, ex: Explanation) -> dict[str, list[str]]:
     """Level -> the attention sites an intervention reaches there (levels without any left out)."""
     out = {}
     for level in LEVELS:

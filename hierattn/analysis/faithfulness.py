@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import torch
 
 from hierattn.analysis.compare import importance, spearman
+from hierattn.analysis.eraser import output_distributions
 from hierattn.analysis.explain import Explanation
 from hierattn.checkpoint import Classifier
 from hierattn.data.batches import encode_documents
@@ -33,7 +34,6 @@ from hierattn.data.text import Document, Sentence
 METHODS = ("attention", "gradient × input", "leave-one-out", "random")
 MAX_K = 20
 RANDOM_DRAWS = 5
-CHUNK = 64  # documents per forward pass when removing words
 MIN_WORDS = 4  # a split's documents shorter than this are left out of its mean curves
 # Leave-one-out costs one forward pass per word: 14 s for a 1,073-word document with bbc-news-hcan
 # on a 2-core CPU (7 s with HAN), growing with the square of the length. Interactive views leave it
@@ -95,17 +95,9 @@ def without(document: Document, removed: set[int]) -> Document:
 
 
 def probabilities(classifier: Classifier, documents: list[Document], label: int) -> list[float]:
-    """P(label) for each document, CHUNK documents per forward pass."""
-    out = []
-    model = classifier.model
-    for first in range(0, len(documents), CHUNK):
-        batch = encode_documents(documents[first: first + CHUNK], classifier.vocab).to(classifier.device)
-        with torch.inference_mode():
-            logits = model(batch, return_attentions=False).logits.float()
-        p = torch.softmax(logits, -1)[:, label]
-        # a document with no word left gives the model nothing to read: its output is the bias's
-        out += p.tolist()
-    return out
+    """P(label) for each document, batched as ``eraser.output_distributions`` batches them. A
+    document with no word left gives the model nothing to read: its output is the bias's."""
+    return output_distributions(classifier, documents)[:, label].tolist()
 
 
 def gradient_times_input(classifier: Classifier, document: Document, label: int) -> list[float] | None:
