@@ -143,8 +143,9 @@ class Agreement:
         rows = [("Spearman rank correlation", self.word_spearman, 0.0, self.sentence_spearman, 0.0)]
         rows += [(f"top-{k} overlap", self.word_top_k[k], chance(k, self.words), self.sentence_top_k[k],
                   chance(k, self.sentences)) for k in TOP_K]
-        return pd.DataFrame(rows, columns=["measure", f"words ({self.words})", "words, if unrelated",
-                                           f"sentences ({self.sentences})", "sentences, if unrelated"])
+        table = pd.DataFrame(rows, columns=["measure", f"words ({self.words})", "words, if unrelated",
+                                            f"sentences ({self.sentences})", "sentences, if unrelated"])
+        return table.astype(dict.fromkeys(table.columns[1:], float))  # None -> NaN: "—" on the page, not "None"
 
 
 def agreement(a: Importance, b: Importance) -> Agreement:
