@@ -19,4 +19,7 @@ else:  # every page run of every session
                           st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
                           st.Page("pages/tour.py", title="Tour", icon=":material/school:")])
     with serving():  # the server's share of the cores while it computes, beside running trainings
+        from hierattn.app.loading import plugin_warnings
+
+        plugin_warnings()
         page.run()

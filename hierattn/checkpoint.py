@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import math
 import os
 import re
 import shutil
@@ -19,14 +20,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from hierattn.card import model_card
 from hierattn.data.text import TextConfig, Vocab
-from hierattn.models import REGISTRY, build_model, display_name, legacy_config, model_config_dict, text_problem
+from hierattn.models import (
+    BUILT_IN,
+    REGISTRY,
+    build_model,
+    display_name,
+    legacy_config,
+    model_config_dict,
+    plugins,
+    text_problem,
+)
 
 FORMAT_VERSION = 1
-FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json")
+FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json", "README.md")  # README.md: the card
 
 
 class CheckpointError(ValueError):
@@ -62,6 +73,11 @@ class Classifier:
         return display_name(self.model_type, model_config_dict(self.model))
 
     @property
+    def plugin(self) -> str | None:
+        """Where a plug-in's model type comes from ("plug-in file x.py"); None for a built-in one."""
+        return plugins.describe(self.spec) if self.spec.plugin is not None else None
+
+    @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
@@ -85,6 +101,8 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         "text": asdict(text_config),
         "dataset": dataset,
     }
+    if model_type in REGISTRY and REGISTRY[model_type].plugin is not None:
+        config["plugin"] = plugins.checkpoint_record(REGISTRY[model_type])  # named, never imported, on load
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
         tensors = {k: v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
@@ -93,6 +111,7 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         (tmp / "config.json").write_text(json.dumps(config, indent=2))
         vocab.save(tmp / "vocab.json")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        (tmp / "README.md").write_text(card(tmp, directory.name))
         for f in FILES:  # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
             os.chmod(tmp / f, 0o644)
             fsync(tmp / f)
@@ -118,6 +137,40 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def card(directory: Path, name: str | None = None) -> str:
+    """The checkpoint card (``hierattn.card``) of a checkpoint folder, from its config.json and
+    metrics.json, the weights' file size and, where metrics.json lacks it, the parameter count in
+    the safetensors header (the weights and the vocabulary are not read)."""
+    directory = Path(directory)
+    config = _read_json(directory / "config.json")
+    metrics = _read_json(directory / "metrics.json") if (directory / "metrics.json").exists() else {}
+    if not isinstance(config, dict) or not isinstance(metrics, dict):
+        raise CheckpointError(f"{directory.name}: config.json or metrics.json is not a JSON object")
+    weights = directory / "model.safetensors"
+    if "num_parameters" not in metrics and weights.is_file():
+        with safe_open(weights, "pt") as f:
+            metrics = {**metrics, "num_parameters": sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())}
+    model_type, model_config = config.get("model_type"), config.get("model_config") or {}
+    spec = REGISTRY.get(model_type)
+    return model_card(name or directory.name, config, metrics, display_name(model_type, model_config),
+                      spec.label if spec else f"model type {model_type}", spec.maps if spec else "",
+                      config.get("plugin"), weights.stat().st_size if weights.is_file() else None)
+
+
+def write_card(directory: str | Path) -> Path:
+    """(Re)write a checkpoint's README.md from its other files, atomically; returns its path."""
+    directory = Path(directory)
+    if not (directory / "config.json").is_file() or directory.is_symlink():
+        raise CheckpointError(f"{directory} is not a checkpoint directory")
+    text = card(directory)
+    tmp = directory / ".README.md.tmp"
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    fsync(tmp)
+    os.replace(tmp, directory / "README.md")
+    return directory / "README.md"
 
 
 def checkpoint_root() -> Path:
@@ -202,6 +255,9 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
     if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"{directory.name}: unsupported checkpoint format "
                               f"{config.get('format_version') if isinstance(config, dict) else '?'}")
+    if isinstance(config.get("model_type"), str) and config["model_type"] not in REGISTRY:
+        raise CheckpointError(f"{directory.name}: "
+                              + plugins.unregistered_message(config["model_type"], config.get("plugin"), BUILT_IN))
     try:
         vocab = Vocab.load(directory / "vocab.json")
     except FileNotFoundError:

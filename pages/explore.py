@@ -21,7 +21,9 @@ with st.sidebar:
     name = st.selectbox("Model", list(checkpoints), key="model", help="Every checkpoint directory under checkpoints/.")
 classifier = loading.load_or_stop(checkpoints[name])
 with st.sidebar:
-    st.caption(f"**{classifier.display_name}** · trained on {viz.md_code(classifier.dataset or '?')} · "
+    st.caption(f"**{classifier.display_name}** · "
+               + (f"from the {viz.md_text(classifier.plugin)} · " if classifier.plugin else "")
+               + f"trained on {viz.md_code(classifier.dataset or '?')} · "
                f"{classifier.num_parameters:,} parameters")
     if "test_accuracy" in classifier.metrics:
         st.caption(f"Test accuracy {classifier.metrics['test_accuracy']:.1%} · classes: "

@@ -1,7 +1,12 @@
 import os
-from pathlib import Path
 
-import pytest
+# The suite tests hierattn's own models: a plug-in named in the shell's environment is not loaded
+# (the plug-in tests load theirs). Before hierattn.models is imported, which loads them.
+os.environ.pop("HIERATTN_PLUGINS", None)
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
 import torch
 
 from hierattn.checkpoint import save_checkpoint

@@ -33,7 +33,8 @@ def test_round_trip_gives_the_same_logits(saved, tiny_vocab):
 def test_layout_and_fp16_default(tmp_path, tiny_vocab):
     model = build_model("han", {"vocab_size": len(tiny_vocab), "num_classes": 4})
     path = save_checkpoint(tmp_path / "h", model, "han", tiny_vocab, LABELS, TextConfig(), {})
-    assert sorted(p.name for p in path.iterdir()) == ["config.json", "metrics.json", "model.safetensors", "vocab.json"]
+    assert sorted(p.name for p in path.iterdir()) == ["README.md", "config.json", "metrics.json", "model.safetensors",
+                                                       "vocab.json"]
     from safetensors import safe_open
 
     with safe_open(path / "model.safetensors", "pt") as f:
@@ -69,7 +70,7 @@ def test_a_failed_write_keeps_the_old_checkpoint(saved, tiny_vocab):
     (lambda p: _edit_config(p, lambda c: c.update(labels=["a", "b"])), "2 labels for a 4-class model"),
     (lambda p: _edit_config(p, lambda c: c["model_config"].update(d=32)), "has shape"),
     (lambda p: _edit_config(p, lambda c: c["model_config"].update(parallel=False)), "do not match"),
-    (lambda p: _edit_config(p, lambda c: c.update(model_type="bert")), "unknown model type"),
+    (lambda p: _edit_config(p, lambda c: c.update(model_type="bert")), "'bert' is neither built in"),
     (lambda p: _edit_config(p, lambda c: c.update(format_version=99)), "unsupported checkpoint format"),
 ])
 def test_damaged_checkpoints_give_clear_errors(saved, damage, message):

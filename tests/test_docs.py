@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import REPO
 
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "examples").glob("*/README.md"))]
 ALIASES = {"hostile": "test_hostile_input", "faults": "test_faults"}
 
 
@@ -16,17 +16,17 @@ def _code_spans(text: str) -> list[str]:
     return re.findall(r"`([^`\n]+)`", text)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
 def test_named_files_exist(doc):
     missing = []
     for span in _code_spans(doc.read_text(encoding="utf-8")):
-        for path in re.findall(r"(?:^|[\s(])((?:hierattn|tests|pages|bench|docs)/[\w/.-]*\w)", " " + span):
+        for path in re.findall(r"(?:^|[\s(])((?:hierattn|tests|pages|bench|docs|examples)/[\w/.-]*\w)", " " + span):
             if not (REPO / path).exists() and not any((REPO / path).parent.glob((REPO / path).name + "*")):
                 missing.append(path)
     assert not missing, f"{doc.name} names paths that do not exist: {sorted(set(missing))}"
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
 def test_named_modules_exist(doc):
     missing = []
     for span in _code_spans(doc.read_text(encoding="utf-8")):
@@ -46,7 +46,7 @@ def test_named_modules_exist(doc):
     assert not missing, f"{doc.name} names modules that do not exist: {sorted(set(missing))}"
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
 def test_named_tests_exist(doc):
     missing = []
     for path, name in re.findall(r"`([\w/]+)::(\w+)`", doc.read_text(encoding="utf-8")):

@@ -319,7 +319,7 @@ def _damage_cases():
     return [
         ("truncated weights", truncate, "model.safetensors is corrupted"),
         ("config does not match the weights", edit(lambda c: c["model_config"].update(d=32)), "has shape"),
-        ("unknown model type", edit(lambda c: c.update(model_type="gpt5")), "unknown model type"),
+        ("unknown model type", edit(lambda c: c.update(model_type="gpt5")), "'gpt5' is neither built in"),
         ("vocabulary of the wrong size", lambda p: (p / "vocab.json").write_text('["<pad>", "<unk>", "x"]'),
          "vocab.json has 3 words"),
         ("weights replaced by a link outside", lambda p: ((p / "model.safetensors").unlink(),

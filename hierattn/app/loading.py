@@ -19,6 +19,16 @@ def available_checkpoints() -> dict[str, Path]:
     return {p.name: p for p in list_checkpoints(checkpoint_root())}
 
 
+def plugin_warnings() -> None:
+    """One sidebar warning per plug-in that was named or installed but could not be loaded."""
+    from hierattn.models import plugin_problems
+
+    for problem in plugin_problems():
+        problem = problem[0].upper() + problem[1:]
+        st.sidebar.warning(f"{viz.md_text(problem)}. The built-in models and every other checkpoint work as usual.",
+                           icon=":material/extension_off:")
+
+
 def checkpoints_or_stop() -> dict[str, Path]:
     """The checkpoints, or an error on the page and a stop when there are none."""
     checkpoints = available_checkpoints()

@@ -1,4 +1,5 @@
-"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,stats,reproduce,report,bench}``.
+"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,stats,card,faithfulness,reproduce,report,
+bench}``.
 This module builds the parser; each command lives in ``training``, ``reports`` or ``experiments``, and
 imports what it needs when it runs (a command's start stays quick)."""
 from __future__ import annotations
@@ -38,6 +39,25 @@ def _corpus_arguments(parser) -> None:
                         help="with --corpus: the file format, when the name does not tell")
     parser.add_argument("--fine-labels", action="store_true", help="TREC: the 50 fine classes, not the 6 coarse ones")
     parser.add_argument("--processes", type=int, help="with --corpus: tokenising processes (default: every CPU)")
+
+
+def plugin_argument(parser) -> None:
+    parser.add_argument("--plugin", action="append", metavar="FILE.py",
+                        help="a plug-in model file (defines SPEC, a hierattn.models.spec.ModelSpec); repeat for "
+                             "several. Also read from HIERATTN_PLUGINS; installed plug-ins load by themselves")
+
+
+def load_plugins(args) -> None:
+    """Register the plug-ins of --plugin, HIERATTN_PLUGINS and installed packages; one warning line
+    for each that cannot be loaded (the built-in models, and commands that do not need it, go on)."""
+    if not (getattr(args, "plugin", None) or os.environ.get("HIERATTN_PLUGINS")):
+        return  # installed entry points load with the registry, and report through the same list
+    from hierattn.models import load_plugins as load
+    from hierattn.models import plugin_problems
+
+    load(args.plugin or ())
+    for problem in plugin_problems():
+        print(f"warning: {problem}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --corpus: continue from the resume state an interrupted run left beside --out")
     t.add_argument("--log-shards", metavar="DIR", help="with --corpus: each process writes the documents it trained "
                                                        "on to DIR/rank-N.json (to audit the sharding)")
+    plugin_argument(t)
     t.set_defaults(func=training.train)
 
     p = sub.add_parser("preprocess", help="tokenise a large corpus into the on-disk cache that train --corpus reads")
@@ -98,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--file")
     e.add_argument("--device")
     e.add_argument("--compact", action="store_true", help="one line of JSON")
+    plugin_argument(e)
     e.set_defaults(func=reports.explain)
 
     v = sub.add_parser("evaluate", help="test accuracy and training cost of checkpoints, as in HCAN Table 2")
@@ -111,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--out", help="also write the markdown table here")
     v.add_argument("--json", help="also write the rows as JSON here")
     v.add_argument("--device")
+    plugin_argument(v)
     v.set_defaults(func=reports.evaluate)
 
     s = sub.add_parser("stats", help="Gini and diagonality of a split beside what an even spread gives, and "
@@ -127,10 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--dataset2", help="the second checkpoint's data set (default: its own)")
     s.add_argument("--json", help="write the report here as JSON (shares of attention, 0..1)")
     s.add_argument("--device")
+    plugin_argument(s)
     s.set_defaults(func=reports.stats)
 
-    experiments.add_parsers(sub)
-    faithfulness.add_parser(sub)
+    c = sub.add_parser("card", help="rewrite the README.md (model card) of checkpoints from their config.json and "
+                                    "metrics.json")
+    c.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")
+    plugin_argument(c)
+    c.set_defaults(func=reports.cards)
+
+    experiments.add_parsers(sub, plugin_argument)
+    faithfulness.add_parser(sub, plugin_argument)
 
     b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")
@@ -144,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     try:
+        load_plugins(args)
         return args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -56,7 +56,7 @@ def report(args) -> int:
     return 0
 
 
-def add_parsers(sub) -> None:
+def add_parsers(sub, plugin_argument) -> None:
     r = sub.add_parser("reproduce", help="rerun rows of the experiments registry (experiments/*.toml) and record "
                                          "their results (results/)")
     r.add_argument("names", nargs="*", help="rows, e.g. tweets/han; 'tweets/' for every row of a data set")
@@ -68,6 +68,7 @@ def add_parsers(sub) -> None:
                    help="quick: one epoch on 300 training documents, to try the path end to end")
     r.add_argument("--results", help="where to record (default results/)")
     r.add_argument("--runs", help="where the runs' checkpoints go (default runs/experiments/)")
+    plugin_argument(r)
     r.set_defaults(func=reproduce)
 
     p = sub.add_parser("report", help="the README's results and ordering tables, from the recorded results")

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, plugin_argument) -> None:
     f = sub.add_parser("faithfulness", help="ERASER, Jain & Wallace and Wiegreffe & Pinter's tests of the attention "
                                             "over a split, with bootstrap intervals and their baselines")
     f.add_argument("--checkpoint", required=True)
@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
                         "seed variance is the JSD between the first one's attention and each other's")
     f.add_argument("--json", required=True, help="write the table here")
     f.add_argument("--device")
+    plugin_argument(f)
     f.set_defaults(func=run)
 
 

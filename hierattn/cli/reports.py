@@ -1,5 +1,5 @@
-"""``explain`` (one document), ``evaluate`` (the results table) and ``stats`` (attention metrics
-against their baseline, and SANet's topic-versus-sentiment verdict)."""
+"""``explain`` (one document), ``evaluate`` (the results table), ``stats`` (attention metrics
+against their baseline, and SANet's topic-versus-sentiment verdict) and ``card`` (checkpoint cards)."""
 from __future__ import annotations
 
 import json
@@ -22,6 +22,24 @@ def _read_document(path: Path) -> str:
         print(f"note: {path.name} is not valid UTF-8; {text.count(chr(0xFFFD))} undecodable bytes were replaced",
               file=sys.stderr)
     return text
+
+
+def cards(args) -> int:
+    from hierattn.analysis.evaluation import expand
+    from hierattn.checkpoint import CheckpointError, write_card
+
+    paths = expand(args.checkpoints)
+    if not paths:
+        print("error: no checkpoints found in " + ", ".join(args.checkpoints), file=sys.stderr)
+        return 2
+    failed = 0
+    for path in paths:
+        try:
+            print(f"wrote {write_card(path)}")
+        except (CheckpointError, OSError) as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            failed += 1
+    return 2 if failed else 0
 
 
 def explain(args) -> int:

@@ -84,6 +84,10 @@ def _model_and_text(args, default_text=None):
     else:
         if not args.model:
             raise ValueError("give --model (or --preset for a preset's model and settings)")
+        from hierattn.models import REGISTRY, unknown_model
+
+        if args.model not in REGISTRY:
+            raise ValueError(unknown_model(args.model))
         model_type, model_config, config = args.model, {}, TrainConfig()
     for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
                 "word_dropout", "embeddings", "precision"):

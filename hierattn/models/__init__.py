@@ -1,6 +1,8 @@
 """The model registry: every model file of this package that declares a ``SPEC`` (a
 ``hierattn.models.spec.ModelSpec``) is a model type, reachable by its name. Adding a model is one
-file with its ``SPEC``; nothing here names a model."""
+file with its ``SPEC``; nothing here names a model. Plug-ins (``hierattn.models.plugins``: installed
+entry points of the group ``hierattn.models``, and the files of ``HIERATTN_PLUGINS``) register
+theirs when this package is imported; ``load_plugins`` adds more files later (the CLI's ``--plugin``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,13 +27,41 @@ def _collect() -> dict[str, ModelSpec]:
 
 
 REGISTRY: dict[str, ModelSpec] = dict(sorted(_collect().items(), key=lambda kv: (kv[1].listed, kv[0])))
+BUILT_IN: tuple[str, ...] = tuple(REGISTRY)
+
+
+def load_plugins(files=()) -> list[str]:
+    """Register the plug-ins not yet tried in this process (entry points, ``HIERATTN_PLUGINS``,
+    ``files``); returns the messages of those that could not be loaded."""
+    from hierattn.models import plugins
+
+    return plugins.load(REGISTRY, files)
+
+
+def plugin_problems() -> list[str]:
+    """One message per plug-in that was named or installed but could not be loaded."""
+    from hierattn.models import plugins
+
+    return list(plugins.PROBLEMS.values())
+
+
+def unknown_model(model_type: str) -> str:
+    """Why ``model_type`` is not here, and where a plug-in's model type comes from."""
+    problems = plugin_problems()
+    return (f"unknown model type '{model_type}'; known: {', '.join(REGISTRY)}. A plug-in's model type needs its "
+            "plug-in: an installed package, HIERATTN_PLUGINS=FILE.py or --plugin FILE.py"
+            + (f" (not loaded: {'; '.join(problems)})" if problems else ""))
 
 
 def build_model(model_type: str, config: dict) -> nn.Module:
     if model_type not in REGISTRY:
-        raise ValueError(f"unknown model type '{model_type}'; known: {', '.join(REGISTRY)}")
-    spec = REGISTRY[model_type]
-    model_cls, config_cls = spec.model, spec.config
+        raise ValueError(unknown_model(model_type))
+    return build_from_spec(REGISTRY[model_type], config)
+
+
+def build_from_spec(spec: ModelSpec, config: dict) -> nn.Module:
+    """The spec's model from a config dict (as config.json stores it), unknown keys refused."""
+    model_type, model_cls, config_cls = spec.name, spec.model, spec.config
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
     unknown = set(config) - set(fields)
     if unknown:
@@ -79,3 +109,6 @@ def display_name(model_type: str, config: dict) -> str:
     """The name the papers use for a model type and config, e.g. "HA-LSTM-4", "MahNN-rv", "SANet big"."""
     spec = REGISTRY.get(model_type)
     return spec.display_name(config) if spec else model_type
+
+
+load_plugins()  # the installed entry points and HIERATTN_PLUGINS: what the person running hierattn named

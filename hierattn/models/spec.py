@@ -8,7 +8,7 @@ gradient descent or fitted in one pass.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch import nn
 
@@ -41,6 +41,8 @@ class ModelSpec:
     ``maps``: what its attention maps mean, in a sentence (the documentation and the app say it).
     ``listed``: its place in the Train page's list (the papers' hierarchical models come first);
     models with equal places are listed by name.
+    ``plugin``: None for a model of this package; for a plug-in's, where it came from (set by
+    ``hierattn.models.plugins`` when it loads the plug-in, and recorded in its checkpoints).
     """
 
     name: str
@@ -52,6 +54,7 @@ class ModelSpec:
     fit: Callable | None = None
     maps: str = ""
     listed: int = 100
+    plugin: dict | None = field(default=None, compare=False)
 
     @property
     def fitted(self) -> bool:

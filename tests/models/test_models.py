@@ -5,8 +5,9 @@ import torch
 from hierattn.contract import ClassifierOutput
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Vocab, tokenize
-from hierattn.models import REGISTRY, build_model, is_attention_free
-from tests.conftest import CORPUS
+from hierattn.models import BUILT_IN, REGISTRY, build_from_spec, build_model, is_attention_free
+from hierattn.models.plugins import specs_in_file
+from tests.conftest import CORPUS, REPO
 
 SMALL = {
     "han": {"embed_dim": 16, "hidden": 8, "attention_dim": 12, "cache_groups": 4},
@@ -20,7 +21,7 @@ SMALL = {
 # Every model type and every variant a paper compares: the HCAN variants of its Table 2 and the
 # paper's own size, SANet's no-attention baseline and big size, HA-LSTM's windows and its LSTM /
 # BiLSTM baselines, HAN's encoders, MahNN's channel counts and rv, both TF-IDF classifiers.
-VARIANTS = [(t, SMALL[t]) for t in REGISTRY] + [
+VARIANTS = [(t, SMALL[t]) for t in BUILT_IN] + [
     ("hcan", {**SMALL["hcan"], "parallel": p, "pooling": pool, "hierarchical": h})
     for p in (False, True) for pool in ("max", "target") for h in (False, True)
 ] + [("hcan", {"d": 512, "heads": 8})] + [
@@ -32,13 +33,19 @@ VARIANTS = [(t, SMALL[t]) for t in REGISTRY] + [
     ("mahnn", {**SMALL["mahnn"], "semantic": False}),
     ("tfidf", {**SMALL["tfidf"], "classifier": "nb"}),
 ]
+# The example plug-in (examples/bigru_attention) is held to the same contract, without being
+# registered in this process: a plug-in's model is a model like any other.
+EXAMPLE = specs_in_file(REPO / "examples" / "bigru_attention" / "bigru_attention.py")[0]
+PLUGINS = [(EXAMPLE, {"embed_dim": 16, "hidden": 8, "heads": 3, "attention_dim": 12}),
+           (EXAMPLE, {"embed_dim": 16, "hidden": 8, "heads": 3, "attention_dim": 12, "diversity": 0.5})]
 _QUIET = ("dropout", "embed_dim", "attention_dim", "hidden", "dense", "maps", "cache_groups", "num_bigrams")
-IDS = [f"{t}-" + "-".join(f"{k}={v}" for k, v in c.items() if k not in _QUIET) for t, c in VARIANTS]
+VARIANTS += PLUGINS
+IDS = [f"{getattr(t, 'name', t)}-" + "-".join(f"{k}={v}" for k, v in c.items() if k not in _QUIET) for t, c in VARIANTS]
 DOCS = [tokenize(t) for t in CORPUS] + [tokenize("Short one.")]
 
 
 def test_every_registered_model_is_covered():
-    assert {t for t, _ in VARIANTS} == set(REGISTRY)
+    assert {t for t, _ in VARIANTS if isinstance(t, str)} == set(BUILT_IN)
 
 
 @pytest.fixture(params=VARIANTS, ids=IDS)
@@ -46,7 +53,8 @@ def model_and_vocab(request):
     model_type, config = request.param
     vocab = Vocab.build(DOCS, min_freq=1)
     torch.manual_seed(0)
-    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": 3, **config}).eval()
+    spec = model_type if not isinstance(model_type, str) else REGISTRY[model_type]
+    model = build_from_spec(spec, {"vocab_size": len(vocab), "num_classes": 3, **config}).eval()
     return model, vocab
 
 

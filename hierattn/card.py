@@ -1,0 +1,130 @@
+"""Checkpoint cards: the ``README.md`` of a checkpoint folder, in the model-card convention of the
+Hugging Face Hub (YAML front matter with ``model-index`` results, then model, data set, recipe,
+metrics, intended use, limits), written from what the checkpoint records (config.json and
+metrics.json) and nothing else: a card states no figure the checkpoint cannot back.
+
+``save_checkpoint`` writes it with the other files; ``python -m hierattn card DIR...`` rewrites
+the cards of existing checkpoints from their files (weights and vocabulary are not read).
+"""
+from __future__ import annotations
+
+import json
+
+from hierattn.data.builtin import DESCRIPTIONS
+from hierattn.data.split import SEED
+
+TRAIN_SETTINGS = {  # the recipe's fields as a reader names them, in the order a card lists them
+    "epochs": "epochs (at most)", "batch_size": "batch size", "lr": "learning rate", "lr_schedule": "schedule",
+    "weight_decay": "weight decay", "patience": "early-stopping patience (epochs)", "clip": "gradient clipping",
+    "word_dropout": "word dropout", "embeddings": "embedding initialisation", "min_freq": "vocabulary minimum count",
+    "max_vocab": "vocabulary size cap", "precision": "precision", "seed": "seed",
+}
+
+
+def _yaml_string(value) -> str:
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid YAML scalar
+
+
+def _cell(value) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _percent(value) -> str:
+    return f"{100 * value:.2f}%" if isinstance(value, (int, float)) else "not recorded"
+
+
+def model_card(name: str, config: dict, metrics: dict, display_name: str, label: str, maps: str,
+               plugin: dict | None, weights_bytes: int | None = None) -> str:
+    """The card's markdown. ``config``/``metrics``: the checkpoint's config.json and metrics.json;
+    ``display_name``/``label``/``maps``: from the model type's spec; ``plugin``: where a plug-in's
+    model type comes from (config.json's ``plugin``), None for a built-in one."""
+    model_type = config.get("model_type", "?")
+    dataset = config.get("dataset") or metrics.get("dataset") or "unknown"
+    labels = [str(x) for x in config.get("labels", [])]
+    text = config.get("text", {})
+    test, validation = metrics.get("test_accuracy"), metrics.get("validation_accuracy")
+
+    front = ["---", "library_name: hierattn", "pipeline_tag: text-classification", "tags:", "- hierattn",
+             "- attention", f"- {_yaml_string(model_type)}", "datasets:", f"- {_yaml_string(dataset)}",
+             "metrics:", "- accuracy", "model-index:", f"- name: {_yaml_string(name)}", "  results:"]
+    for split, value in (("test", test), ("validation", validation)):
+        if isinstance(value, (int, float)):
+            front += ["  - task:", "      type: text-classification", "    dataset:",
+                      f"      name: {_yaml_string(dataset)}", f"      type: {_yaml_string(dataset)}",
+                      f"      split: {split}", "    metrics:", "    - type: accuracy", f"      value: {value:.4f}",
+                      f"      name: {split} accuracy"]
+    if test is None and validation is None:
+        front[-1] = "  results: []"
+    front.append("---")
+
+    source = ("hierattn" if plugin is None else
+              f"the plug-in file `{plugin.get('file')}`" if plugin.get("file") else
+              f"the plug-in `{plugin.get('entry_point')}` of the package `{plugin.get('package')}`")
+    model_config = config.get("model_config", {})
+    settings = ", ".join(f"`{k}={v}`" for k, v in model_config.items() if k not in ("vocab_size", "num_classes"))
+    parameters = metrics.get("num_parameters")
+    lines = [f"# {name}", "",
+             f"**{display_name}**, a text classifier over {len(labels)} classes trained on `{dataset}` with "
+             f"hierattn. Its attention: {maps or 'none'}.", "",
+             "## Model", "",
+             f"- Architecture: {label}; model type `{model_type}`, from {source}.",
+             f"- Configuration: {settings or 'the defaults'}.",
+             f"- Vocabulary of {model_config.get('vocab_size', '?'):,} words from the training split "
+             "(other words read as `<unk>`)." if isinstance(model_config.get("vocab_size"), int) else
+             "- Vocabulary: not recorded.",
+             (f"- {parameters:,} parameters" if isinstance(parameters, int) else "- Parameters: not recorded")
+             + ("; weights stored in fp16 in `model.safetensors`"
+                + (f" ({weights_bytes / 2**20:.1f} MB)" if weights_bytes else "") + "."),
+             f"- Reads at most {text.get('max_sentences', '?')} sentences of {text.get('max_words', '?')} words"
+             + (f", {text['max_tokens']} words in all" if text.get("max_tokens") else "")
+             + ("; lower-cased" if text.get("lowercase", True) else "") + "; the rest of a document is cut.",
+             f"- Labels: {', '.join(f'`{_cell(x)}`' for x in labels) or 'not recorded'}.", "",
+             "## Data set", ""]
+    splits = metrics.get("split_sizes") or {}
+    described = DESCRIPTIONS.get(dataset)
+    lines.append(f"- `{dataset}`: " + (described if described else "a data set of the person who trained it "
+                                                                     "(not shipped with hierattn)") + ".")
+    if splits:
+        lines.append(f"- Split: {', '.join(f'{k} {v:,}' for k, v in splits.items())} documents"
+                     + (f" (stratified 80/10/10, seed {SEED}, as HCAN §4.3)" if described and "corpus" not in metrics
+                        else "") + ".")
+    lines += ["", "## Training recipe", ""]
+    recipe = metrics.get("train_config") or {}
+    if recipe:
+        lines += ["| setting | value |", "|---|---|"]
+        lines += [f"| {label_} | {_cell(recipe[k])} |" for k, label_ in TRAIN_SETTINGS.items() if k in recipe]
+        lines.append("")
+    run = []
+    if "epochs_run" in metrics:
+        run.append(f"{metrics['epochs_run']} epochs run, weights of epoch {metrics.get('best_epoch', '?')} kept "
+                   "(best validation accuracy, ties broken by validation loss)")
+    if isinstance(metrics.get("total_training_seconds"), (int, float)):
+        run.append(f"{metrics['total_training_seconds'] / 60:.1f} min of training")
+    if metrics.get("hardware"):
+        run.append(f"on {metrics['hardware']}")
+    if metrics.get("pretrained_words"):
+        run.append(f"{metrics['pretrained_words']:,} embeddings initialised before training")
+    lines += [("- " + "; ".join(run) + ".") if run else "- The run's details were not recorded.", "",
+              "## Metrics", "",
+              "| split | accuracy |", "|---|---:|",
+              f"| validation | {_percent(validation)} |", f"| test | {_percent(test)} |", "",
+              "Within the run, the weights were chosen on the validation split and the test split was never trained "
+              "on. How the recipe itself was chosen is not recorded here: a recipe picked by its test score "
+              "overstates that score (hierattn's README says how its shipped recipes were chosen). One run, one "
+              "seed: another seed of the same recipe scores differently (the README gives the spread over seeds "
+              "of the recipes it records).", "",
+              "## Intended use", "",
+              "Research and teaching: looking at where an attention-based classifier looks, in the hierattn app "
+              "(`streamlit run app.py`), its notebook views (`from hierattn import notebook`) or its command line "
+              f"(`python -m hierattn explain --checkpoint checkpoints/{name} --text ...`)."
+              + (" The plug-in must be loaded first (`HIERATTN_PLUGINS=FILE.py`, `--plugin`, or its installed "
+                 "package)." if plugin else ""), "",
+              "## Limits", "",
+              f"- It knows only `{dataset}`'s kind of text and its {len(labels)} labels; on other text its "
+              "probabilities are not calibrated and its accuracy is unmeasured.",
+              "- Text beyond the sentence and word caps above is not read, and cannot affect the prediction.",
+              "- Attention weights are not, on their own, an explanation of the prediction: Explore's \"Can I trust "
+              "this shading?\" and `python -m hierattn faithfulness` test them against erasure, gradients and "
+              "random baselines.",
+              "- Not for decisions about people."]
+    return "\n".join(front) + "\n\n" + "\n".join(lines) + "\n"

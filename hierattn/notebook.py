@@ -1,0 +1,168 @@
+"""The app's views in a Jupyter notebook, from the same builders (``hierattn.viz``,
+``hierattn.analysis``), without Streamlit::
+
+    from hierattn import notebook as nb
+
+    han, hcan = nb.load("tweets-han"), nb.load("tweets-hcan")   # a name under checkpoints/, or a path
+    ex = nb.explain(hcan, "The plot was thin. The acting, though, was superb!")
+    nb.shaded(ex)              # the document shaded by target attention, sentence bars (HTML)
+    nb.heatmaps(ex)            # the self-attention matrices, one plotly heatmap per map and head
+    nb.metrics(ex)             # Gini and diagonality per matrix, beside an even spread's (a DataFrame)
+    nb.compare(han, hcan, ex.document.text)   # both shadings on one scale, and their agreement
+
+Each call returns an object Jupyter displays as the cell's output (HTML, plotly figures, a
+DataFrame) and that code can read: ``.html``, the figures themselves, ``.agreement``.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from hierattn import viz
+from hierattn.analysis import compare as comparing
+from hierattn.analysis.explain import Explanation, metrics_table
+from hierattn.analysis.explain import explain as _explain
+from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, load_classifier
+
+MAX_POSITIONS = 120  # rows and columns of a heatmap, as on the Explore page
+
+__all__ = ["Comparison", "Figures", "HTMLView", "compare", "explain", "heatmaps", "load", "metrics", "shaded"]
+
+
+class HTMLView:
+    """HTML that Jupyter displays as it is; ``.html`` holds it (all user text escaped)."""
+
+    def __init__(self, markup: str):
+        self.html = markup
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return f"<HTMLView: {len(self.html):,} characters of HTML; display it in a notebook>"
+
+
+class Figures(list):
+    """Plotly figures that Jupyter displays one after another; a list otherwise."""
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display  # present wherever this method is called
+
+        for figure in self:
+            display(figure)
+
+
+def load(checkpoint: str | Path, device: str | None = None) -> Classifier:
+    """A checkpoint by folder path, or by name under ``checkpoints/`` (``HIERATTN_CHECKPOINTS``)."""
+    path = Path(checkpoint)
+    if not path.is_dir():
+        path = checkpoint_root() / str(checkpoint)
+    if not path.is_dir():
+        raise CheckpointError(f"no checkpoint {checkpoint!r}: neither a folder nor a name under {checkpoint_root()}")
+    return load_classifier(path, device)
+
+
+def explain(model: Classifier, text: str) -> Explanation:
+    """The prediction, the attention maps cropped to the document, and their metrics."""
+    return _explain(model, text)
+
+
+def _header(ex: Explanation, title: str | None = None) -> str:
+    top = max(ex.probabilities)
+    name = f"<b>{html.escape(title)}</b> · " if title else ""
+    return (f"<p style='margin:0 0 .4em 0'>{name}prediction <b>{html.escape(ex.label)}</b> ({top:.1%}) · "
+            f"{len(ex.document.sentences)} sentences · {ex.document.num_tokens} tokens read</p>")
+
+
+def shaded(ex: Explanation, head: int | None = None, scale: str = "document") -> HTMLView:
+    """The document as Explore paints it: words shaded by target attention (``head=None``: the mean
+    of the heads), bars for sentence attention; ``scale="sentence"`` darkens each sentence's top word."""
+    words, sentences = ex.target_attention("word", head), ex.target_attention("sentence", head)
+    if words is None and sentences is None:
+        note = ("<p><i>This model weighs no words or sentences for the whole document (no target attention); "
+                "its self-attention is in <code>heatmaps(ex)</code>.</i></p>" if ex.self_attention_names else
+                "<p><i>This model exposes no attention.</i></p>")
+        return HTMLView(_header(ex) + note + viz.plain_text_html(ex.document.text))
+    body = viz.document_html(ex.document.text, ex.document.spans(), words, sentences, scale)
+    return HTMLView(_header(ex) + body)
+
+
+def _labels(ex: Explanation, name: str, sentence: int) -> tuple[int | None, list[str]]:
+    """The group (sentence) a map's matrix is taken from, and its positions' labels."""
+    a = ex.attentions[name]
+    if "sentence" in a.axes:
+        return sentence, [t.text for t in ex.document.sentences[sentence].tokens]
+    words = [t.text for s in ex.document.sentences for t in s.tokens]
+    if a.level == "word":
+        return None, words
+    return None, [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
+
+
+def heatmaps(ex: Explanation, name: str | None = None, sentence: int = 0, head: int | None = None) -> Figures:
+    """One heatmap per self-attention map (or the map ``name``) and head (or the one ``head``), for
+    ``sentence`` where the map is per sentence; at most the first 120 positions of a long document,
+    as on Explore. A recurrent model's window attention (a ``time`` axis) is left to the app."""
+    names = [name] if name else [n for n in ex.self_attention_names if "time" not in ex.attentions[n].axes]
+    if name and name not in ex.self_attention_names:
+        raise KeyError(f"{name!r} is not a self-attention map of this model; it has: "
+                       f"{', '.join(ex.self_attention_names) or 'none'}")
+    if not 0 <= sentence < len(ex.document.sentences):
+        raise IndexError(f"sentence {sentence} of a document of {len(ex.document.sentences)} sentences")
+    figures = Figures()
+    for n in names:
+        group, labels = _labels(ex, n, sentence)
+        shown = slice(0, min(len(labels), MAX_POSITIONS))
+        cut = "" if len(labels) <= MAX_POSITIONS else f" · first {MAX_POSITIONS} of {len(labels)}"
+        where = f" · S{sentence + 1}" if group is not None else ""
+        count = ex.heads(n)
+        for h in ([head] if head is not None else range(count)):
+            matrix = ex.self_attention(n, group, h if count > 1 else None)[shown, shown]
+            title = f"{n}{where} · " + (f"head {h + 1} of {count}" if count > 1 else "single head") + cut
+            figures.append(viz.attention_heatmap(matrix, labels[shown], title))
+    return figures
+
+
+def metrics(ex: Explanation, name: str | None = None, sentence: int | None = None):
+    """Gini and diagonality of every self-attention matrix, each diagonality beside what attention
+    spread evenly over the same positions gives (``*_even``); a pandas DataFrame."""
+    return metrics_table(ex, name, sentence)
+
+
+class Comparison(HTMLView):
+    """Two models on one document: ``.a`` / ``.b`` their explanations, ``.agreement`` the
+    agreement of their word and sentence importance (``.table``: each measure beside chance)."""
+
+    def __init__(self, markup: str, a: Explanation, b: Explanation, agreement):
+        super().__init__(markup)
+        self.a, self.b, self.agreement = a, b, agreement
+        self.table = agreement.table() if agreement is not None else None
+
+
+def compare(model_a: Classifier, model_b: Classifier, text: str) -> Comparison:
+    """Compare's "Where each model looks": both documents shaded by each model's word importance on
+    one scale, and how far the two rankings agree beside what unrelated rankings give."""
+    explanations = {"A": explain(model_a, text), "B": explain(model_b, text)}
+    models = {"A": model_a, "B": model_b}
+    importances = {slot: comparing.importance(ex) for slot, ex in explanations.items()}
+    present = [imp for imp in importances.values() if imp is not None]
+    peak = max((max(imp.words.values()) for imp in present), default=None)
+    sentence_peak = max((max(imp.sentences.values()) for imp in present), default=None)
+    cells = []
+    for slot, ex in explanations.items():
+        imp = importances[slot]
+        title = f"{slot}: {models[slot].name} ({models[slot].display_name})"
+        if imp is None:
+            body = "<p><i>No attention: nothing to shade.</i></p>"
+        else:
+            body = (f"<p style='color:#666;margin:0 0 .4em 0'>{html.escape(imp.source)}</p>"
+                    + viz.document_html(ex.document.text, ex.document.spans(), comparing.shading(ex, imp),
+                                        [imp.sentences[s.start] for s in ex.document.sentences], "document",
+                                        peak=peak, sentence_peak=sentence_peak))
+        cells.append(f"<td style='vertical-align:top;width:50%;padding:0 8px'>{_header(ex, title)}{body}</td>")
+    agreement = comparing.agreement(importances["A"], importances["B"]) if len(present) == 2 else None
+    markup = f"<table style='width:100%;border:0'><tr>{''.join(cells)}</tr></table>"
+    if agreement is not None:
+        table = agreement.table().to_html(index=False, float_format=lambda x: f"{x:.2f}", na_rep="—")
+        markup += ("<p><b>Agreement</b> (one scale for both; beside each measure, what two unrelated rankings "
+                   f"give)</p>{table}")
+    return Comparison(markup, explanations["A"], explanations["B"], agreement)

@@ -1,0 +1,78 @@
+"""Checkpoint cards (``hierattn.card``): written with every checkpoint from what it records, in
+the Hugging Face Hub's model-card layout, and the shipped ones up to date with their files."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from hierattn.card import model_card
+from hierattn.checkpoint import card, list_checkpoints, write_card
+from tests.conftest import REPO
+
+SHIPPED = list_checkpoints(REPO / "checkpoints")
+
+
+def front_matter(text: str) -> dict[str, str]:
+    """The YAML front matter's top-level scalar keys and the model-index values, read plainly."""
+    assert text.startswith("---\n")
+    head = text.split("---\n")[1]
+    values = dict(re.findall(r"^(\w[\w-]*): (.+)$", head, re.M))
+    values["accuracies"] = re.findall(r"value: ([0-9.]+)\n\s+name: (\w+) accuracy", head)
+    values["datasets"] = re.findall(r"^datasets:\n- (.+)$", head, re.M)
+    return values
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_cards_are_what_their_checkpoints_record(path):
+    text = (path / "README.md").read_text()
+    assert text == card(path), f"rerun: python -m hierattn card checkpoints/{path.name}"
+    config = json.loads((path / "config.json").read_text())
+    metrics = json.loads((path / "metrics.json").read_text())
+    head = front_matter(text)
+    assert head["library_name"] == "hierattn" and head["datasets"] == [json.dumps(config["dataset"])]
+    assert head["accuracies"] == [(f"{metrics['test_accuracy']:.4f}", "test"),
+                                  (f"{metrics['validation_accuracy']:.4f}", "validation")]
+    for section in ("## Model", "## Data set", "## Training recipe", "## Metrics", "## Intended use", "## Limits"):
+        assert section in text
+    assert f"| test | {100 * metrics['test_accuracy']:.2f}% |" in text
+    assert f"Reads at most {config['text']['max_sentences']} sentences of {config['text']['max_words']} words" in text
+
+
+def test_every_save_writes_a_card(saved_checkpoint):
+    text = (saved_checkpoint / "README.md").read_text()
+    assert text == card(saved_checkpoint) and "# ck" in text and "results: []" in text  # no accuracy recorded
+    assert "not recorded" in text and "from hierattn." in text
+
+
+@pytest.fixture
+def saved_checkpoint(tmp_path, tiny_vocab):
+    from hierattn.checkpoint import save_checkpoint
+    from hierattn.data.text import TextConfig
+    from hierattn.models import build_model
+
+    model = build_model("han", {"vocab_size": len(tiny_vocab), "num_classes": 4, "embed_dim": 8, "hidden": 4})
+    return save_checkpoint(tmp_path / "ck", model, "han", tiny_vocab, ["a|b", "c", "d", "e"], TextConfig(3, 9), {})
+
+
+def test_a_card_keeps_to_what_it_was_given_and_cannot_break_its_tables():
+    config = {"model_type": "x", "model_config": {"vocab_size": 10, "num_classes": 2}, "labels": ["a|b", "c\nd"],
+              "text": {"max_sentences": 2, "max_words": 3}, "dataset": "mine: \"quoted\""}
+    text = model_card("n", config, {"train_config": {"lr": "1|2"}, "test_accuracy": 0.5}, "X", "X (test)", "", None)
+    assert "`a\\|b`" in text and "| learning rate | 1\\|2 |" in text and "c d" in text
+    assert front_matter(text)["datasets"] == [json.dumps('mine: "quoted"')]  # a quoted scalar, valid YAML
+    assert front_matter(text)["accuracies"] == [("0.5000", "test")]
+    assert "a data set of the person who trained it" in text and "## Training recipe" in text
+    plugin = model_card("n", config, {}, "X", "X", "", {"file": "x.py", "path": "/p/x.py"})
+    assert "from the plug-in file `x.py`" in plugin and "HIERATTN_PLUGINS" in plugin
+
+
+def test_write_card_rewrites_only_the_card(saved_checkpoint):
+    weights = (saved_checkpoint / "model.safetensors").read_bytes()
+    (saved_checkpoint / "README.md").write_text("stale")
+    write_card(saved_checkpoint)
+    assert (saved_checkpoint / "README.md").read_text() == card(saved_checkpoint)
+    assert (saved_checkpoint / "model.safetensors").read_bytes() == weights
+    assert sorted(p.name for p in saved_checkpoint.iterdir()) == ["README.md", "config.json", "metrics.json",
+                                                                  "model.safetensors", "vocab.json"]
