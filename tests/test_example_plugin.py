@@ -169,3 +169,18 @@ def test_a_train_page_run_of_the_plugin_model_loads_it_in_its_own_process(tmp_pa
     job.run()
     assert job.status == "finished", job.message
     assert json.loads((tmp_path / "page-run" / "config.json").read_text())["plugin"]["file"] == "bigru_attention.py"
+
+
+def test_the_head_divergence_measure_is_jensen_shannon():
+    import importlib.util
+    import math
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("head_divergence", FOLDER / "head_divergence.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    p, q = torch.tensor([0.5, 0.5, 0.0, 0.0]), torch.tensor([0.0, 0.0, 0.5, 0.5])
+    assert module.jsd(p, p) == pytest.approx(0, abs=1e-9) and module.jsd(p, q) == pytest.approx(math.log(2))
+    rows = torch.stack([p, q, p])
+    assert module.mean_pairwise(rows) == pytest.approx(2 * math.log(2) / 3)  # two disjoint pairs of three

@@ -6,9 +6,9 @@ and ``heads`` additive-attention heads pool it, each with its own context vector
 
     u_t = tanh(W h_t + b),   a_{k,t} = softmax_t(u_t . c_k),   d = [sum_t a_{1,t} h_t ; ... ; sum_t a_{K,t} h_t]
 
-and a linear layer classifies ``d``. Heads trained by cross-entropy alone often learn the same
-distribution; ``diversity`` > 0 adds Lin et al.'s penalty ||A A^T - I||_F^2 (per document, times
-``diversity``) to the training loss, which pushes the heads towards different words.
+and a linear layer classifies ``d``. Lin et al. found that heads trained by cross-entropy alone can
+learn similar distributions; ``diversity`` > 0 adds their penalty ||A A^T - I||_F^2 (per document,
+times ``diversity``) to the training loss, which pushes the heads towards different words.
 
 The map it reports, ``word.target`` with axes (batch, head, key) at the word level and no sentence
 axis, is what hierattn draws as target attention over the document's words, per head. Its weights
@@ -88,6 +88,6 @@ SPEC = ModelSpec(
     "bigru_attention", BiGRUAttention, BiGRUAttentionConfig, "BiGRU + multi-head attention (plug-in example)",
     display_name, listed=50,
     knobs=(Knob("diversity", "Head diversity penalty",
-                "Lin et al. 2017: weight of ||A A^T - I||^2 in the training loss; 0 lets the heads agree.",
+                "Lin et al. 2017: weight of ||A A^T - I||^2 in the training loss, pushing the heads apart; 0: none.",
                 "float", (), 0.0, 1.0),),
     maps="per-head target attention over the document's words (one sequence, no sentence level)")
