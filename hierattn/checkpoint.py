@@ -23,6 +23,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from hierattn import limits
 from hierattn.card import model_card
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.models import (
@@ -76,6 +77,13 @@ class Classifier:
     def plugin(self) -> str | None:
         """Where a plug-in's model type comes from ("plug-in file x.py"); None for a built-in one."""
         return plugins.describe(self.spec) if self.spec.plugin is not None else None
+
+    @property
+    def memory_bytes(self) -> int:
+        """What holding it costs, roughly: its parameters and buffers, and its vocabulary as a Python
+        list and dict (about 150 bytes a word)."""
+        tensors = list(self.model.parameters()) + list(self.model.buffers())
+        return sum(t.numel() * t.element_size() for t in tensors) + 150 * len(self.vocab)
 
     @property
     def num_parameters(self) -> int:
@@ -238,11 +246,45 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def _read_json(path: Path):
     try:
+        _within(path, limits.JSON_MB)
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent.name}: {path.name} is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{path.parent.name}: {path.name} is not valid JSON ({exc})") from None
+
+
+def _within(path: Path, limit: limits.Limit) -> None:
+    """CheckpointError when the file at ``path`` is larger than ``limit`` (MB), judged by its size on disk."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return  # the reader says it is missing
+    if limit.exceeded(size / 2**20):
+        raise CheckpointError(limit.message(size / 2**20, path.parent.name, f"{path.name}'s size"))
+
+
+def check_budget(directory: Path, config: dict) -> None:
+    """A checkpoint within the server's limits (``hierattn.limits``), judged from its files' sizes and
+    its config.json alone, before its vocabulary or weights are read: what it would cost to hold
+    (vocabulary, weights, layer sizes) and to run (the words read per document, whose square sizes a
+    document-wide self-attention)."""
+    name = directory.name
+    _within(directory / "vocab.json", limits.VOCAB_MB)
+    _within(directory / "model.safetensors", limits.WEIGHTS_MB)
+    model_config = config.get("model_config") if isinstance(config.get("model_config"), dict) else {}
+    numbers = {k: v for k, v in model_config.items() if isinstance(v, int) and not isinstance(v, bool)}
+    checks = [(limits.VOCABULARY, numbers.get("vocab_size")), (limits.CLASSES, numbers.get("num_classes"))]
+    checks += [(limits.WIDTH, v) for k, v in numbers.items() if k in limits.WIDTH_FIELDS or k.endswith("_dim")]
+    text = config.get("text") if isinstance(config.get("text"), dict) else {}
+    try:
+        checks.append((limits.WORDS_READ, limits.words_read(text.get("max_sentences", 0), text.get("max_words", 0),
+                                                            text.get("max_tokens"))))
+    except (TypeError, ValueError):
+        pass  # not numbers: TextConfig refuses them below, with its own message
+    for limit, amount in checks:
+        if isinstance(amount, int) and limit.exceeded(amount):
+            raise CheckpointError(limit.message(amount, name))
 
 
 def load_classifier(directory: str | Path, device: str | torch.device | None = None) -> Classifier:
@@ -255,6 +297,7 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
     if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"{directory.name}: unsupported checkpoint format "
                               f"{config.get('format_version') if isinstance(config, dict) else '?'}")
+    check_budget(directory, config)
     if isinstance(config.get("model_type"), str) and config["model_type"] not in REGISTRY:
         raise CheckpointError(f"{directory.name}: "
                               + plugins.unregistered_message(config["model_type"], config.get("plugin"), BUILT_IN))

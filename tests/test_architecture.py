@@ -17,16 +17,18 @@ from tests.conftest import REPO
 ALLOWED: dict[str, tuple[str, ...]] = {
     "contract": (),
     "threads": (),
-    "data": ("contract",),
+    "limits": (),  # what a request, upload, checkpoint or server may spend
+    "data": ("contract", "limits"),
     "models": ("contract", "data.text"),  # token and vocabulary types; never loaders, splits or batches
     "card": ("contract", "data", "models"),  # a checkpoint's README.md, from its JSON files
-    "checkpoint": ("contract", "data", "models", "card"),
+    "checkpoint": ("contract", "limits", "data", "models", "card"),
     "analysis": ("contract", "data", "models", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
-    "training": ("contract", "threads", "data", "models", "checkpoint", "analysis"),
-    "experiments": ("contract", "threads", "data", "models", "checkpoint", "analysis", "training", "viz.svg"),
-    "cli": ("contract", "threads", "data", "models", "checkpoint", "analysis", "training", "experiments"),
-    "app": ("contract", "threads", "data", "models", "checkpoint", "analysis", "training", "experiments", "viz"),
+    "training": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis"),
+    "experiments": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis", "training", "viz.svg"),
+    "cli": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis", "training", "experiments"),
+    "app": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis", "training", "experiments",
+            "viz"),
     "pages": ("app", "viz", "analysis", "data", "checkpoint", "training", "experiments"),
     "notebook": ("contract", "data", "models", "checkpoint", "analysis", "viz"),  # the app's views, without Streamlit
 }

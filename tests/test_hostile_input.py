@@ -102,7 +102,7 @@ def test_a_1_mb_paste_is_read_up_to_the_caps_and_says_so(checkpoint_dir, tmp_pat
     classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
     ex = explain(classifier, text)
     assert ex.document.truncation and "sentences" in ex.document.truncation.message
-    assert "characters were ignored (limit 1,000,000)" in ex.document.truncation.message
+    assert "ignored (limit 1,000,000 characters; set HIERATTN_MAX_CHARS" in ex.document.truncation.message
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
     explored_with_a_warning(text, "characters were ignored")
     f = tmp_path / "big.txt"
@@ -285,12 +285,23 @@ def test_a_formula_cell_from_an_upload_is_neutralised_in_a_download():
 
 
 def test_an_upload_over_the_limit_from_the_cli(tmp_path, capsys, monkeypatch):
-    from hierattn.data import formats as data
-
-    monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
+    monkeypatch.setenv("HIERATTN_MAX_UPLOAD_MB", "0.001")
     f = tmp_path / "big.csv"
     f.write_bytes(b"text,label\n" + b"x,a\n" * 1000)
-    cli_fails(["train", "--model", "han", "--file", str(f)], capsys, "the limit is")
+    cli_fails(["train", "--model", "han", "--file", str(f)], capsys, "over the limit of 0.001 MB")
+
+
+@pytest.mark.parametrize("variable,value,content,message", [
+    ("HIERATTN_MAX_ROWS", "50", b"text,label\n" + b"x,a\n" * 51, "the number of rows is more than 50"),
+    ("HIERATTN_MAX_UPLOAD_TEXT_MB", "0.01", b"text,label\n" + b"xxxxxxxxxx,a\n" * 4000,
+     "the decoded text's size is 0.05 MB, over the limit of 0.01 MB"),
+])
+def test_an_upload_beyond_its_row_or_text_limit_is_refused(tmp_path, capsys, monkeypatch, variable, value, content,
+                                                          message):
+    monkeypatch.setenv(variable, value)
+    f = tmp_path / "many.csv"
+    f.write_bytes(content)
+    assert variable in cli_fails(["train", "--model", "han", "--file", str(f)], capsys, message)
 
 
 # ---- checkpoints ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import Explanation, explain
 from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
+from hierattn.limits import MODEL_MEMORY_MB
 
 
 def _stamp(path: Path) -> float:
@@ -48,19 +49,58 @@ def load_or_stop(path: Path, what: str = "This checkpoint") -> Classifier:
         st.stop()
 
 
-@st.cache_resource(max_entries=8, show_spinner="Loading model…")
-def _load(path: str, stamp: float) -> Classifier:  # stamp: reload when the files change
-    return load_classifier(path)
+class _Models:
+    """The loaded checkpoints, shared read-only by every session, held within
+    ``limits.MODEL_MEMORY_MB`` (HIERATTN_MODEL_MEMORY_MB): beyond it the least recently used are
+    let go (the one just asked for stays, even alone over the limit: the checkpoint limits bound it)."""
+
+    def __init__(self):
+        import threading
+        from collections import OrderedDict
+
+        self.lock = threading.Lock()
+        self.items: OrderedDict[tuple[str, float], tuple[Classifier, int]] = OrderedDict()
+
+    def cached(self, path: str, stamp: float) -> bool:
+        return (path, stamp) in self.items
+
+    def get(self, path: str, stamp: float) -> Classifier:  # stamp: reload when the files change
+        key = (path, stamp)
+        with self.lock:  # loads one at a time: two sessions asking for one checkpoint load it once
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key][0]
+            classifier = load_classifier(path)
+            for stale in [k for k in self.items if k[0] == path]:  # an older version of its files
+                del self.items[stale]
+            self.items[key] = (classifier, classifier.memory_bytes)
+            budget = MODEL_MEMORY_MB.value * 2**20
+            while len(self.items) > 1 and sum(size for _, size in self.items.values()) > budget:
+                self.items.popitem(last=False)
+            return classifier
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(size for _, size in self.items.values())
+
+
+@st.cache_resource
+def models() -> _Models:
+    return _Models()
 
 
 def load(path: Path) -> Classifier:
     """The loaded classifier (eval mode, shared read-only across sessions); raises CheckpointError."""
-    return _load(str(path), _stamp(path))
+    key = (str(path), _stamp(path))
+    if models().cached(*key):
+        return models().get(*key)
+    with st.spinner("Loading model…"):
+        return models().get(*key)
 
 
 @st.cache_data(max_entries=64, show_spinner="Reading the document…")
 def _explain(path: str, stamp: float, text: str) -> Explanation:
-    return explain(_load(path, stamp), text)
+    return explain(models().get(path, stamp), text)
 
 
 def explain_cached(path: Path, text: str) -> Explanation:

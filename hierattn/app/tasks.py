@@ -1,48 +1,126 @@
 """Long computations over a split, run once for the whole app in background threads and polled by
-a fragment, so that a click elsewhere does not restart them."""
+a fragment, so that a click elsewhere does not restart them, and stopped when no visitor waits for
+them any more or the server exits."""
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 import streamlit as st
 
 from hierattn import viz
-from hierattn.threads import serving
+from hierattn.threads import cores, serving
+
+LEASE = 20.0  # seconds a computation goes on after the last page run that asked for it
+STOP_WAIT = 10.0  # seconds the process waits at exit for each computation to reach a stopping point
+
+
+class Cancelled(Exception):
+    """A computation that no connected session wants any more, or the server is stopping."""
+
+
+def _session() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx else None
+
+
+def _connected(session: str | None) -> bool:
+    """Whether a visitor's tab is still open (always, outside a running server: AppTest, tests)."""
+    from streamlit import runtime
+
+    if session is None or not runtime.exists():
+        return True
+    return runtime.get_instance().is_active_session(session)
+
+
+_WORKERS = None
+
+
+@contextmanager
+def _workers(task: _Task):
+    """One of ``cores()`` slots for a computation; while it waits, it stops if no one wants it."""
+    global _WORKERS
+    if _WORKERS is None:
+        _WORKERS = threading.BoundedSemaphore(cores())
+    slots = _WORKERS
+    while not slots.acquire(timeout=0.25):
+        if not task.wanted():
+            raise Cancelled("no session is waiting for this computation")
+    try:
+        yield
+    finally:
+        slots.release()
 
 
 class _Task:
-    """One computation running in a background thread; the page polls ``done`` and ``total``."""
+    """One computation running in a background thread; the page polls ``done`` and ``total``.
+
+    It is tied to the sessions that asked for it: each page run (and each poll of its progress
+    bar) renews its claim, and at its next progress report the computation stops (``Cancelled``)
+    once every claim has lapsed: the tab was closed (at once), or the visitor moved on to another
+    input or page (after ``LEASE`` seconds). A result another session still waits for goes on."""
 
     def __init__(self, compute):
         import threading
 
         self.done, self.total, self.result, self.error = 0, 0, None, None
-        self.thread = threading.Thread(target=self._run, args=(compute,), daemon=True)
+        self.claims: dict[str | None, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(compute,), name="hierattn-task", daemon=True)
+        self.claim()
+
+    def claim(self) -> None:
+        import time
+
+        self.claims[_session()] = time.monotonic()
+
+    def wanted(self) -> bool:
+        import time
+
+        now = time.monotonic()
+        return not self.stop.is_set() and any(now - at < LEASE and _connected(session)
+                                              for session, at in list(self.claims.items()))
 
     def _run(self, compute):
         try:
-            with serving():  # the server's share of the cores, beside any run training now
-                self.result = compute(self._progress)
+            with _workers(self):  # waits its turn: never more computations at once than the cores
+                with serving():  # the server's share of the cores, beside any run training now
+                    self.result = compute(self._progress)
         except Exception as exc:  # handed to the page that asked, which shows it
             self.error = exc
 
     def _progress(self, done: int, total: int):
         self.done, self.total = done, total
+        if not self.wanted():
+            raise Cancelled("no session is waiting for this computation")
 
     @property
     def finished(self) -> bool:
         return not self.thread.is_alive()
 
+    @property
+    def cancelled(self) -> bool:
+        return isinstance(self.error, Cancelled)
+
 
 class _ResultStore:
     """Results of long computations over a split, shared by every session and keyed by everything
     they depend on (checkpoint files' time stamp included); the oldest are dropped beyond
-    ``capacity``. Each runs in a background thread, so a rerun (any click) does not abort it."""
+    ``capacity``. Each runs in a background thread, so a rerun (any click) does not abort it;
+    closing the tab, or leaving it for another input, does (``_Task``). At exit, every running
+    computation is stopped and waited for (``stop_all``): a thread killed inside PyTorch at
+    interpreter shutdown aborts the process."""
 
     def __init__(self, capacity: int = 32):
+        import atexit
         import threading
         from collections import OrderedDict
 
         self.capacity, self.lock, self.items = capacity, threading.Lock(), OrderedDict()
         self.running: dict[tuple, _Task] = {}
+        atexit.register(self.stop_all)
 
     def get(self, key):
         with self.lock:
@@ -51,12 +129,15 @@ class _ResultStore:
             return self.items.get(key)
 
     def task(self, key, compute) -> _Task:
-        """The task computing ``key``, started if none is running."""
+        """The task computing ``key`` (claimed for this session), started if none is running or the
+        last one was cancelled."""
         with self.lock:
             task = self.running.get(key)
-            if task is None:
+            if task is None or (task.finished and task.cancelled):
                 task = self.running[key] = _Task(compute)
                 task.thread.start()
+            else:
+                task.claim()
             return task
 
     def finish(self, key, task: _Task) -> None:
@@ -70,6 +151,17 @@ class _ResultStore:
                 while len(self.items) > self.capacity:
                     self.items.popitem(last=False)
 
+    def stop_all(self, wait: float = STOP_WAIT) -> int:
+        """Stop every running computation at its next progress report and wait for each; returns
+        how many were running."""
+        with self.lock:
+            tasks = list(self.running.values())
+        for task in tasks:
+            task.stop.set()
+        for task in tasks:
+            task.thread.join(wait)
+        return len(tasks)
+
 
 @st.cache_resource
 def _results() -> _ResultStore:
@@ -81,6 +173,7 @@ def _watch(key: tuple, label: str):
     task = _results().running.get(key)
     if task is None or task.finished:
         st.rerun()  # the whole page, which now finds the result
+    task.claim()  # this session still shows its progress
     fraction = task.done / task.total if task.total else 0.0
     label = viz.md_text(label)  # names a checkpoint and a data set: shown as typed
     st.progress(fraction, text=f"{label} {task.done:,} / {task.total:,} documents" if task.total else label)
@@ -98,6 +191,8 @@ def computed(key: tuple, compute, label: str):
     task = store.task(key, compute)
     if task.finished:
         store.finish(key, task)
+        if task.cancelled:  # stopped while no one watched, e.g. the server is stopping
+            return None
         if task.error is not None:
             raise task.error
         return task.result

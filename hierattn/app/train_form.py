@@ -22,7 +22,9 @@ def duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-@st.cache_data(max_entries=4, show_spinner="Reading the file…")
+# One parsed upload, for the reruns of the page that uploaded it; it goes after 10 minutes, so a
+# finished session's file does not stay in the server's memory (each is up to the upload limit).
+@st.cache_data(max_entries=1, ttl=600, show_spinner="Reading the file…")
 def parse_upload(raw: bytes, name: str) -> list[dict]:
     from hierattn.data.formats import read_rows
 

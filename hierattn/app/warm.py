@@ -27,6 +27,8 @@ def warm_up() -> None:
     tokenize("The tokeniser is ready. Its pipeline loads once.")
     for path in list_checkpoints(checkpoint_root())[:1]:  # the one Explore opens with (its samples)
         try:
+            if (path / "config.json").stat().st_size > 2**20:
+                continue  # not one to read ahead of time: loading it reports its size
             dataset = json.loads((path / "config.json").read_text()).get("dataset")
             if dataset:
                 load_builtin(dataset)

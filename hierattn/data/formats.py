@@ -9,8 +9,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hierattn.data.dataset import DataError
+from hierattn.limits import UPLOAD_MB, UPLOAD_ROWS, UPLOAD_TEXT_MB, LimitExceeded
 
-MAX_UPLOAD_MB = 50  # also Streamlit's maxUploadSize in .streamlit/config.toml
+MAX_UPLOAD_MB = UPLOAD_MB.default  # also Streamlit's maxUploadSize in .streamlit/config.toml
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 
@@ -85,15 +86,28 @@ def labelled(rows: Iterable[tuple[int, dict]], text_column: str, label_column: s
 
 
 def read_rows(raw: bytes, name: str) -> list[dict]:
-    """An uploaded CSV / TSV / JSONL file (``name`` gives the format) as row dicts: at most
-    ``MAX_UPLOAD_MB``, decoded by ``decode_text``, read by ``table_rows``."""
-    if len(raw) > MAX_UPLOAD_MB * 2**20:
-        raise DataError(f"{name} is {len(raw) / 2**20:.0f} MB; the limit is {MAX_UPLOAD_MB} MB")
+    """An uploaded CSV / TSV / JSONL file (``name`` gives the format) as row dicts, within the
+    upload limits (``hierattn.limits``: its size, its decoded text's size, its rows), decoded by
+    ``decode_text``, read by ``table_rows``."""
+    try:
+        UPLOAD_MB.check(len(raw) / 2**20, name)
+    except LimitExceeded as exc:
+        raise DataError(str(exc)) from None
     suffix = Path(name).suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise DataError(f"{name}: expected a .csv, .tsv or .jsonl file")
     content = decode_text(raw, name)
-    rows = [row for _, row in table_rows(io.StringIO(content, newline=""), name, suffix[1:])]
+    del raw
+    limit = UPLOAD_ROWS.value
+    try:
+        UPLOAD_TEXT_MB.check(len(content) / 2**20, name)  # characters: UTF-16 or compressed-looking text grows
+        rows = []
+        for _, row in table_rows(io.StringIO(content, newline=""), name, suffix[1:]):
+            rows.append(row)
+            if len(rows) > limit:  # stop reading: the rest would be held for nothing
+                raise LimitExceeded(UPLOAD_ROWS.message(f"more than {limit:,}", name))
+    except LimitExceeded as exc:
+        raise DataError(str(exc)) from None
     if not rows:
         raise DataError(f"{name} has no rows (only a header, or nothing)")
     return rows

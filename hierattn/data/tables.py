@@ -7,8 +7,9 @@ from pathlib import Path
 
 from hierattn.data.dataset import DataError, Dataset
 from hierattn.data.formats import columns, labelled, read_rows
+from hierattn.limits import CLASSES
 
-MAX_CLASSES = 100  # more distinct labels than this is almost surely a text column, not labels
+MAX_CLASSES = CLASSES.default  # more distinct labels than this is almost surely a text column, not labels
 MIN_PER_CLASS = 10  # a stratified 80/10/10 split needs a few documents of every label in each part
 
 
@@ -26,9 +27,8 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
     counts = Counter(labels)
     if len(counts) < 2:
         raise DataError(f"{name} has only one label ({next(iter(counts))!r}); a classifier needs at least two")
-    if len(counts) > MAX_CLASSES:
-        raise DataError(f"the label column {label_column!r} has {len(counts):,} distinct values (at most "
-                        f"{MAX_CLASSES}); is it a text column?")
+    if CLASSES.exceeded(len(counts)):
+        raise DataError(f"the label column {label_column!r}: {CLASSES.message(len(counts))}; is it a text column?")
     rare = sorted((c, n) for n, c in counts.items() if c < MIN_PER_CLASS)
     if rare:
         examples = ", ".join(f"{n!r} ({c})" for c, n in rare[:3])

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from hierattn.limits import CHARACTERS
+
 PAD, UNK = "<pad>", "<unk>"
-# spaCy refuses texts longer than nlp.max_length; anything beyond this is cut and reported.
-MAX_CHARS = 1_000_000
+# A text beyond limits.CHARACTERS (HIERATTN_MAX_CHARS, default 1,000,000) is cut and reported;
+# spaCy's nlp.max_length follows it.
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class Truncation:
     total_sentences: int = 0
     kept_sentences: int = 0
     words_dropped: int = 0  # words cut from over-long sentences
-    chars_dropped: int = 0  # characters beyond MAX_CHARS
+    chars_dropped: int = 0  # characters beyond limits.CHARACTERS
 
     @property
     def truncated(self) -> bool:
@@ -59,7 +61,8 @@ class Truncation:
     def message(self) -> str:
         parts = []
         if self.chars_dropped:
-            parts.append(f"the last {self.chars_dropped:,} characters were ignored (limit {MAX_CHARS:,})")
+            parts.append(f"the last {self.chars_dropped:,} characters were ignored (limit {CHARACTERS.value:,} "
+                         f"characters; set {CHARACTERS.variable} to raise it)")
         if self.kept_sentences < self.total_sentences:
             parts.append(f"only the first {self.kept_sentences} of {self.total_sentences} sentences were read")
         if self.words_dropped:
@@ -99,20 +102,25 @@ class TextConfig:
 @lru_cache(maxsize=1)
 def _nlp():
     import spacy
+    from spacy.attrs import SENT_START
     from spacy.language import Language
 
     @Language.component("hierattn_line_breaks")
     def line_breaks(doc):
         # A line break ends a sentence too: headlines, list items and tweets rarely end in '.'.
-        for tok in doc[:-1]:
-            if tok.is_space and "\n" in tok.text:
-                doc[tok.i + 1].is_sent_start = True
+        # Set in one array: each `token.is_sent_start = True` scans the whole document, so a text
+        # of many short lines took quadratic time (100,000 one-word lines: 347 s).
+        after = [tok.i + 1 for tok in doc[:-1] if tok.is_space and "\n" in tok.text]
+        if after:
+            starts = doc.to_array(SENT_START)  # (tokens,): 1 starts a sentence, -1 does not
+            starts[after] = 1
+            doc.from_array([SENT_START], starts.reshape(-1, 1))
         return doc
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
     nlp.add_pipe("hierattn_line_breaks")
-    nlp.max_length = MAX_CHARS + 1
+    nlp.max_length = CHARACTERS.value + 1
     return nlp
 
 
@@ -215,16 +223,22 @@ def tokenize(text: str, config: TextConfig = TextConfig()) -> Document:
     """Split ``text`` into capped sentences of normalised tokens. Never raises on str input."""
     if not isinstance(text, str):
         raise TypeError(f"expected str, got {type(text).__name__}")
-    chars_dropped = max(0, len(text) - MAX_CHARS)
-    text = text[:MAX_CHARS]
-    sentences = _to_sentences(_nlp()(_clean(text)), config)
+    limit = CHARACTERS.value
+    chars_dropped = max(0, len(text) - limit)
+    text = text[:limit]
+    nlp = _nlp()
+    nlp.max_length = max(nlp.max_length, limit + 1)
+    sentences = _to_sentences(nlp(_clean(text)), config)
     return _capped(text, sentences, config, chars_dropped)
 
 
 def tokenize_many(texts: Iterable[str], config: TextConfig = TextConfig(), batch_size: int = 256) -> list[Document]:
     """Fast path for data sets: ``nlp.pipe`` over many texts."""
-    texts = [t[:MAX_CHARS] for t in texts]
-    docs = _nlp().pipe((_clean(t) for t in texts), batch_size=batch_size)
+    limit = CHARACTERS.value
+    texts = [t[:limit] for t in texts]
+    nlp = _nlp()
+    nlp.max_length = max(nlp.max_length, limit + 1)
+    docs = nlp.pipe((_clean(t) for t in texts), batch_size=batch_size)
     return [_capped(t, _to_sentences(d, config), config, 0) for t, d in zip(texts, docs)]
 
 

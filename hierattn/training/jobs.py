@@ -32,6 +32,7 @@ from hierattn.training.loop import TrainConfig, TrainEvent
 from hierattn.training.sharpness import mean_self_attention_metrics
 
 MAX_RUNNING = 2  # concurrent training jobs per app process; the page says so
+MAX_LOSSES = 20_000  # points of a run's live loss curve the server keeps
 ACTIVE = ("preparing", "running")
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Names Windows reserves for devices; refused everywhere so checkpoints copy between systems.
@@ -84,7 +85,7 @@ class TrainingJob:
     out: Path
     model_type: str
     model_config: dict
-    dataset: Dataset
+    dataset: Dataset | None  # handed to the training process at its start, then let go (see ``run``)
     text_config: TextConfig
     config: TrainConfig
     device: str | None = None
@@ -105,6 +106,13 @@ class TrainingJob:
         default_factory=lambda: multiprocessing.get_context("spawn").Event(), repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _process: multiprocessing.process.BaseProcess | None = field(default=None, repr=False)
+    dataset_name: str = ""
+    documents: int = 0
+    loss_stride: int = 1  # batches per point of ``losses``
+
+    def __post_init__(self):
+        if self.dataset is not None:
+            self.dataset_name, self.documents = self.dataset.name, len(self.dataset.texts)
 
     @property
     def active(self) -> bool:
@@ -126,8 +134,9 @@ class TrainingJob:
                     "epochs": self.config.epochs, "step": self.step, "steps": self.steps,
                     "fraction": done_steps / total_steps if total_steps else 0.0, "docs_per_s": self.docs_per_s,
                     "eta_seconds": eta, "elapsed_seconds": elapsed, "history": [dict(h) for h in self.history],
-                    "losses": list(self.losses), "message": self.message, "metrics": dict(self.metrics),
-                    "model_type": self.model_type, "dataset": self.dataset.name, "documents": len(self.dataset.texts),
+                    "losses": list(self.losses), "loss_stride": self.loss_stride, "message": self.message,
+                    "metrics": dict(self.metrics),
+                    "model_type": self.model_type, "dataset": self.dataset_name, "documents": self.documents,
                     "stopping": self.stop.is_set(), "cores": cores(),
                     "threads": threads_of(self._process.pid) if self._process and self.status == "running" else None}
 
@@ -138,6 +147,9 @@ class TrainingJob:
                 self.epoch, self.step, self.steps = event.epoch, event.step, event.steps
                 self.docs_per_s = event.docs_per_s
                 self.losses.append(event.loss)
+                if len(self.losses) > MAX_LOSSES:  # a long run's curve, thinned: every other point
+                    self.losses[:] = self.losses[1::2]  # point j: batch (j + 1) * stride
+                    self.loss_stride *= 2
             elif event.kind == "epoch":
                 self.history.append(dict(event.extra))
 
@@ -158,6 +170,10 @@ class TrainingJob:
             traceback.print_exc()
             self._finish("failed", f"training could not start: {exc}")
             return
+        finally:
+            # The process has its copy; the server keeps only the name and the count. An uploaded
+            # data set (up to the upload limit) held by every finished job kept memory from coming back.
+            self.dataset = None
         self._process = process
         with _LIVE_LOCK:
             _LIVE.add(process)
@@ -247,10 +263,13 @@ class JobManager:
 def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset: Dataset, text_config: TextConfig,
              config: TrainConfig, replace_existing: bool = False, device: str | None = None) -> TrainingJob:
     """Validate the name and the model config, and build a job (not started)."""
+    from hierattn import limits
     from hierattn.models import build_model
 
     out = validate_run_name(name, root, replace_existing)
     try:
+        limits.WORDS_READ.check(limits.words_read(text_config.max_sentences, text_config.max_words,
+                                                  text_config.max_tokens))
         build_model(model_type, {"vocab_size": 10, "num_classes": len(dataset.label_names), **model_config})
     except (TypeError, ValueError) as exc:
         raise JobError(f"this model configuration is not valid: {exc}") from None

@@ -144,7 +144,8 @@ BAD_UPLOADS = [
     ("photo.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", "not a text file"),
     ("empty.csv", b"text,label\n", "no rows"),
     ("one.csv", b"text,label\n" + b"".join(b"doc %d,a\n" % i for i in range(40)), "only one label"),
-    ("ids.csv", b"text,label\n" + b"".join(b"doc %d,%d\n" % (i, i) for i in range(500)), "500 distinct values"),
+    ("ids.csv", b"text,label\n" + b"".join(b"doc %d,%d\n" % (i, i) for i in range(500)),
+     "the number of distinct labels is 500"),
     ("blank.csv", b"text,label\n" + b"".join(b" ,%d\n" % (i % 2) for i in range(40)), "empty text or label"),
     ("latin1.csv", b"text,label\ncaf\xe9 au lait,a\n", "not UTF-8"),
 ]
@@ -158,11 +159,9 @@ def test_bad_uploads_get_a_specific_message_before_training(train_env, name, raw
 
 
 def test_an_upload_over_the_limit_is_refused(train_env, monkeypatch):
-    from hierattn.data import formats as data
-
-    monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
+    monkeypatch.setenv("HIERATTN_MAX_UPLOAD_MB", "0.001")
     at = upload(open_train_page(), toy_csv(), "big.csv")
-    assert "the limit is" in messages(at)
+    assert "over the limit of 0.001 MB" in messages(at) and "HIERATTN_MAX_UPLOAD_MB" in messages(at)
 
 
 @pytest.mark.parametrize("name,message", [

@@ -88,7 +88,7 @@ def test_utf16_with_a_bom_is_read(tmp_path):
     ("x.csv", "", "no rows"),
     ("x.csv", "body,label\nhi,a\n", "no column named 'text'"),
     ("x.csv", "text,label\n" + "".join(f"hi {i},a\n" for i in range(30)), "only one label"),
-    ("x.csv", "text,label\n" + "".join(f"hi {i},{i}\n" for i in range(150)), "150 distinct values"),
+    ("x.csv", "text,label\n" + "".join(f"hi {i},{i}\n" for i in range(150)), "the number of distinct labels is 150"),
     ("x.csv", "text,label\n" + "".join(f"hi {i},a\n" for i in range(30)) + "ho,b\nhu,b\n", "at least 10 documents"),
     ("x.csv", "text,label\n" + "".join(f" ,{i % 2}\n" for i in range(30)), "empty text or label"),
     ("x.jsonl", '{"text": 1\n', "not JSON"),
@@ -116,8 +116,9 @@ def test_undecodable_files_are_rejected(tmp_path, raw, message):
 def test_files_over_the_limit_are_rejected_before_parsing(monkeypatch):
     from hierattn.data import formats as data
 
-    monkeypatch.setattr(data, "MAX_UPLOAD_MB", 0.001)
-    with pytest.raises(DataError, match="the limit is"):
+    monkeypatch.setenv("HIERATTN_MAX_UPLOAD_MB", "0.001")
+    monkeypatch.setattr(data, "decode_text", lambda raw, name: pytest.fail("decoded a file over the limit"))
+    with pytest.raises(DataError, match=r"over the limit of 0.001 MB \(set HIERATTN_MAX_UPLOAD_MB"):
         data.read_rows(b"text,label\n" + b"x,a\n" * 1000, "big.csv")
 
 

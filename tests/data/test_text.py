@@ -1,6 +1,7 @@
 import pytest
 
-from hierattn.data.text import MAX_CHARS, TextConfig, Vocab, normalise, tokenize
+from hierattn.data.text import TextConfig, Vocab, normalise, tokenize
+from hierattn.limits import CHARACTERS
 
 
 def test_spans_point_back_into_the_original_text():
@@ -55,9 +56,37 @@ def test_empty_whitespace_and_junk_give_no_sentences():
 
 @pytest.mark.slow
 def test_huge_text_is_cut_at_max_chars_and_reported():
-    doc = tokenize("word " * (MAX_CHARS // 5 + 100), TextConfig(max_sentences=1, max_words=5))
+    doc = tokenize("word " * (CHARACTERS.value // 5 + 100), TextConfig(max_sentences=1, max_words=5))
     assert doc.truncation.chars_dropped == 500
-    assert "characters were ignored" in doc.truncation.message
+    assert "characters were ignored" in doc.truncation.message and "HIERATTN_MAX_CHARS" in doc.truncation.message
+
+
+def test_the_character_limit_is_a_setting(monkeypatch):
+    monkeypatch.setenv("HIERATTN_MAX_CHARS", "30")
+    doc = tokenize("Short words here. " * 10, TextConfig(max_sentences=20, max_words=5))
+    assert doc.truncation.chars_dropped == 180 - 30 and "limit 30 characters" in doc.truncation.message
+
+
+@pytest.mark.slow
+def test_many_short_lines_are_read_in_linear_time():
+    """A paste of 100,000 one-word lines took 347 s (each line break's sentence start made spaCy
+    scan the whole document: quadratic), pinning a core long after its visitor left; it takes
+    about 2 s now. Run in a process with a one-minute bound: a runaway, not a speed goal (that
+    is in the bench)."""
+    import subprocess
+    import sys
+
+    code = ("from hierattn.data.text import tokenize, TextConfig\n"
+            "d = tokenize('w\\n' * 100_000, TextConfig(8, 50))\n"
+            "print(d.truncation.total_sentences)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0 and done.stdout.strip() == "100000", done.stderr[-1000:]
+
+
+def test_line_breaks_still_end_sentences():
+    doc = tokenize("a\n\nb\n c.\n\n\nd e f\n", TextConfig(max_sentences=10, max_words=10))
+    assert [[t.text for t in s.tokens] for s in doc.sentences] == [["a"], ["b"], ["c."], ["d", "e", "f"]]
 
 
 def test_vocab_build_save_load(tmp_path):

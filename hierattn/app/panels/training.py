@@ -18,9 +18,9 @@ from hierattn.app.train_form import (
 )
 from hierattn.data.builtin import BUILTIN
 from hierattn.data.dataset import DataError
-from hierattn.data.formats import MAX_UPLOAD_MB
 from hierattn.data.formats import columns as table_columns
 from hierattn.data.text import TextConfig
+from hierattn.limits import UPLOAD_MB
 from hierattn.models import REGISTRY
 from hierattn.models.knobs import defaults, knobs
 from hierattn.training.loop import TrainConfig
@@ -37,7 +37,8 @@ def data_section():
                             help="bbc-news: 2,225 BBC articles in 5 topics. tweets: about 38k tweets, 3 sentiments.")
         dataset = builtin_dataset(name)
     else:
-        upload = st.file_uploader(f"Your file (at most {MAX_UPLOAD_MB} MB)", type=["csv", "tsv", "jsonl"], key="upload",
+        upload = st.file_uploader(f"Your file (at most {UPLOAD_MB.value:g} MB)", type=["csv", "tsv", "jsonl"],
+                                  key="upload",
                                   help="One document per row, with a text column and a label column. UTF-8 or UTF-16.")
         if upload is not None:
             try:
@@ -154,8 +155,8 @@ def run_panel(jobs, job_id: str) -> None:
         if snap["losses"] or snap["history"]:
             left, right = st.columns(2)
             left.caption("Training loss and validation accuracy")
-            left.plotly_chart(viz.training_chart(snap["losses"], snap["history"], snap["steps"]), width="stretch",
-                              key=f"curve_{snap['id']}")
+            curve = viz.training_chart(snap["losses"], snap["history"], snap["steps"] / snap.get("loss_stride", 1))
+            left.plotly_chart(curve, width="stretch", key=f"curve_{snap['id']}")
             right.caption("Self-attention on the validation set: mean Gini (sparsity) and diagonality (b=3); dashed, "
                           "the diagonality attention spread evenly over the same words would have (its Gini is 0): "
                           "the model looks near only where its line is above the dashed one.")

@@ -1,0 +1,73 @@
+"""What one request, upload, checkpoint or server may spend, so that no visitor's paste, upload or
+checkpoint can pin the server's cores or memory. Each limit has a default, an environment
+variable that changes it (read when the limit is checked, so a test or a server sets it at
+start), and the sentence a refusal says: the limit's name, the amount, and how to raise it.
+docs/RELIABILITY.md lists them ("Resources").
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+class LimitExceeded(ValueError):
+    """An input beyond a limit; the message names the limit and how to raise it."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    what: str  # the thing limited, for a reader
+    variable: str  # the environment variable that changes it
+    default: int
+    unit: str = ""  # " MB" for sizes
+
+    @property
+    def value(self) -> float:
+        """The variable's value when it is a positive number (a fraction of a MB for sizes), else the default."""
+        raw = os.environ.get(self.variable, "").strip()
+        try:
+            number = float(raw) if self.unit == " MB" else int(raw)
+        except ValueError:
+            return self.default
+        return number if number > 0 else self.default
+
+    def exceeded(self, amount: float) -> bool:
+        return amount > self.value
+
+    def message(self, amount: float | str, subject: str = "", what: str | None = None) -> str:
+        shown = amount if isinstance(amount, str) else f"{amount:,.2f}" if self.unit == " MB" else f"{amount:,}"
+        return (f"{subject + ': ' if subject else ''}{what or self.what} is {shown}{self.unit}, over the limit of "
+                f"{self.value:,}{self.unit} (set {self.variable} to raise it)")
+
+    def check(self, amount: float, subject: str = "") -> None:
+        if self.exceeded(amount):
+            raise LimitExceeded(self.message(amount, subject))
+
+
+# Per request
+CHARACTERS = Limit("the text's length in characters", "HIERATTN_MAX_CHARS", 1_000_000)
+# Per upload (the Train page, the Evaluation page's own file)
+UPLOAD_MB = Limit("the file's size", "HIERATTN_MAX_UPLOAD_MB", 50, " MB")
+UPLOAD_ROWS = Limit("the number of rows", "HIERATTN_MAX_ROWS", 500_000)
+UPLOAD_TEXT_MB = Limit("the decoded text's size", "HIERATTN_MAX_UPLOAD_TEXT_MB", 100, " MB")
+CLASSES = Limit("the number of distinct labels", "HIERATTN_MAX_CLASSES", 100)
+# Per checkpoint: checked from its small files (sizes on disk, config.json) before the weights or
+# the vocabulary are read
+JSON_MB = Limit("a JSON file's size", "HIERATTN_MAX_JSON_MB", 10, " MB")
+VOCAB_MB = Limit("vocab.json's size", "HIERATTN_MAX_VOCAB_MB", 50, " MB")
+WEIGHTS_MB = Limit("model.safetensors' size", "HIERATTN_MAX_WEIGHTS_MB", 500, " MB")
+VOCABULARY = Limit("the vocabulary (words)", "HIERATTN_MAX_VOCAB", 500_000)
+WIDTH = Limit("an embedding or hidden size", "HIERATTN_MAX_WIDTH", 4096)
+WORDS_READ = Limit("the words read per document (sentences x words per sentence)", "HIERATTN_MAX_WORDS_READ",
+                   4_000)
+# Per server
+MODEL_MEMORY_MB = Limit("the memory of the models kept loaded", "HIERATTN_MODEL_MEMORY_MB", 2048, " MB")
+
+# Config fields that size a model's layers (their product with the words read sizes its tensors).
+WIDTH_FIELDS = {"embed_dim", "hidden", "d", "attention_dim", "dense", "maps", "heads", "blocks", "channels"}
+
+
+def words_read(max_sentences: int, max_words: int, max_tokens: int | None = None) -> int:
+    """The most words a document is read as, under a checkpoint's text caps."""
+    product = int(max_sentences) * int(max_words)
+    return min(product, int(max_tokens)) if max_tokens else product

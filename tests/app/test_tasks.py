@@ -1,0 +1,124 @@
+"""Background computations (``hierattn.app.tasks``) are tied to the sessions that wait for them:
+they stop when every tab that asked was closed or moved on, another session's wait keeps them
+going, a stopped one starts again when asked, and none outlives the process."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from hierattn.app import tasks
+from tests.conftest import REPO
+
+
+def _slow(steps: int = 300, pause: float = 0.05):
+    """A computation that reports progress every ``pause`` seconds, as the split analyses do per batch."""
+    def compute(progress):
+        for i in range(steps):
+            time.sleep(pause)
+            progress(i + 1, steps)
+        return "done"
+    return compute
+
+
+def _wait(task, limit: float = 10.0) -> None:
+    task.thread.join(limit)
+
+
+def test_a_computation_no_session_claims_any_more_stops(monkeypatch):
+    monkeypatch.setattr(tasks, "LEASE", 0.3)
+    store = tasks._ResultStore()
+    started = time.monotonic()
+    task = store.task(("k",), _slow())  # claimed once, when asked; 300 steps would take 15 s
+    _wait(task)
+    assert task.finished and task.cancelled and time.monotonic() - started < 5
+    assert 0 < task.done < 300
+    again = store.task(("k",), _slow(steps=3))  # asked again: it starts afresh
+    assert again is not task
+    _wait(again)
+    store.finish(("k",), again)
+    assert store.get(("k",)) == "done"
+
+
+def test_a_closed_tab_stops_its_computation_at_once_and_another_tab_keeps_it(monkeypatch):
+    closed: set[str] = set()
+    monkeypatch.setattr(tasks, "_connected", lambda session: session not in closed)
+    sessions = iter(["tab-1", "tab-2"])
+    monkeypatch.setattr(tasks, "_session", lambda: current[0])
+    current = [next(sessions)]
+    store = tasks._ResultStore()
+    task = store.task(("k",), _slow())
+    current[0] = next(sessions)
+    assert store.task(("k",), _slow()) is task  # the second tab waits for the same result
+    closed.add("tab-1")
+    time.sleep(0.3)
+    assert not task.finished  # tab-2 is still open
+    closed.add("tab-2")
+    _wait(task, 2.0)
+    assert task.finished and task.cancelled
+
+
+def test_stop_all_ends_every_running_computation():
+    store = tasks._ResultStore()
+    running = [store.task((i,), _slow()) for i in range(3)]
+    assert store.stop_all(wait=5) == 3
+    assert all(t.finished and t.cancelled for t in running)
+
+
+def test_a_failure_is_still_reported_to_the_page():
+    store = tasks._ResultStore()
+
+    def broken(progress):
+        raise ValueError("bad split")
+
+    task = store.task(("k",), broken)
+    _wait(task)
+    assert isinstance(task.error, ValueError) and not task.cancelled
+
+
+@pytest.mark.slow
+def test_the_process_exits_cleanly_while_a_page_computes():
+    """The Dataset statistics page starts its split's metrics in a background thread. A process
+    that exits meanwhile used to abort ("terminate called without an active exception", status
+    134): the thread was killed inside PyTorch at interpreter shutdown."""
+    code = textwrap.dedent(f"""
+        import time
+        from streamlit.testing.v1 import AppTest
+        at = AppTest.from_file({str(REPO / "pages" / "dataset_statistics.py")!r}, default_timeout=120).run()
+        assert at.get("progress"), "the page did not start its computation"
+        time.sleep(2)  # inside the computation
+        print("leaving", flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", "HIERATTN_CHECKPOINTS": str(REPO / "checkpoints")})
+    assert "leaving" in done.stdout, done.stderr[-2000:]
+    assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-2000:]
+
+
+def test_never_more_computations_at_once_than_the_cores(monkeypatch):
+    monkeypatch.setattr(tasks, "_WORKERS", None)
+    monkeypatch.setattr(tasks, "cores", lambda: 2)
+    import threading
+
+    running, most, lock = [0], [0], threading.Lock()
+
+    def compute(progress):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        for i in range(4):
+            time.sleep(0.05)
+            progress(i + 1, 4)
+        with lock:
+            running[0] -= 1
+        return "done"
+
+    store = tasks._ResultStore()
+    started = [store.task((i,), compute) for i in range(5)]
+    for task in started:
+        _wait(task)
+    assert all(t.result == "done" for t in started) and most[0] == 2
