@@ -348,7 +348,7 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
                     ratio >= 1.3))
         out.append(("HAN outputs and gradients against today's implementation, largest gap", "<= 1e-5",
                     f"{h['largest_gap']:.1e}", h["largest_gap"] <= 1e-5))
-    if "hcan/1000" in results["explain_seconds"]:
+    if "hcan/1000" in results.get("explain_seconds", {}):
         seconds = results["explain_seconds"]
         one, ten = seconds["hcan/1000"]["seconds"], seconds["hcan/10000"]["seconds"]
         runs = seconds["hcan/1000"].get("runs", [one])
