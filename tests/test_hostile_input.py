@@ -118,8 +118,8 @@ def test_a_50000_sentence_paste(checkpoint_dir, monkeypatch):
     classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
     ex = explain(classifier, text)
     assert len(ex.document.sentences) == classifier.text_config.max_sentences
-    assert "of 50000 sentences" in ex.document.truncation.message
-    explored_with_a_warning(text, "of 50000 sentences")
+    assert "of 50,000 sentences" in ex.document.truncation.message
+    explored_with_a_warning(text, "of 50,000 sentences")
 
 
 @pytest.mark.parametrize("text", [

@@ -64,7 +64,7 @@ class Truncation:
             parts.append(f"the last {self.chars_dropped:,} characters were ignored (limit {CHARACTERS.value:,} "
                          f"characters; set {CHARACTERS.variable} to raise it)")
         if self.kept_sentences < self.total_sentences:
-            parts.append(f"only the first {self.kept_sentences} of {self.total_sentences} sentences were read")
+            parts.append(f"only the first {self.kept_sentences:,} of {self.total_sentences:,} sentences were read")
         if self.words_dropped:
             parts.append(f"{self.words_dropped:,} words beyond the per-sentence cap were dropped")
         return "; ".join(parts)

@@ -51,7 +51,7 @@ def test_huge_text_is_truncated_and_says_so(classifier):
     text = "The cup final was great. " * 8000  # 200,000 characters
     ex = explain(classifier, text)
     assert len(ex.document.sentences) == classifier.text_config.max_sentences
-    assert "first 6 of 8000 sentences" in ex.to_dict()["truncation"]
+    assert "first 6 of 8,000 sentences" in ex.to_dict()["truncation"]
 
 
 def test_cli_explain_prints_json(checkpoint_dir, capsys):

@@ -91,7 +91,7 @@ def test_texts_without_words_get_a_message(app_env, text, expected):
 
 def test_huge_text_is_truncated_with_a_warning(app_env):
     at = run_app("The cup final was great and the fans sang. " * 4700, "tiny-hcan")  # > 200,000 characters
-    assert "Long document" in texts(at) and "first 6 of 4700 sentences" in texts(at)
+    assert "Long document" in texts(at) and "first 6 of 4,700 sentences" in texts(at)
     assert len(at.get("plotly_chart")) >= 4
 
 
