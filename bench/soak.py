@@ -76,9 +76,10 @@ def _prepare(workdir: Path) -> Path:
     return root
 
 
-def _start_server(root: Path, workdir: Path) -> tuple[subprocess.Popen, str]:
+def start_server(env: dict) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app.py`` on a free loopback port with ``env``, once it answers its health
+    check: (the process, its URL). RuntimeError when it exits or does not answer within 120 s."""
     port = _free_port()
-    env = {**os.environ, "HIERATTN_CHECKPOINTS": str(root), "HIERATTN_RUNTIME": str(workdir / "census")}
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                                "--server.port", str(port), "--server.address", "127.0.0.1"],
                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -134,7 +135,8 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     root = _prepare(workdir)
     before = _hashes(root)
-    server, url = _start_server(root, workdir)
+    server, url = start_server({**os.environ, "HIERATTN_CHECKPOINTS": str(root),
+                                "HIERATTN_RUNTIME": str(workdir / "census")})
     figures: dict = {"rounds": rounds}
     training = None
     try:

@@ -72,6 +72,15 @@ def cache_root(tmp_path, monkeypatch):
     return root
 
 
+def edit_config(path: Path, change) -> None:
+    """Apply ``change`` to a checkpoint's config.json dict and write it back."""
+    import json
+
+    config = json.loads((path / "config.json").read_text())
+    change(config)
+    (path / "config.json").write_text(json.dumps(config))
+
+
 def shown(markdown: str) -> str:
     """Roughly what a reader sees of escaped markdown (``viz.md_text``): the backslashes go."""
     import re

@@ -6,11 +6,8 @@ Under CI (``CI=true``) a missing Playwright or Chromium fails the suite; elsewhe
 skip, saying why."""
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -32,12 +29,6 @@ def _missing(reason: str):
     pytest.skip(f"BROWSER SUITE SKIPPED: {reason} (pip install playwright; apt-get install -y chromium)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_url():
     try:
@@ -46,24 +37,13 @@ def app_url():
         _missing("Playwright is not installed")
     if not Path(CHROMIUM).exists():
         _missing(f"no Chromium at {CHROMIUM}")
-    port = _free_port()
+    from bench.soak import start_server
+
     env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}  # the shipped checkpoints
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                               "--server.port", str(port), "--server.address", "127.0.0.1"],
-                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-            break
-        except OSError:
-            if server.poll() is not None:
-                pytest.fail(f"streamlit exited: {server.stderr.read().decode()[-2000:]}")
-            time.sleep(0.2)
-    else:
-        server.kill()
-        pytest.fail("streamlit did not answer within 90 s")
+    try:
+        server, url = start_server(env)
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     yield url
     server.terminate()
     try:

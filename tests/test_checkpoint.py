@@ -8,7 +8,7 @@ from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifi
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import TextConfig, tokenize
 from hierattn.models import build_model
-from tests.conftest import CORPUS, LABELS
+from tests.conftest import CORPUS, LABELS, edit_config
 
 
 @pytest.fixture
@@ -80,10 +80,7 @@ def test_damaged_checkpoints_give_clear_errors(saved, damage, message):
         load_classifier(path, device="cpu")
 
 
-def _edit_config(path, edit):
-    config = json.loads((path / "config.json").read_text())
-    edit(config)
-    (path / "config.json").write_text(json.dumps(config))
+_edit_config = edit_config
 
 
 def test_list_checkpoints_skips_temporaries_and_non_checkpoints(saved, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.models import build_model
-from tests.conftest import LABELS
+from tests.conftest import LABELS, edit_config
 
 
 def _never_read(monkeypatch):
@@ -74,10 +74,7 @@ def test_a_checkpoint_beyond_a_limit_is_refused_before_its_weights_are_read(han,
         load_classifier(han, device="cpu")
 
 
-def _edit(path, change):
-    config = json.loads((path / "config.json").read_text())
-    change(config)
-    (path / "config.json").write_text(json.dumps(config))
+_edit = edit_config
 
 
 def test_training_with_caps_beyond_the_limit_is_refused_before_it_starts(tmp_path, capsys):
