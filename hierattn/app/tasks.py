@@ -3,7 +3,10 @@ a fragment, so that a click elsewhere does not restart them, and stopped when no
 them any more or the server exits."""
 from __future__ import annotations
 
+import atexit
 import threading
+import time
+from collections import OrderedDict
 from contextlib import contextmanager
 
 import streamlit as st
@@ -63,8 +66,6 @@ class _Task:
     input or page (after ``LEASE`` seconds). A result another session still waits for goes on."""
 
     def __init__(self, compute):
-        import threading
-
         self.done, self.total, self.result, self.error = 0, 0, None, None
         self.claims: dict[str | None, float] = {}
         self.stop = threading.Event()
@@ -72,13 +73,9 @@ class _Task:
         self.claim()
 
     def claim(self) -> None:
-        import time
-
         self.claims[_session()] = time.monotonic()
 
     def wanted(self) -> bool:
-        import time
-
         now = time.monotonic()
         return not self.stop.is_set() and any(now - at < LEASE and _connected(session)
                                               for session, at in list(self.claims.items()))
@@ -114,10 +111,6 @@ class _ResultStore:
     interpreter shutdown aborts the process."""
 
     def __init__(self, capacity: int = 32):
-        import atexit
-        import threading
-        from collections import OrderedDict
-
         self.capacity, self.lock, self.items = capacity, threading.Lock(), OrderedDict()
         self.running: dict[tuple, _Task] = {}
         atexit.register(self.stop_all)
