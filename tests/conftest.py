@@ -4,6 +4,7 @@ import os
 # (the plug-in tests load theirs). Before hierattn.models is imported, which loads them.
 os.environ.pop("HIERATTN_PLUGINS", None)
 
+import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -70,6 +71,24 @@ def cache_root(tmp_path, monkeypatch):
     root = tmp_path / "cache"
     monkeypatch.setenv("HIERATTN_CACHE", str(root))
     return root
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def require_browser(suite: str) -> None:
+    """Skip ``suite`` without Playwright or Chromium, saying so; under CI (``CI=true``) fail instead."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        reason = "Playwright is not installed"
+    else:
+        reason = None if Path(CHROMIUM).exists() else f"no Chromium at {CHROMIUM}"
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the {suite} cannot run in CI: {reason}", pytrace=False)
+    pytest.skip(f"{suite.upper()} SKIPPED: {reason} (pip install playwright; apt-get install -y chromium)")
 
 
 def edit_config(path: Path, change) -> None:

@@ -5,38 +5,25 @@ Playwright through Debian's Chromium, on the shipped checkpoints. Screenshots go
 Under CI (``CI=true``) a missing Playwright or Chromium fails the suite; elsewhere these tests
 skip, saying why."""
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import CHROMIUM, REPO, require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a real Chromium against a served app
 ARTIFACTS = Path(os.environ.get("HIERATTN_ARTIFACTS", REPO / "test-artifacts"))
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DOCUMENT = ("Shares in the carmaker fell sharply on Monday after it warned that profits would drop. "
             "The company blamed higher steel prices and a weak dollar for the slump. "
             "Analysts said the firm's sales in Europe had also disappointed investors. "
             "<script>alert('x')</script> The chief executive said he expected a recovery next year.")
 
 
-def _missing(reason: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"the browser suite cannot run in CI: {reason}", pytrace=False)
-    pytest.skip(f"BROWSER SUITE SKIPPED: {reason} (pip install playwright; apt-get install -y chromium)")
-
-
 @pytest.fixture(scope="module")
 def app_url():
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _missing("Playwright is not installed")
-    if not Path(CHROMIUM).exists():
-        _missing(f"no Chromium at {CHROMIUM}")
+    require_browser("browser suite")
     from bench.soak import start_server
 
     env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}  # the shipped checkpoints

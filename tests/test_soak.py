@@ -4,29 +4,17 @@ checkpoint beyond the limits, then leave mid-computation, while another session 
 and a training run trains beside the server. The bench reports the same figures."""
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 
+from tests.conftest import require_browser
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 IDLE_WITHIN_S = 15  # the server's CPU is back to idle this soon after the visitors left (measured: about 1 s)
 RSS_GROWTH_MB = 500  # its resident memory is within this of its start (measured: 110-300 MB)
 
 
 def test_the_server_holds_up_and_comes_back_to_rest(tmp_path):
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        reason = "Playwright is not installed"
-    else:
-        reason = None if Path(CHROMIUM).exists() else f"no Chromium at {CHROMIUM}"
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the soak cannot run in CI: {reason}", pytrace=False)
-        pytest.skip(f"SOAK SKIPPED: {reason}")
+    require_browser("soak")
     from bench.soak import run_soak
 
     figures = run_soak(tmp_path, rounds=2)

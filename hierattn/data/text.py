@@ -219,6 +219,13 @@ def _capped(text: str, sentences: list[Sentence], config: TextConfig, chars_drop
     return Document(text, kept, trunc)
 
 
+def _nlp_up_to(limit: int):
+    """The pipeline, accepting texts of ``limit`` characters (the limit may be raised after it loads)."""
+    nlp = _nlp()
+    nlp.max_length = max(nlp.max_length, limit + 1)
+    return nlp
+
+
 def tokenize(text: str, config: TextConfig = TextConfig()) -> Document:
     """Split ``text`` into capped sentences of normalised tokens. Never raises on str input."""
     if not isinstance(text, str):
@@ -226,9 +233,7 @@ def tokenize(text: str, config: TextConfig = TextConfig()) -> Document:
     limit = CHARACTERS.value
     chars_dropped = max(0, len(text) - limit)
     text = text[:limit]
-    nlp = _nlp()
-    nlp.max_length = max(nlp.max_length, limit + 1)
-    sentences = _to_sentences(nlp(_clean(text)), config)
+    sentences = _to_sentences(_nlp_up_to(limit)(_clean(text)), config)
     return _capped(text, sentences, config, chars_dropped)
 
 
@@ -236,9 +241,7 @@ def tokenize_many(texts: Iterable[str], config: TextConfig = TextConfig(), batch
     """Fast path for data sets: ``nlp.pipe`` over many texts."""
     limit = CHARACTERS.value
     texts = [t[:limit] for t in texts]
-    nlp = _nlp()
-    nlp.max_length = max(nlp.max_length, limit + 1)
-    docs = nlp.pipe((_clean(t) for t in texts), batch_size=batch_size)
+    docs = _nlp_up_to(limit).pipe((_clean(t) for t in texts), batch_size=batch_size)
     return [_capped(t, _to_sentences(d, config), config, 0) for t, d in zip(texts, docs)]
 
 
