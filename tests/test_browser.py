@@ -233,3 +233,50 @@ def test_erasure_what_if_and_a_long_document(app_url, page):
     assert page.get_by_text("Long document").count() >= 1
     assert page.get_by_text("positions in blocks of").count() >= 1  # the overview of a 1,000-word matrix
     no_exception(page)
+
+
+REVIEW = ("I bought this blender last month. It was loud and the lid cracked after a week. "
+          "Customer service never answered my emails. The motor is strong though. "
+          "I would not buy it again and I returned it.")
+
+
+def _toggle(page, label: str) -> None:
+    page.locator("[data-testid=stCheckbox]").filter(has_text=label).first.click()
+
+
+def test_three_analyses_toggled_at_once_in_two_tabs(app_url, browser):
+    """Issue 30: the trust panel, its adversarial search and "Test the shading", switched on
+    within a second in one tab while another tab does the same on the same cached model: the
+    gradient capture of one call saw the other's forward passes, and one tab showed a RuntimeError
+    with everything below it gone."""
+    errors, tabs = [], []
+    for i in range(2):
+        tab = browser.new_page(viewport={"width": 1400, "height": 1800})
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.goto(f"{app_url}/?model=tweets-han")
+        settle(tab)
+        box = tab.get_by_role("textbox", name="Document", exact=True)
+        box.fill(REVIEW + f" Tab {i}.")
+        box.press("Control+Enter")
+        settle(tab)
+        tabs.append(tab)
+    first, second = tabs
+    _toggle(first, "Can I trust this shading")
+    first.wait_for_timeout(300)
+    _toggle(first, "Also search for adversarial")
+    first.wait_for_timeout(300)
+    _toggle(first, "Test the shading")
+    _toggle(second, "Test the shading")
+    second.wait_for_timeout(300)
+    _toggle(second, "Can I trust this shading")
+    for tab in tabs:
+        settle(tab)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for i, tab in enumerate(tabs):
+        tab.screenshot(path=str(ARTIFACTS / f"two-tabs-{i}.png"), full_page=True)
+        no_exception(tab)
+        assert tab.get_by_text("random: removing random words").count() == 1  # the erasure verdicts
+        assert tab.get_by_text("How to read them").count() == 1  # the trust panel's table drew
+        assert tab.get_by_text("What if? Drop or reorder").count() == 1  # and everything below it
+        tab.close()
+    assert not errors, f"JavaScript errors in the page: {errors}"

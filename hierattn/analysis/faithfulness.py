@@ -30,6 +30,7 @@ from hierattn.analysis.explain import Explanation
 from hierattn.checkpoint import Classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
+from hierattn.models.intervention import module_calls
 
 METHODS = ("attention", "gradient × input", "leave-one-out", "random")
 MAX_K = 20
@@ -106,23 +107,14 @@ def gradient_times_input(classifier: Classifier, document: Document, label: int)
     embedding = getattr(classifier.model, "embedding", None)
     if not isinstance(embedding, torch.nn.Embedding):
         return None
-    captured = {}
-
-    def keep(module, inputs, output):
-        captured["ids"], captured["vectors"] = inputs[0], output
-
-    handle = embedding.register_forward_hook(keep)
-    try:
-        batch = encode_documents([document], classifier.vocab).to(classifier.device)
-        with torch.enable_grad():
-            logits = classifier.model(batch, return_attentions=False).logits
-            # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
-            # cached model shared by other sessions is left exactly as it was
-            (grad,) = torch.autograd.grad(logits[0, label], captured["vectors"])
-    finally:
-        handle.remove()
-    vectors = captured["vectors"]
-    scores = (grad * vectors).sum(-1).abs()[captured["ids"] != 0]  # real words, row-major = reading order
+    batch = encode_documents([document], classifier.vocab).to(classifier.device)
+    with module_calls(embedding) as calls, torch.enable_grad():
+        logits = classifier.model(batch, return_attentions=False).logits
+        (ids,), vectors = calls[0]
+        # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
+        # cached model shared by other sessions is left exactly as it was
+        (grad,) = torch.autograd.grad(logits[0, label], vectors)
+    scores = (grad * vectors).sum(-1).abs()[ids != 0]  # real words, row-major = reading order
     n = sum(len(s.tokens) for s in document.sentences)
     return scores.detach().cpu().tolist() if len(scores) == n else None
 

@@ -4,6 +4,7 @@ them any more or the server exits."""
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -14,6 +15,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.threads import cores, serving
 
+_LOG = logging.getLogger(__name__)
 LEASE = 20.0  # seconds a computation goes on after the last page run that asked for it
 STOP_WAIT = 10.0  # seconds the process waits at exit for each computation to reach a stopping point
 
@@ -187,7 +189,10 @@ def computed(key: tuple, compute, label: str):
         if task.cancelled:  # stopped while no one watched, e.g. the server is stopping
             return None
         if task.error is not None:
-            raise task.error
+            _LOG.error("%s failed", label, exc_info=task.error)
+            st.error(f"{viz.md_text(label.rstrip(':'))} failed: {viz.md_text(type(task.error).__name__)}: "
+                     f"{viz.md_text(task.error)}. The rest of the page is not affected; a rerun tries again.")
+            return None
         return task.result
     _watch(key, label)
     return None

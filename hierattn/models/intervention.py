@@ -56,3 +56,31 @@ def intervene(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.Ten
     if out.shape != weights.shape:
         raise ValueError(f"an attention override returned {tuple(out.shape)} for {site} {tuple(weights.shape)}")
     return out
+
+
+_CAPTURING: ContextVar[object | None] = ContextVar("hierattn_capturing", default=None)
+
+
+@contextmanager
+def module_calls(module: torch.nn.Module):
+    """The ``(inputs, output)`` of every call of ``module`` made by this thread or asyncio task
+    inside the block, in call order (a list that fills as the block runs).
+
+    A cached model is shared by every session of the app, so a forward hook on it sees every
+    thread's forward passes: one that kept whatever it saw handed one session another's tensors
+    (their graph, their grad mode). The hook registered here keeps only calls made in this block's
+    own context, and is removed when the block ends."""
+    calls: list[tuple[tuple, torch.Tensor]] = []
+    mine = object()
+
+    def keep(_module, inputs, output):
+        if _CAPTURING.get() is mine:
+            calls.append((inputs, output))
+
+    token = _CAPTURING.set(mine)
+    handle = module.register_forward_hook(keep)
+    try:
+        yield calls
+    finally:
+        handle.remove()
+        _CAPTURING.reset(token)

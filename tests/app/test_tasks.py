@@ -122,3 +122,25 @@ def test_never_more_computations_at_once_than_the_cores(monkeypatch):
     for task in started:
         _wait(task)
     assert all(t.result == "done" for t in started) and most[0] == 2
+
+
+def test_a_failed_analysis_shows_an_error_and_the_page_goes_on():
+    """One panel's failure is its own error box, not an exception that ends the page (issue 30)."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        import streamlit as st
+
+        from hierattn.app import tasks
+
+        def broken(progress):
+            raise RuntimeError("the model went away")
+
+        tasks._results().task(("broken-for-test",), broken).thread.join(5)  # failed before the page looks
+        tasks.computed(("broken-for-test",), broken, "Testing:")
+        st.write("below the panel")
+
+    at = AppTest.from_function(page, default_timeout=30).run()
+    assert not at.exception
+    assert any("the model went away" in e.value for e in at.error)
+    assert any("below the panel" in m.value for m in at.markdown)
