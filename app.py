@@ -10,7 +10,14 @@ if __name__ != "__main__":  # `streamlit run app.py` imports this module to serv
 
     app = st.App(__file__, lifespan=lifespan)
 else:  # every page run of every session
-    st.set_page_config(page_title="hierattn", page_icon=":material/search:", layout="wide")
+    from pathlib import Path
+
+    # A file of ours, not a ":material/..." icon: the browser fetches those from a font server, which
+    # an offline classroom does not reach.
+    st.set_page_config(page_title="hierattn", page_icon=str(Path(__file__).parent / "hierattn/app/icon.png"),
+                       layout="wide")
+    # A metric's value (the predicted class) shrinks with the window instead of being cut to "entertain…".
+    st.html("<style>[data-testid=stMetricValue]{font-size:clamp(1.3rem,2.3vw,2.25rem)}</style>")
     page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":material/search:", default=True),
                           st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
                           st.Page("pages/dataset_statistics.py", title="Dataset statistics",

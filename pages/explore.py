@@ -44,7 +44,13 @@ except ExplainError as exc:
     st.stop()
 doc_key = widgets.document_key(text)  # sentence pickers reset per document
 if ex.document.truncation.truncated:
-    st.warning(f"Long document: {ex.document.truncation.message}. The views below cover what the model read.")
+    st.warning(f"Long document: {ex.document.truncation.message}. The views below cover what the model read; "
+               "the text it did not read is greyed and struck through in the shading.")
+if ex.mostly_unknown():
+    st.warning(f"Most of this document is unknown to {viz.md_text(name)}: {ex.unknown_count:,} of its "
+               f"{ex.word_count():,} words are not in its vocabulary and reach it as `<unk>`, so the prediction "
+               "rests on the few words it knows. Is the text in the language and domain the model was trained on "
+               f"({viz.md_code(classifier.dataset or '?')})? Unknown words are underlined in red.")
 words = [t.text for s in ex.document.sentences for t in s.tokens]  # the document as the model read it
 sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
 figures = {}  # every figure drawn below, by name, for the report
@@ -53,7 +59,8 @@ figures = {}  # every figure drawn below, by name, for the report
 col_label, col_chart = st.columns([1, 2])
 col_label.metric("Prediction", ex.label)
 col_label.caption(f"{max(ex.probabilities):.1%} probability · {len(ex.document.sentences)} sentences · "
-                  f"{ex.document.num_tokens} tokens read")
+                  f"{ex.document.num_tokens} tokens read"
+                  + (f" · {ex.unknown_count} unknown to the model" if ex.unknown_count else ""))
 chart(viz.probability_chart(ex.labels, ex.probabilities), "probabilities", col_chart, collect=figures)
 
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?

@@ -280,3 +280,18 @@ def test_three_analyses_toggled_at_once_in_two_tabs(app_url, browser):
         assert tab.get_by_text("What if? Drop or reorder").count() == 1  # and everything below it
         tab.close()
     assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+def test_nothing_is_fetched_from_outside_the_server(app_url, browser):
+    """Issue 30: the page icon came from a font server, which an offline classroom cannot reach."""
+    from urllib.parse import urlparse
+
+    page = browser.new_page(viewport={"width": 1024, "height": 1400})
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).hostname not in (
+        "127.0.0.1", "localhost", None) and not r.url.startswith(("data:", "blob:")) else None)
+    for path in ("", "/compare", "/tour"):
+        page.goto(f"{app_url}{path}")
+        settle(page)
+    page.close()
+    assert not outside, outside

@@ -5,7 +5,7 @@ contract (``ClassifierOutput`` / ``AttentionMap``), so it works for every model 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -38,6 +38,8 @@ class Explanation:
     document: Document
     attentions: dict[str, AttentionMap]  # batch of one, on the CPU
     metrics: list[dict]  # one row per self-attention matrix (map, level, sentence, head)
+    # per sentence, per word: not in the model's vocabulary (it read <unk> there)
+    unknown: list[list[bool]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -59,6 +61,16 @@ class Explanation:
 
     def word_count(self) -> int:
         return sum(self.sentence_lengths)
+
+    @property
+    def unknown_count(self) -> int:
+        """Words the model read as ``<unk>``: its vocabulary does not have them."""
+        return sum(sum(flags) for flags in self.unknown)
+
+    def mostly_unknown(self, share: float = 0.5) -> bool:
+        """More than ``share`` of the words read are unknown: the prediction rests on the few
+        the model knows (a text in another language, another domain's jargon)."""
+        return self.word_count() > 0 and self.unknown_count > share * self.word_count()
 
     def target_attention(self, level: str, head: int | None = None) -> list[list[float]] | list[float] | None:
         """Target-attention weights over words (a list per sentence) or over sentences (a list).
@@ -143,10 +155,13 @@ class Explanation:
             "label": self.label,
             "probabilities": dict(zip(self.labels, self.probabilities)),
             "truncation": self.document.truncation.message or None,
+            "unknown_words": self.unknown_count,
             "sentences": [
                 {"text": self.document.text[s.start: s.end], "start": s.start, "end": s.end,
-                 "tokens": [{"text": t.text, "norm": t.norm, "start": t.start, "end": t.end} for t in s.tokens]}
-                for s in self.document.sentences
+                 "tokens": [{"text": t.text, "norm": t.norm, "start": t.start, "end": t.end,
+                             **({"unknown": True} if i < len(self.unknown) and self.unknown[i][j] else {})}
+                            for j, t in enumerate(s.tokens)]}
+                for i, s in enumerate(self.document.sentences)
             ],
             "attention": {
                 name: {"axes": list(a.axes), "level": a.level, "kind": a.kind, "weights": a.weights.tolist()}
@@ -173,7 +188,9 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     for name, a in attentions.items():
         if a.is_self_attention:
             rows += [{"map": name, "level": a.level, **r} for r in attention_metrics(a)]
-    return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows)
+    known = classifier.vocab.stoi
+    unknown = [[t.norm not in known for t in s.tokens] for s in document.sentences]
+    return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows, unknown)
 
 
 

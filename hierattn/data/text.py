@@ -80,6 +80,16 @@ class Document:
     def num_tokens(self) -> int:
         return sum(len(s.tokens) for s in self.sentences)
 
+    def unread(self) -> dict[int, str]:
+        """The text the model did not read, by the index of the sentence it follows: words cut from
+        an over-long sentence, and after the last sentence read, the sentences beyond the caps
+        (what ``viz.document_html`` greys). Empty when the caps cut nothing."""
+        if not self.truncation.truncated or not self.sentences:
+            return {}
+        starts = [s.start for s in self.sentences[1:]] + [len(self.text)]
+        gaps = {i: self.text[s.end: after].rstrip() for i, (s, after) in enumerate(zip(self.sentences, starts))}
+        return {i: gap for i, gap in gaps.items() if gap.strip()}  # with the space before it, as typed
+
     def spans(self) -> list[tuple[int, int, list[tuple[int, int]]]]:
         """Each sentence's character span and its words' spans: what ``viz.document_html`` shades."""
         return [(s.start, s.end, [(t.start, t.end) for t in s.tokens]) for s in self.sentences]

@@ -14,8 +14,18 @@ from hierattn.viz.figures import (
            probability_chart,
            training_chart,
 )
-from hierattn.viz.html import difference_html, document_html, md_code, md_text, plain_text_html, word_attention_html
+from hierattn.viz.html import (
+    difference_html,
+    document_html,
+    md_code,
+    md_text,
+    plain_text_html,
+    shaded_document_html,
+    shading_legend_html,
+    word_attention_html,
+)
 
 __all__ = ["attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
            "distribution_chart", "document_html", "erasure_chart", "lines_chart", "matrix_heatmap", "md_code",
-           "md_text", "metric_boxes", "plain_text_html", "probability_chart", "training_chart", "word_attention_html"]
+           "md_text", "metric_boxes", "plain_text_html", "probability_chart", "shaded_document_html",
+           "shading_legend_html", "training_chart", "word_attention_html"]

@@ -88,22 +88,33 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[st
 
 def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: str = "",
                        axis_title: str = "", value_title: str = "attention weight",
-                       reference: tuple[float, str] | None = None) -> go.Figure:
+                       reference: tuple[float, str] | None = None, even: bool = True) -> go.Figure:
     """Bars of a target-attention distribution over words or sentences, in reading order (or any
     value per word, named by ``value_title``); ``reference`` = (value, label) draws a dashed
-    baseline across the bars."""
+    baseline across the bars; ``even`` (a distribution over the bars) draws the even spread, 1/n.
+
+    The colour runs from 0 (white) to the largest weight, with a colour bar: a ramp from the
+    smallest weight to the largest made 0.105 white and 0.117 navy on HCAN's nearly even weights,
+    so an even spread looked peaked. The y axis starts at 0 for the same reason."""
     n = len(weights)
-    fig = go.Figure(go.Bar(x=list(range(n)), y=list(weights), marker=dict(color=list(weights),
-                                                                         colorscale=COLORSCALE, cmin=0),
+    top = max(weights, default=0.0) or 1.0
+    fig = go.Figure(go.Bar(x=list(range(n)), y=list(weights),
+                           marker=dict(color=list(weights), colorscale=COLORSCALE, cmin=0, cmax=top, showscale=True,
+                                       colorbar=dict(title=dict(text="weight", side="right"), thickness=12, len=0.9)),
                            customdata=[short(label, 60) for label in labels],
                            hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>"))
-    fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      yaxis=dict(title=value_title, rangemode="tozero"),
-                      xaxis=dict(title=axis_title, tickmode="array", tickvals=list(range(n)),
-                                 ticktext=[short(label) for label in labels], tickangle=-60))
+    every = -(-n // 60)  # at most 60 word labels; every bar still names its word on hover
+    fig.update_layout(title=title, height=340, margin=dict(l=60, r=10, t=40 if title else 10, b=90),
+                      yaxis=dict(title=value_title, rangemode="tozero", automargin=True),
+                      xaxis=dict(title=axis_title, tickmode="array", tickvals=list(range(0, n, every)),
+                                 ticktext=[short(label) for label in labels[::every]], tickangle=-60,
+                                 automargin=True))
     if reference is not None:
         fig.add_hline(y=reference[0], line_dash="dash", line_color="#888", annotation_text=reference[1],
                       annotation_position="top left")
+    elif even and n:
+        fig.add_hline(y=1 / n, line_dash="dash", line_color="#d62728", annotation_text=f"even spread 1/{n}",
+                      annotation_position="top left", annotation_font_color="#d62728")
     return fig
 
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hierattn.analysis.explain import Explanation
 
 RGB = (31, 119, 180)
 
@@ -29,12 +33,17 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
                   word_weights: Sequence[Sequence[float]] | None,
                   sentence_weights: Sequence[float] | None, scale: str = "document",
                   peak: float | None = None, sentence_peak: float | None = None,
-                  struck: Sequence[int] = (), marked: Sequence[tuple[int, int]] = ()) -> str:
+                  struck: Sequence[int] = (), marked: Sequence[tuple[int, int]] = (),
+                  unknown: Sequence[Sequence[bool]] | None = None, unread: dict[int, str] | None = None) -> str:
     """The pasted text, each sentence with a bar for its attention, each word shaded by its
     attention (HCAN Figure 4).
 
     ``struck``: sentences (indices) shown crossed out and faded, as removed by an edit;
-    ``marked``: word spans outlined in orange, as changed by an edit (Explore's "What if?").
+    ``marked``: word spans outlined in orange, as changed by an edit (Explore's "What if?");
+    ``unknown``: per sentence, per word, True where the model's vocabulary lacks the word (it read
+    ``<unk>``): underlined in red, so a confident answer on unknown words shows what it rests on;
+    ``unread``: text the caps cut, by the sentence it follows (``Document.unread()``): shown in
+    grey where it stands, the sentences beyond the caps after the last one read.
 
     ``sentences``: (start, end, [(word start, word end), ...]) character spans into ``text``.
     ``scale="document"``: one colour scale for the whole document (the darkest word is the
@@ -54,15 +63,24 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
         parts, cursor = [], start
         ws = word_weights[s] if word_weights else [0.0] * len(words)
         darkest = (max(ws, default=0.0) if scale == "sentence" else top_word) or 1.0
-        for (w_start, w_end), w in zip(words, ws):
+        flags = unknown[s] if unknown and s < len(unknown) else [False] * len(words)
+        for (w_start, w_end), w, is_unknown in zip(words, ws, flags):
             parts.append(html.escape(text[cursor:w_start]))
             alpha = min(0.85, 0.85 * w / darkest)
-            word = _shaded(html.escape(text[w_start:w_end]), alpha, RGB, f"weight {w:.3f}")
+            if is_unknown:
+                word = _shaded(html.escape(text[w_start:w_end]), alpha, RGB,
+                               f"weight {w:.3f} · not in the model's vocabulary (read as <unk>)", unknown=True)
+            else:
+                word = _shaded(html.escape(text[w_start:w_end]), alpha, RGB, f"weight {w:.3f}")
             if any(a < w_end and w_start < b for a, b in marked):
                 word = f'<span style="outline:2px solid #ff7f0e;border-radius:3px">{word}</span>'
             parts.append(word)
             cursor = w_end
         parts.append(html.escape(text[cursor:end]))
+        cut = (unread or {}).get(s)
+        last = s == len(sentences) - 1
+        if cut and not last:  # words beyond the per-sentence cap, where they stand
+            parts.append(_unread(cut))
         if sentence_weights:
             sw = sentence_weights[s]
             bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;display:flex;align-items:center;'
@@ -73,7 +91,87 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
         gone = ";text-decoration:line-through;opacity:0.45" if s in struck else ""
         rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
                     f'<div style="flex:1;white-space:pre-wrap{gone}">{"".join(parts)}</div></div>')
+        if cut and last:  # the sentences beyond the caps, after the last one read
+            label = ('<div style="flex:0 0 90px;font-size:0.75em;color:#999">not read</div>' if sentence_weights
+                     else "")
+            rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{label}'
+                        f'<div style="flex:1;white-space:pre-wrap">{_unread(cut.lstrip())}</div></div>')
     return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+
+
+UNREAD_SHOWN = 3000  # characters of unread text shown; the rest is counted
+
+
+def _unread(text: str) -> str:
+    more = len(text) - UNREAD_SHOWN
+    shown = html.escape(text[:UNREAD_SHOWN]) + (f" … ({more:,} more characters)" if more > 0 else "")
+    return (f'<span class="unread" title="not read: beyond the model\'s caps" '
+            f'style="color:#9a9a9a;text-decoration:line-through;text-decoration-color:#ccc">{shown}</span>')
+
+
+def shading_legend_html(peak: float, even: tuple[float, float] | None, unknown: int = 0, unread: bool = False,
+                        relative: bool = False) -> str:
+    """The key to the shading: the colour ramp from 0 (white) to ``peak`` (the darkest shade), with
+    the weight an even spread would give marked on it (``even`` = (least, most), a line where they
+    are equal, a band where sentences differ in length: ``even_word_weight``), so an even spread
+    reads as even; then the marks for unknown and unread words, where there are any.
+    ``relative``: each sentence has its own darkest word (the ramp then reads 0 .. its top)."""
+    top = f"{peak:.3g}" if not relative else "each sentence's top word"
+    ramp = ('<span style="display:inline-block;position:relative;width:160px;height:12px;vertical-align:middle;'
+            f'border:1px solid #ccc;background:linear-gradient(to right,rgba({RGB[0]},{RGB[1]},{RGB[2]},0),'
+            f'rgba({RGB[0]},{RGB[1]},{RGB[2]},0.85))">')
+    shown = even is not None and not relative and peak > 0
+    if shown:
+        low, high = (min(1.0, v / peak) * 100 for v in even)
+        ramp += (f'<span class="even" style="position:absolute;left:{low:.1f}%;top:-3px;'
+                 f'width:max(2px,{high - low:.1f}%);height:16px;background:rgba(214,39,40,0.6)"></span>')
+    ramp += "</span>"
+    parts = [f'<span>word weight: 0 {ramp} {html.escape(top)}</span>']
+    if shown:
+        value = f"{even[0]:.3g}" if even[0] == even[1] else f"{even[0]:.3g} to {even[1]:.3g} by sentence length"
+        parts.append(f'<span><span style="color:#d62728">▌</span> an even spread ({value})</span>')
+    if unknown:
+        parts.append(f'<span>{_shaded("word", 0.0, RGB, "", unknown=True)} not in the model\'s vocabulary '
+                     f'({unknown:,})</span>')
+    if unread:
+        parts.append(f'<span>{_unread("grey")} not read (beyond the caps)</span>')
+    return ('<div style="font-size:0.8em;color:#555;display:flex;flex-wrap:wrap;gap:18px;margin:4px 0">'
+            f'{"".join(parts)}</div>')
+
+
+def shaded_document_html(ex: Explanation, words: Sequence[Sequence[float]] | None,
+                         sentences: Sequence[float] | None, scale: str = "document", part: slice = slice(None),
+                         coverage: bool = False, legend: bool = True) -> str:
+    """``document_html`` for an explained document: the sentences of ``part`` (a page of a long
+    document) shaded by ``words`` / ``sentences`` (per sentence of the whole document) on the whole
+    document's scale, its unknown words and unread text marked, and the key to the colours
+    (``legend``; the even spread is left off for ``coverage`` weights, which are not a distribution)."""
+    document = ex.document
+    first, last = part.indices(len(document.sentences))[:2]
+    unread = {i - first: text for i, text in document.unread().items() if first <= i < last}
+    peak = max((w for ws in words or [] for w in ws), default=None)
+    top = max(sentences, default=None) if sentences else None
+    body = document_html(document.text, document.spans()[part], words[part] if words else None,
+                         sentences[part] if sentences else None, scale, peak, top,
+                         unknown=ex.unknown[part], unread=unread)
+    if not legend or words is None:
+        return body
+    return body + shading_legend_html(peak or 0.0, None if coverage else even_word_weight(words), ex.unknown_count,
+                                      bool(document.unread()), relative=scale == "sentence")
+
+
+def even_word_weight(words: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+    """The weight an even spread gives a word, as (least, most): 1 / the document's words when the
+    weights are one distribution over the document (a flat model); 1 / the sentence's words when
+    each sentence's weights are a distribution of their own (HAN's and HCAN's word attention), so
+    from 1 / the longest sentence to 1 / the shortest; None when they are neither."""
+    sums = [sum(ws) for ws in words if ws]
+    if len(sums) > 1 and all(abs(t - 1) < 1e-3 for t in sums):
+        return 1 / max(len(ws) for ws in words), 1 / min(len(ws) for ws in words if ws)
+    if sums and abs(sum(sums) - 1) < 1e-3:
+        count = sum(len(ws) for ws in words)
+        return 1 / count, 1 / count
+    return None
 
 
 # Two hues for "model A weighs this more" and "model B weighs this more" (colour-blind safe pair).
@@ -128,7 +226,12 @@ def plain_text_html(text: str, max_height: int = 320) -> str:
             f'border-radius:6px;padding:8px;font-size:0.92em">{html.escape(text)}</div>')
 
 
-def _shaded(escaped: str, alpha: float, rgb: tuple[int, int, int], title: str, padding: str = "0 1px") -> str:
-    """One word (already escaped) on a background of ``rgb`` at ``alpha``; white text on dark shades."""
-    return (f'<span title="{title}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.3f});'
-            f'color:{"#fff" if alpha > 0.55 else "inherit"};border-radius:3px;padding:{padding}">{escaped}</span>')
+def _shaded(escaped: str, alpha: float, rgb: tuple[int, int, int], title: str, padding: str = "0 1px",
+            unknown: bool = False) -> str:
+    """One word (already escaped) on a background of ``rgb`` at ``alpha``; white text on dark shades;
+    ``unknown``: underlined with a red wave (a word the model read as ``<unk>``)."""
+    mark = ";text-decoration:underline wavy #d62728;text-decoration-skip-ink:none" if unknown else ""
+    cls = ' class="unknown"' if unknown else ""
+    color = "#fff" if alpha > 0.55 else "inherit"
+    return (f'<span{cls} title="{html.escape(title)}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},'
+            f'{alpha:.3f});color:{color};border-radius:3px;padding:{padding}{mark}">{escaped}</span>')

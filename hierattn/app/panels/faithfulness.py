@@ -43,12 +43,10 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
             rho = curves.agreement.get(method)
             left, right = st.columns(2)
             left.markdown("**Attention**")
-            left.html(viz.document_html(*shading.view(ex)))
+            left.html(viz.shaded_document_html(ex, **shading.options()))
             right.markdown(f"**{method}** · Spearman ρ with attention: " + ("n/a" if rho is None else f"{rho:+.2f}"))
             attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
-            right.html(viz.document_html(ex.document.text, ex.document.spans()[shading.part],
-                                         attribution[shading.part], None, shading.scale,
-                                         max((w for ws in attribution for w in ws), default=None)))
+            right.html(viz.shaded_document_html(ex, attribution, None, shading.scale, shading.part, legend=False))
     drawn, verdict = st.columns([3, 2])
     chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), "erasure curves", drawn,
           collect=figures)

@@ -28,13 +28,10 @@ class Shading:
     part: slice = field(default_factory=lambda: slice(None))
     slot: object = None  # the st.empty the view is drawn in
 
-    def view(self, ex: Explanation) -> tuple:
-        """``viz.document_html``'s arguments for the page of the document shown."""
-        spans, part = ex.document.spans(), self.part
-        peak = max((w for ws in self.words or [] for w in ws), default=None)
-        top = max(self.sentences, default=None) if self.sentences else None
-        return (ex.document.text, spans[part], self.words[part] if self.words else None,
-                self.sentences[part] if self.sentences else None, self.scale, peak, top)
+    def options(self) -> dict:
+        """``viz.shaded_document_html``'s options for the view shown."""
+        return {"words": self.words, "sentences": self.sentences, "scale": self.scale, "part": self.part,
+                "coverage": self.coverage}
 
 
 def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key: str) -> Shading:
@@ -83,7 +80,7 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
                                    key=f"page_{doc_key}")
             shading.part = slice((page - 1) * PAGE, page * PAGE)
         shading.slot = st.empty()  # the shading alone, or beside an attribution's once one is computed
-        shading.slot.html(viz.document_html(*shading.view(ex)))
+        shading.slot.html(viz.shaded_document_html(ex, **shading.options()))
     return shading
 
 
@@ -98,7 +95,8 @@ def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str],
         s = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
                            format_func=sentence_labels.__getitem__)
         chart(viz.distribution_chart(shading.words[s], [t.text for t in ex.document.sentences[s].tokens],
-                                     "over the words of the sentence"), "word distribution", left, collect=figures)
+                                     "over the words of the sentence", even=not shading.coverage),
+              "word distribution", left, collect=figures)
     if shading.sentences is not None:
         chart(viz.distribution_chart(shading.sentences, [f"S{i + 1}" for i in range(len(shading.sentences))],
                                      "over the sentences of the document", "sentence"), "sentence distribution", right,

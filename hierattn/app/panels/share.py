@@ -25,8 +25,8 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
                "prediction, the shaded document, every figure shown above (interactive, works offline) and the "
                "metrics.")
     stem = f"{name}-{doc_key}"
-    document_view = (viz.document_html(ex.document.text, ex.document.spans(), shading.words, shading.sentences,
-                                       shading.scale) if shading.painted else None)
+    options = {**shading.options(), "part": slice(None)}  # the report holds the whole document, not the page
+    document_view = viz.shaded_document_html(ex, **options) if shading.painted else None
     buttons = st.columns(4)
     buttons[0].download_button("Report (HTML)", lambda: export.report_html(ex, dict(figures), document_view, notes),
                                f"{stem}-report.html", "text/html", key="export_report", type="primary",
