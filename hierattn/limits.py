@@ -62,6 +62,11 @@ WORDS_READ = Limit("the words read per document (sentences x words per sentence)
                    4_000)
 # Per server
 MODEL_MEMORY_MB = Limit("the memory of the models kept loaded", "HIERATTN_MODEL_MEMORY_MB", 2048, " MB")
+# Pasted documents kept by content for links and refreshes (hierattn/app/documents.py)
+KEPT_DOCUMENTS = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOCUMENTS", 2_000)
+KEPT_DOCUMENTS_MB = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOCUMENTS_MB", 64, " MB")
+KEPT_DOCUMENT_KB = Limit("a pasted document kept for links", "HIERATTN_KEPT_DOCUMENT_KB", 512)
+KEPT_DOCUMENT_DAYS = Limit("the days a pasted document is kept for links", "HIERATTN_KEPT_DOCUMENT_DAYS", 30)
 
 # Config fields that size a model's layers (their product with the words read sizes its tensors).
 WIDTH_FIELDS = {"embed_dim", "hidden", "d", "attention_dim", "dense", "maps", "heads", "blocks", "channels"}

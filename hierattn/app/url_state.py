@@ -5,8 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
+from hierattn.app import documents
 from hierattn.app.samples import samples
 from hierattn.app.widgets import SAMPLE_PROMPT, document_key
+from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENTS
 
 PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
 # every page's view parameters: a page writes its own and drops the others', keeping the rest (a job id)
@@ -16,14 +18,16 @@ VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level
 
 
 def document_id(text: str, dataset: str | None) -> tuple[str, str]:
-    """("sample", "<data set>:<i>") for a built-in sample (any session can open it), else
-    ("doc", <12-hex hash>), the text kept in this session so a link reopens it here."""
+    """("sample", "<data set>:<i>") for a built-in sample, else ("doc", <12-hex hash>), the text
+    kept on the server by its content (``documents``) and in this session, so that a refresh, a
+    shared link or another session reopens it."""
     for name, _, sample in samples(dataset):
         if sample == text:
             same = [t for n, _, t in samples(name) if n == name]
             return "sample", f"{name}:{same.index(text)}"
     digest = document_key(text)
     st.session_state.setdefault(PASTED, {})[digest] = text
+    documents.keep(text, digest)
     return "doc", digest
 
 
@@ -32,7 +36,7 @@ def document_from_id(kind: str, value: str) -> str | None:
         name, _, index = value.partition(":")
         docs = [t for n, _, t in samples(name) if n == name]
         return docs[int(index)] if index.isdigit() and int(index) < len(docs) else None
-    return st.session_state.get(PASTED, {}).get(value)
+    return st.session_state.get(PASTED, {}).get(value) or documents.find(value)
 
 
 def apply_view_from_url(checkpoints: dict, models: dict[str, str] | None = None, document_key: str = "document",
@@ -59,8 +63,9 @@ def apply_view_from_url(checkpoints: dict, models: dict[str, str] | None = None,
         if kind in params:
             text = document_from_id(kind, params[kind])
             if text is None:
-                problems.append("the linked document is not here (a pasted document is kept only in the browser "
-                                "session that pasted it: paste it again)" if kind == "doc" else
+                problems.append("the linked document is no longer kept on this server (pasted documents are kept "
+                                f"for {KEPT_DOCUMENT_DAYS.value:g} days after their last use, the most recent "
+                                f"{KEPT_DOCUMENTS.value:,}): paste it again" if kind == "doc" else
                                 f"there is no sample {viz.md_code(params[kind])}")
             else:
                 st.session_state[document_key] = text

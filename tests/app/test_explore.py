@@ -254,13 +254,22 @@ def test_the_address_bar_reproduces_the_view(app_env):
     assert dict(parse_qsl(copyable.split("?", 1)[1])) == link
 
 
-def test_a_pasted_document_link_works_in_its_session_and_says_why_elsewhere(app_env):
+def test_a_pasted_document_survives_a_refresh_and_opens_from_a_link_in_another_session(app_env, tmp_path,
+                                                                                        monkeypatch):
+    """Issue 30: a refresh dropped the pasted document, and a shared link to it opened a sample."""
+    monkeypatch.setenv("HIERATTN_DOCUMENTS", str(tmp_path / "kept"))
     at = run_app(DOC, "tiny-han")
     link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
     assert len(link["doc"]) == 12 and "sample" not in link
-    elsewhere = _open_with(link)
-    assert any("paste it again" in shown(w.value) for w in elsewhere.warning)
+    elsewhere = _open_with(link)  # a refresh, or a colleague's browser: a new session
+    assert not elsewhere.exception and not [w for w in elsewhere.warning if "link" in shown(w.value)]
+    assert elsewhere.text_area(key="document").value == DOC
     assert elsewhere.selectbox(key="model").value == "tiny-han"
+    for kept in (tmp_path / "kept").iterdir():  # the server let it go (age, count or size)
+        kept.unlink()
+    forgotten = _open_with(link)
+    assert any("paste it again" in shown(w.value) for w in forgotten.warning)
+    assert forgotten.selectbox(key="model").value == "tiny-han"
 
 
 def test_a_link_with_values_that_do_not_fit_is_followed_as_far_as_it_can(app_env):

@@ -5,8 +5,10 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis.explain import Explanation
+from hierattn.app import documents
 from hierattn.app.panels.shading import Shading
 from hierattn.app.url_state import document_id, mirror_view
+from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_KB
 from hierattn.viz import export
 
 
@@ -16,10 +18,16 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
     link = mirror_view({"model": name, kind: document_ref, "head": st.session_state.get("target_head"),
                         "scale": st.session_state.get("shade_scale"), **self_view})
     st.subheader("Share and export")
+    if kind != "doc":
+        where = "The document is a built-in sample, so the link works for anyone using this app."
+    elif documents.keepable(text):
+        where = (f"The pasted document is kept on this server by its content ({KEPT_DOCUMENT_DAYS.value:g} days "
+                 "after its last use), so a refresh, and anyone you send the link to, opens it.")
+    else:
+        where = (f"This document is over {KEPT_DOCUMENT_KB.value:,} KB, so it is kept only in this browser session: "
+                 "others who open the link are asked to paste it.")
     st.caption("The address bar follows this view (model, document, heads, level, sentence); copy it, or the link "
-               "below. " + ("A pasted document is kept only in this browser session: others who open the link are "
-                            "asked to paste it." if kind == "doc" else
-                            "The document is a built-in sample, so the link works for anyone using this app."))
+               "below. " + where)
     st.code(link, language=None)
     st.caption("Each figure has its own Export button (PNG, SVG, HTML). The report is one HTML file with the "
                "prediction, the shaded document, every figure shown above (interactive, works offline) and the "
