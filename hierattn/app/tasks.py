@@ -164,21 +164,23 @@ def _results() -> _ResultStore:
 
 
 @st.fragment(run_every=1.0)
-def _watch(key: tuple, label: str):
+def _watch(key: tuple, label: str, unit: str):
     task = _results().running.get(key)
     if task is None or task.finished:
         st.rerun()  # the whole page, which now finds the result
     task.claim()  # this session still shows its progress
     fraction = task.done / task.total if task.total else 0.0
     label = viz.md_text(label)  # names a checkpoint and a data set: shown as typed
-    st.progress(fraction, text=f"{label} {task.done:,} / {task.total:,} documents" if task.total else label)
+    st.progress(fraction, text=f"{label} {task.done:,} / {task.total:,} {unit}" if task.total else label)
 
 
-def computed(key: tuple, compute, label: str):
+def computed(key: tuple, compute, label: str, unit: str = "documents"):
     """The result of ``compute(progress)`` for ``key``, computed once for the whole app in a
     background thread; ``progress(done, total)`` is what the library functions call after each
-    batch. While it runs: a progress bar here, and None (the page skips what depends on it).
-    An exception raised by ``compute`` is raised here, once; the next call tries again."""
+    batch (``unit``: what ``done`` and ``total`` count). While it runs: a progress bar here, and
+    None (the page skips what depends on it). An exception raised by ``compute`` is shown here as an
+    error box, once, and None returned: one analysis that fails takes nothing else of the page with
+    it; the next call tries again."""
     store = _results()
     value = store.get(key)
     if value is not None:
@@ -194,7 +196,7 @@ def computed(key: tuple, compute, label: str):
                      f"{viz.md_text(task.error)}. The rest of the page is not affected; a rerun tries again.")
             return None
         return task.result
-    _watch(key, label)
+    _watch(key, label, unit)
     return None
 
 

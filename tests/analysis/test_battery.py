@@ -228,3 +228,26 @@ def test_a_split_sample_is_spread_through_it_not_its_head():
     split = [0] * 50 + [1] * 50  # a split in data set order, sorted by class
     assert evenly_spaced(split, 10).count(1) == 5 and evenly_spaced(split, 500) == split
     assert evenly_spaced(list(range(10)), 3) == [0, 3, 6]
+
+
+@pytest.mark.parametrize("row,expected", [
+    ({"test": "comprehensiveness (word attention)", "value": 0.30, "baseline": 0.10}, "beats random"),
+    ({"test": "comprehensiveness (word attention)", "value": 0.105, "baseline": 0.10}, "no better than random"),
+    ({"test": "comprehensiveness (word attention)", "value": 0.02, "baseline": 0.10}, "worse than random"),
+    ({"test": "sufficiency (two-stage)", "value": 0.02, "baseline": 0.10}, "beats random"),  # lower is better
+    ({"test": "sufficiency (two-stage)", "value": 0.30, "baseline": 0.10}, "worse than random"),
+    ({"test": "Kendall tau with gradient", "value": 0.45, "baseline": 0.01}, "agrees more than random"),
+    ({"test": "Kendall tau with gradient", "value": 0.05, "baseline": 0.01}, "no better than random"),
+    ({"test": "Kendall tau with gradient", "value": None, "baseline": 0.01}, "cannot be computed"),
+    ({"test": "permutation", "value": 0.001, "baseline": None}, "which unit gets which weight does not matter"),
+    ({"test": "permutation", "value": 0.4, "baseline": None}, "the order of the weights matters"),
+    ({"test": "uniform attention (predicts sport)", "value": 0.6, "baseline": None},
+     "needed: an even spread changes the prediction"),
+    ({"test": "uniform attention", "value": 0.002, "baseline": None}, "not needed for this prediction"),
+    ({"test": "adversarial attention", "value": 0.5, "baseline": 0.1},
+     "a very different attention gives the same output"),
+])
+def test_each_row_gets_a_verdict_from_its_value_and_baseline(row, expected):
+    from hierattn.analysis.battery import verdict
+
+    assert verdict(row) == expected

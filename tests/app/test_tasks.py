@@ -144,3 +144,28 @@ def test_a_failed_analysis_shows_an_error_and_the_page_goes_on():
     assert not at.exception
     assert any("the model went away" in e.value for e in at.error)
     assert any("below the panel" in m.value for m in at.markdown)
+
+
+def test_the_progress_bar_counts_what_the_computation_counts():
+    """The trust panel's progress read "4 / 6 documents" while it tested one document (issue 30)."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        import time
+
+        from hierattn.app import tasks
+
+        def slow(progress):
+            for i in range(6):
+                progress(i + 1, 6)
+                time.sleep(0.5)
+            return "done"
+
+        tasks.computed(("counted-for-test",), slow, "Running the tests on this document:", unit="tests")
+
+    at = AppTest.from_function(page, default_timeout=30).run()
+    time.sleep(1.2)
+    at.run()
+    texts = [p.proto.text for p in at.get("progress")]
+    assert texts and all(t.endswith(" / 6 tests") for t in texts), texts
+    tasks._results().stop_all(wait=5)

@@ -35,7 +35,8 @@ def test_the_panel_runs_the_battery_or_says_which_tests_apply(name, monkeypatch)
         return
     assert frames, f"{name}: no table of results"
     table = frames[0].value
-    assert {"test", "level", "value", "baseline", "baseline is", "value - baseline"} <= set(table.columns)
+    assert {"test", "level", "verdict", "value", "baseline", "baseline is", "value - baseline"} <= set(table.columns)
+    assert all(table["verdict"])  # every row read in words (issue 30: 15 rows of raw numbers)
     assert "How to read them" in words and "Comprehensiveness (AOPC)" in words
     assert any(t.startswith("comprehensiveness") for t in table["test"])
     if name.endswith(("han", "hcan")):  # hierarchical: sentence units and the interventions at both levels

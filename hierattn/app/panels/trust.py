@@ -36,7 +36,7 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
     result = computed(("battery", *checkpoint_key(path), doc_key, adversarial),
                       lambda progress: battery.document_battery(classifier, ex, adversarial=adversarial,
                                                                 progress=progress),
-                      "Running the tests:")
+                      "Running the tests on this document:", unit="tests")
     if result is None:
         return
     rows = result.rows()
@@ -46,10 +46,15 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
             st.info(f"The model gives {result.label} a probability of {result.probability:.4f}: removing or "
                     "reshuffling anything barely moves a prediction this sure, so the changes below are small "
                     "for every ranking, random included. Compare each figure with its baseline, not with zero.")
-        st.dataframe([{"test": r["test"], "level": r["level"], "value": _figure(r["value"]),
-                       "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
+        st.dataframe([{"test": r["test"], "level": r["level"], "verdict": battery.verdict(r),
+                       "value": _figure(r["value"]), "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
                        "baseline is": r["baseline is"], "value - baseline": _difference(r)} for r in rows],
-                     hide_index=True, width="stretch", height=38 + 35 * len(rows))
+                     hide_index=True, width="stretch", height=38 + 35 * len(rows),
+                     column_config={"verdict": st.column_config.TextColumn(width="large")})
+        st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
+                   f"{battery.MARGIN['comprehensiveness']} (ERASER), {battery.MARGIN['kendall']} (Kendall tau); an "
+                   f"output change under {battery.SMALL_CHANGE} is none, over {battery.LARGE_CHANGE} a clear one. "
+                   "Dataset statistics runs the same tests over a split, with intervals.")
         readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
         st.markdown("**How to read them**\n" + "\n".join(f"- {viz.md_text(line)}" for line in readings))
         if result.sampled_words:
@@ -64,7 +69,8 @@ def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
     if not ex.self_attention_names:
         return
     kind, derived = computed(("beside-raw", *checkpoint_key(path), doc_key),
-                             lambda progress: rollout.beside_raw(classifier, ex), "Differentiating the maps:") or (
+                             lambda progress: rollout.beside_raw(classifier, ex), "Differentiating the maps:",
+                             unit="steps") or (
         None, None)
     if not derived:
         return
