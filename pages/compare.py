@@ -45,7 +45,8 @@ if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to compare how the two models read it.")
     st.stop()
 explanations = {}
-for slot, name in (("A", name_a), ("B", name_b)):
+names = {"A": name_a, "B": name_b}
+for slot, name in names.items():
     try:
         explanations[slot] = loading.explain_cached(checkpoints[name], text)
     except ExplainError as exc:
@@ -56,6 +57,7 @@ with st.sidebar:
     st.caption("Link to this comparison (the address bar follows it too):")
     st.code(url_state.mirror_view({"a": name_a, "b": name_b, kind: document_ref}), language=None)
 doc_key = widgets.document_key(text)
+downloads.slide_subtitle(f"A: {name_a} · B: {name_b} · “{widgets.opening(text)}”")
 for slot, ex in explanations.items():
     if ex.document.truncation.truncated:
         st.caption(f"Model {slot} read part of this document: {ex.document.truncation.message}.")
@@ -65,8 +67,8 @@ for column, (slot, ex) in zip(st.columns(2), explanations.items()):
     with column:
         st.markdown(f"#### {slot}: {models[slot].display_name}")
         st.metric("Prediction", ex.label, help=f"Checkpoint `{ex.classifier_name}`")
-        downloads.chart(viz.probability_chart(ex.labels, ex.probabilities), f"probabilities {slot}",
-                        key=f"probs_{slot}")
+        downloads.chart(viz.probability_chart(ex.labels, ex.probabilities),
+                        f"class probabilities, {slot}: {names[slot]}", key=f"probs_{slot}")
 
 # 2. Where each model looks, and how far they agree; 3. their self-attention over one sentence and one word
 comparison.where_each_looks(explanations, models)

@@ -5,7 +5,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import ExplainError
 from hierattn.app import loading, url_state, widgets
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import chart, slide_subtitle
 from hierattn.app.panels import faithfulness, gates, self_attention, shading, share, trust, whatif
 from hierattn.app.routing import run_through_app
 
@@ -54,6 +54,7 @@ if ex.mostly_unknown():
 words = [t.text for s in ex.document.sentences for t in s.tokens]  # the document as the model read it
 sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
 figures = {}  # every figure drawn below, by name, for the report
+slide_subtitle(f"{name} ({classifier.display_name}) · “{widgets.opening(text)}”")  # exported slides' 2nd line
 
 # 1. Prediction
 col_label, col_chart = st.columns([1, 2])
@@ -61,7 +62,7 @@ col_label.metric("Prediction", ex.label)
 col_label.caption(f"{max(ex.probabilities):.1%} probability · {len(ex.document.sentences)} sentences · "
                   f"{ex.document.num_tokens} tokens read"
                   + (f" · {ex.unknown_count} unknown to the model" if ex.unknown_count else ""))
-chart(viz.probability_chart(ex.labels, ex.probabilities), "probabilities", col_chart, collect=figures)
+chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, collect=figures)
 
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?
 view = shading.document_shading(ex, classifier.display_name, classifier.spec.maps, doc_key)

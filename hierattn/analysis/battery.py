@@ -109,43 +109,6 @@ class DocumentBattery:
         return out
 
 
-# How far a figure must be from its baseline before a one-document verdict calls it different: a
-# reading aid for one document (one draw), not a finding; the split table gives intervals.
-MARGIN = {"comprehensiveness": 0.01, "sufficiency": 0.01, "kendall": 0.1}
-SMALL_CHANGE, LARGE_CHANGE = 0.01, 0.1  # output changes (total variation, 0..1)
-
-
-def verdict(row: dict) -> str:
-    """A row of ``DocumentBattery.rows()`` in words: what the figure says beside its baseline."""
-    test, value, base = row["test"], row["value"], row["baseline"]
-    if value is None:
-        return "cannot be computed"
-    if test.startswith(("comprehensiveness", "sufficiency", "Kendall")):
-        if base is None:
-            return "no baseline"
-        kind = "kendall" if test.startswith("Kendall") else test.split(" ")[0]
-        gap = (base - value) if kind == "sufficiency" else (value - base)  # sufficiency: lower is better
-        if gap > MARGIN[kind]:
-            return "agrees more than random" if kind == "kendall" else "beats random"
-        if gap < -MARGIN[kind] and kind != "kendall":
-            return "worse than random"
-        return "no better than random"
-    if test == "permutation":
-        return ("which unit gets which weight does not matter" if value < SMALL_CHANGE else
-                "the order of the weights matters" if value > LARGE_CHANGE else "a small effect")
-    if test.startswith("uniform attention"):
-        if "predicts" in test:
-            return "needed: an even spread changes the prediction"
-        return ("not needed for this prediction" if value < SMALL_CHANGE else
-                "the output moves, the prediction stays" if value > LARGE_CHANGE else "a small effect")
-    if test == "adversarial attention":
-        if base is None:
-            return "no baseline"
-        return ("a very different attention gives the same output" if value > base else
-                "no attention much further away than an even spread gives the same output")
-    return ""
-
-
 def _flat(per_sentence: list[list[float]]) -> list[float]:
     return [w for ws in per_sentence for w in ws]
 

@@ -26,6 +26,23 @@ def head_axis(a: AttentionMap) -> str | None:
     return next((axis for axis in HEAD_AXES if axis in a.axes), None)
 
 
+_MAP_KINDS = {"self": "self-attention", "self.a": "self-attention, branch a (ELU)",
+              "self.b": "self-attention, branch b (tanh)", "target": "target attention",
+              "window": "look-back attention over the cell's window", "syntactic": "syntactical attention",
+              "semantic": "semantical attention", "depth": "master forget gate (ON-LSTM)",
+              "maxpool": "max-pool coverage"}
+
+
+def map_title(name: str) -> str:
+    """A map's name as a reader says it: ``word.self.a`` -> "word self-attention, branch a (ELU)",
+    ``word.self.block2`` -> "word self-attention, block 2", ``sentence.target`` -> "sentence target
+    attention". A name it does not know (a plug-in's) is returned as it is."""
+    level, _, kind = name.partition(".")
+    if kind.startswith("self.block") and kind[len("self.block"):].isdigit():
+        return f"{level} self-attention, block {kind[len('self.block'):]}"
+    return f"{level} {_MAP_KINDS[kind]}" if kind in _MAP_KINDS else name
+
+
 class ExplainError(ValueError):
     """The text cannot be explained (e.g. it has no words); the message is for the user."""
 

@@ -6,22 +6,36 @@ import re
 
 import streamlit as st
 
+SUBTITLE = "_slide_subtitle"  # session_state: what the page shows its figures of (model, document)
+
+
+def slide_subtitle(text: str) -> None:
+    """What this page's figures are about (model, document): the second line of every exported
+    slide's title."""
+    st.session_state[SUBTITLE] = text
+
 
 def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None) -> None:
-    """A plotly figure with an Export popover under it: PNG, SVG and standalone HTML, each drawn
-    only when its button is clicked. ``collect``: a dict that gathers the page's figures by name
-    (for the one-click report)."""
+    """A plotly figure with an Export popover under it: PNG, SVG and PDF for a slide (16:9, every
+    label, titled with ``name`` and the page's ``slide_subtitle``) and the interactive HTML, each
+    drawn only when its button is clicked. ``collect``: a dict that gathers the page's figures by
+    name (for the one-click report)."""
     from hierattn.viz import export
 
     where = container or st
-    where.plotly_chart(fig, width="stretch", key=key)
+    # a figure that sets its own width (a heatmap: square cells, its colour bar as tall as they are)
+    # keeps it; the others fill their column
+    where.plotly_chart(fig, width="content" if fig.layout.width else "stretch", key=key)
     if collect is not None:
         collect[name] = fig
+    subtitle = st.session_state.get(SUBTITLE, "")
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
     with where.popover("Export", icon=":material/download:"):
-        for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml"), ("html", "text/html")):
-            st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt), f"{slug}.{fmt}", mime,
-                               key=f"export_{key or slug}_{fmt}", on_click="ignore")
+        st.caption("PNG, SVG and PDF are drawn for a 16:9 slide, every label shown; HTML stays interactive.")
+        for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml"), ("pdf", "application/pdf"),
+                          ("html", "text/html")):
+            st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt, name, subtitle),
+                               f"{slug}.{fmt}", mime, key=f"export_{key or slug}_{fmt}", on_click="ignore")
 
 
 def table_downloads(frame, stem: str, key: str, container=None) -> None:

@@ -35,6 +35,12 @@ def document_input(dataset: str | None, sample_key: str, document_key: str, heig
     return st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder)
 
 
+def opening(text: str, limit: int = 60) -> str:
+    """The first words of a document, up to ``limit`` characters, to name it in a title."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
 def keep_valid(key: str, options) -> None:
     """Forget a widget value (from a link, or from another model) that is not among ``options``."""
     if key in st.session_state and st.session_state[key] not in list(options):

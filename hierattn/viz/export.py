@@ -19,7 +19,9 @@ import plotly.graph_objects as go
 from hierattn.analysis.explain import Explanation, metrics_table
 from hierattn.data.formats import csv_bytes
 
-FIGURE_FORMATS = ("png", "svg", "html")
+FIGURE_FORMATS = ("png", "svg", "pdf", "html")
+SLIDE = (1600, 900)  # 16:9: PNG at 2x is 3200 x 1800, sharp on a projector
+SLIDE_TICKS = 80  # words named on a slide's axis; beyond, every k-th, as the app pages them
 
 
 class ExportError(RuntimeError):
@@ -35,18 +37,72 @@ def _browser() -> str:
     return found
 
 
-def figure_bytes(fig: go.Figure, fmt: str, scale: float = 2.0) -> bytes:
-    """``fig`` as a PNG (``scale`` times its pixel size, for slides), an SVG, or a standalone HTML
-    page that embeds plotly.js (opens offline)."""
+def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
+    """``fig`` redrawn for a 16:9 slide (``SLIDE``): ``title`` (what it shows: model, map, head)
+    and ``subtitle`` (the document) above it, larger type, margins that grow to fit every label,
+    and for an attention heatmap (``layout.meta``), words on both axes (up to ``SLIDE_TICKS``) and
+    square cells with a colour bar as tall as they are. The figure on the page is left as it is."""
+    out = go.Figure(fig)
+    meta = dict(out.layout.meta or {})
+    heading = html.escape(title) + (f"<br><span style='font-size:17px;color:#555'>{html.escape(subtitle)}</span>"
+                                    if subtitle else "")
+    out.update_layout(width=SLIDE[0], height=SLIDE[1], font=dict(size=17),
+                      title=dict(text=heading, x=0.5, xanchor="center", y=1, yanchor="top", yref="container",
+                                 font=dict(size=26), pad=dict(t=28, b=0)),
+                      margin=dict(l=90, r=60, t=140 if subtitle else 110, b=80, autoexpand=True), showlegend=None)
+    out.update_xaxes(automargin=True, title_standoff=14)
+    out.update_yaxes(automargin=True, title_standoff=14)
+    if meta.get("kind") == "attention":
+        labels = meta.get("labels", [])
+        n = len(labels)
+        every = -(-n // SLIDE_TICKS) if n else 1
+        size = 17 if n <= 25 else 13 if n <= 50 else 10
+        shown = [_short(label) for label in labels[::every]]
+        label_px = int(0.6 * size * max(map(len, shown), default=1)) + 16
+        # explicit margins and a square plot area, so the colour bar can stand just beside the cells
+        # at their height (automatic margins would move the cells after the bar is placed)
+        top, left, bottom = (150 if subtitle else 120) + int(0.87 * label_px) + 30, label_px + 60, 30
+        side = SLIDE[1] - top - bottom
+        width = SLIDE[0] - left - 40
+        start = max(0.0, 0.45 - side / width / 2)
+        end = min(0.92, start + side / width)
+        ticks = dict(tickmode="array", tickvals=list(range(0, n, every)), ticktext=shown, showticklabels=True,
+                     tickfont=dict(size=size), automargin=False)
+        out.update_layout(margin=dict(l=left + int(start * width), r=40, t=top, b=bottom, autoexpand=False))
+        fraction = (end - start) / (1 - start)
+        out.update_xaxes(title=dict(text="attends to (key)"), side="top", tickangle=-60, domain=[0, fraction],
+                         **ticks)
+        out.update_yaxes(title=dict(text="query"), domain=[0, 1], **ticks)
+        out.update_traces(showscale=True, colorbar=dict(len=1, lenmode="fraction", thickness=26, y=0.5,
+                                                        yanchor="middle", x=fraction + 0.02, xanchor="left",
+                                                        title=dict(text="weight", side="right")))
+    elif meta.get("labels"):  # bars over words: every word where there is room
+        labels = meta["labels"]
+        n = len(labels)
+        every = -(-n // SLIDE_TICKS) if n else 1
+        out.update_xaxes(tickmode="array", tickvals=list(range(0, n, every)),
+                         ticktext=[_short(label) for label in labels[::every]],
+                         tickfont=dict(size=17 if n <= 30 else 13))
+    return out
+
+
+def _short(label: str, limit: int = 24) -> str:
+    label = " ".join(str(label).split())
+    return html.escape(label if len(label) <= limit else label[: limit - 1] + "…")
+
+
+def figure_bytes(fig: go.Figure, fmt: str, title: str = "", subtitle: str = "", scale: float = 2.0) -> bytes:
+    """``fig`` for a slide (``slide``: 16:9, every label) as a PNG (``scale`` times its pixel size),
+    an SVG or a PDF; or the figure as on the page in a standalone HTML page that embeds plotly.js
+    (interactive, opens offline)."""
     if fmt == "html":
         return fig.to_html(include_plotlyjs=True, full_html=True).encode()
-    if fmt not in ("png", "svg"):
+    if fmt not in FIGURE_FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FIGURE_FORMATS)}")
     os.environ.setdefault("BROWSER_PATH", _browser())  # kaleido (choreographer) reads it
-    width = fig.layout.width or 900
-    height = fig.layout.height or 450
+    drawn = slide(fig, title, subtitle)
     try:
-        return fig.to_image(format=fmt, width=width, height=height, scale=scale if fmt == "png" else 1)
+        return drawn.to_image(format=fmt, width=SLIDE[0], height=SLIDE[1], scale=scale if fmt == "png" else 1)
     except Exception as exc:  # kaleido's own errors vary by version; the user needs one message
         raise ExportError(f"could not draw the figure as {fmt.upper()} ({type(exc).__name__}: {exc})") from None
 
@@ -88,6 +144,32 @@ def attention_csv(ex: Explanation) -> bytes:
     return csv_bytes(attention_frame(ex))
 
 
+REPORT_BANDWIDTHS = (1, 2, 3)  # the diagonality columns a report's table shows (all of them: the CSV)
+
+
+def report_table(ex: Explanation) -> pd.DataFrame:
+    """The metrics table as a page shows it: maps by their plain names, sentences, time steps and
+    heads counted from 1, figures in percent, and only the columns a page has room for (Gini and
+    diagonality at ``REPORT_BANDWIDTHS``, each beside its even-spread value)."""
+    from hierattn.analysis.explain import map_title
+
+    table = metrics_table(ex)
+    if table.empty:
+        return table
+    out = pd.DataFrame({"map": table["map"].map(map_title)})
+    for axis in ("sentence", "time"):
+        if axis in table and table[axis].notna().any():
+            out[axis] = (table[axis] + 1).astype("Int64").astype(str).replace("<NA>", "—")
+    if table["head"].nunique() > 1:
+        out["head"] = table["head"] + 1
+    out["size"] = table["size"]
+    out["Gini"] = table["gini"].map(lambda v: f"{v:.1%}")
+    for b in REPORT_BANDWIDTHS:
+        out[f"b={b}"] = table[f"diagonality_b{b}"].map(lambda v: f"{v:.1%}")
+        out[f"b={b} (even)"] = table[f"diagonality_b{b}_even"].map(lambda v: f"{v:.1%}")
+    return out
+
+
 def report_html(ex: Explanation, figures: dict[str, go.Figure], document_html: str | None = None,
                 notes: list[str] | None = None) -> bytes:
     """One self-contained HTML file: the prediction, the shaded document, every figure (plotly.js
@@ -98,7 +180,8 @@ def report_html(ex: Explanation, figures: dict[str, go.Figure], document_html: s
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>hierattn: {html.escape(ex.classifier_name)} on a document</title>",
         "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-        "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}"
+        "table{border-collapse:collapse;font-size:.8em;max-width:100%}td,th{border:1px solid #ddd;padding:2px 6px;"
+        "text-align:right}td:first-child,th:first-child{text-align:left}"
         "h2{margin-top:1.6em}.meta{color:#666;font-size:.9em}</style></head><body>",
         "<h1>Attention analysis</h1>",
         f"<p class='meta'>Checkpoint <code>{html.escape(ex.classifier_name)}</code> · exported "
@@ -117,9 +200,12 @@ def report_html(ex: Explanation, figures: dict[str, go.Figure], document_html: s
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(fig.to_html(include_plotlyjs=True if first else False, full_html=False))
         first = False
-    table = metrics_table(ex)
+    table = report_table(ex)
     if len(table):
         parts += ["<h2>Gini and diagonality of every self-attention matrix</h2>",
-                  table.to_html(index=False, float_format=lambda v: f"{v:.4f}", escape=True)]
+                  "<p class='meta'>Sentences and heads are numbered from 1, as in the app. b = k: the share of "
+                  "weight within k positions of the diagonal; (even): what an even spread over the same words gives. "
+                  "An even spread's Gini is 0. Every bandwidth is in the Metrics (CSV) export.</p>",
+                  table.to_html(index=False, escape=True, na_rep="—", classes="metrics")]
     parts.append("</body></html>")
     return "\n".join(parts).encode()

@@ -20,45 +20,62 @@ def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> 
                            marker_color=colors,
                            text=[f"{p:.1%}" for p in probabilities], textposition="auto",
                            hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
-    fig.update_layout(xaxis=dict(range=[0, 1], tickformat=".0%", title="probability"),
-                      yaxis=dict(autorange="reversed"), height=60 + 32 * len(labels),
+    fig.update_layout(xaxis=dict(range=[0, 1], tickformat=".0%", title="probability", automargin=True),
+                      yaxis=dict(autorange="reversed", automargin=True), height=60 + 32 * len(labels),
                       margin=dict(l=10, r=10, t=10, b=40))
     return fig
 
 
+MAX_TICKS = 60  # labels an axis shows; beyond, every k-th (every cell still names its words on hover)
+
+
+def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
+    every = -(-len(labels) // limit) if labels else 1
+    return dict(tickmode="array", tickvals=list(range(0, len(labels), every)),
+                ticktext=[short(label) for label in labels[::every]])
+
+
 def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False,
-                      zmax: float | None = None) -> go.Figure:
+                      zmax: float | None = None, show_scale: bool = True) -> go.Figure:
     """A query x key attention matrix: rows (y) attend to columns (x), as in SANet Figure 3.
 
     ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
-    Axes are numeric with the labels as tick text, so repeated words stay separate cells.
-    ``compact``: a small multiple for a grid of heads (no tick labels, axis titles or colour bar).
+    Axes are numeric with the labels as tick text, so repeated words stay separate cells; up to
+    ``MAX_TICKS`` words are named on each axis. The figure has its own width and height: square
+    cells, and a colour bar exactly as tall as the cells (a figure stretched to its column made the
+    colour bar twice the heatmap's height at 1024 px). ``compact``: a small multiple for a grid of
+    heads (smaller cells and labels; ``show_scale`` draws its colour bar, e.g. on the last one).
     ``zmax``: the weight of the darkest cell (default: this matrix's largest), to share a scale.
+    The labels ride along in ``layout.meta`` for the slide export (``export.slide``).
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
-    every = -(-n // 50)  # at most 50 tick labels; every cell still names its tokens on hover
-    ticks = dict(tickmode="array", tickvals=list(range(0, n, every)),
-                 ticktext=[short(label) for label in labels[::every]])
     hover = [[f"{short(labels[i], 40)} → {short(labels[j], 40)}" for j in range(n)] for i in range(n)]
+    longest = max((len(short(label)) for label in labels), default=1)
+    font = 10 if compact or n > 30 else 12
+    label_px = int(0.62 * font * longest) + 12  # room for the tick labels (the top ones slanted)
+    side = min(360 if compact else 640, max(160 if compact else 240, (14 if compact else 22) * n))
+    scale = show_scale
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
-                               colorscale=COLORSCALE, zmin=0, zmax=zmax, colorbar=dict(title="weight"),
-                               hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
-    side = min(900, max(320, 22 * n + 160))
-    # The title goes under the cells: above them sit the key labels and the axis title.
-    fig.update_layout(title=dict(text=title, y=0.01, yanchor="bottom", x=0.5, xanchor="center", font=dict(size=14)),
-                      height=side + (30 if title else 0), margin=dict(l=10, r=10, t=10, b=40 if title else 10),
-                      xaxis=dict(title=None if compact else "attends to (key)", side="top", tickangle=-60, **ticks),
-                      yaxis=dict(title=None if compact else "query", autorange="reversed", **ticks))
-    if compact:  # small multiples: cells only, tokens on hover
-        fig.update_traces(showscale=False)
-        fig.update_xaxes(showticklabels=False)
-        fig.update_yaxes(showticklabels=False)
-        fig.update_layout(title=dict(text=title, y=0.98, yanchor="top", font=dict(size=13)),
-                          height=300, margin=dict(l=5, r=5, t=30, b=5))
-    # Square cells; "domain" shrinks the plot area itself, so tick labels stay beside the cells.
-    fig.update_xaxes(showgrid=False, zeroline=False, constrain="domain")
-    fig.update_yaxes(showgrid=False, zeroline=False, scaleanchor="x", constrain="domain")
+                               colorscale=COLORSCALE, zmin=0, zmax=zmax, showscale=scale,
+                               colorbar=dict(title=dict(text="weight", side="right"), thickness=14, len=1,
+                                             lenmode="fraction", y=0.5, yanchor="middle"),
+                               hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>"))
+    top = int(label_px * 0.9) + (28 if not compact else 6)
+    left = label_px + (30 if not compact else 6)
+    right = 90 if scale else 12
+    bottom = 44 if title else 12
+    fig.update_layout(width=left + side + right, height=top + side + bottom,
+                      margin=dict(l=left, r=right, t=top, b=bottom, autoexpand=False),
+                      title=dict(text=title, y=0, yref="paper", yanchor="top", pad=dict(t=10), x=0.5,
+                                 xanchor="center", font=dict(size=13 if compact else 14)),
+                      meta=dict(labels=list(labels), kind="attention"),
+                      xaxis=dict(title=None if compact else dict(text="attends to (key)", standoff=4), side="top",
+                                 tickangle=-60, tickfont=dict(size=font), **_ticks(labels)),
+                      yaxis=dict(title=None if compact else dict(text="query", standoff=4), autorange="reversed",
+                                 tickfont=dict(size=font), **_ticks(labels)))
+    fig.update_xaxes(showgrid=False, zeroline=False)
+    fig.update_yaxes(showgrid=False, zeroline=False)
     return fig
 
 
@@ -93,18 +110,18 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
     value per word, named by ``value_title``); ``reference`` = (value, label) draws a dashed
     baseline across the bars; ``even`` (a distribution over the bars) draws the even spread, 1/n.
 
-    The colour runs from 0 (white) to the largest weight, with a colour bar: a ramp from the
-    smallest weight to the largest made 0.105 white and 0.117 navy on HCAN's nearly even weights,
-    so an even spread looked peaked. The y axis starts at 0 for the same reason."""
+    The colour runs from 0 (white) to the largest weight, as the bars' height does (the y axis is
+    its key): a ramp from the smallest weight to the largest made 0.105 white and 0.117 navy on
+    HCAN's nearly even weights, so an even spread looked peaked. The y axis starts at 0 too."""
     n = len(weights)
     top = max(weights, default=0.0) or 1.0
     fig = go.Figure(go.Bar(x=list(range(n)), y=list(weights),
-                           marker=dict(color=list(weights), colorscale=COLORSCALE, cmin=0, cmax=top, showscale=True,
-                                       colorbar=dict(title=dict(text="weight", side="right"), thickness=12, len=0.9)),
+                           marker=dict(color=list(weights), colorscale=COLORSCALE, cmin=0, cmax=top),
                            customdata=[short(label, 60) for label in labels],
                            hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>"))
     every = -(-n // 60)  # at most 60 word labels; every bar still names its word on hover
     fig.update_layout(title=title, height=340, margin=dict(l=60, r=10, t=40 if title else 10, b=90),
+                      meta=dict(labels=list(labels), kind="bars"),
                       yaxis=dict(title=value_title, rangemode="tozero", automargin=True),
                       xaxis=dict(title=axis_title, tickmode="array", tickvals=list(range(0, n, every)),
                                  ticktext=[short(label) for label in labels[::every]], tickangle=-60,
@@ -114,7 +131,8 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
                       annotation_position="top left")
     elif even and n:
         fig.add_hline(y=1 / n, line_dash="dash", line_color="#d62728", annotation_text=f"even spread 1/{n}",
-                      annotation_position="top left", annotation_font_color="#d62728")
+                      annotation_position="top left", annotation_font_color="#d62728",
+                      annotation_bgcolor="rgba(255,255,255,0.8)")
     return fig
 
 

@@ -248,6 +248,6 @@ def test_a_split_sample_is_spread_through_it_not_its_head():
      "a very different attention gives the same output"),
 ])
 def test_each_row_gets_a_verdict_from_its_value_and_baseline(row, expected):
-    from hierattn.analysis.battery import verdict
+    from hierattn.analysis.verdicts import verdict
 
     assert verdict(row) == expected

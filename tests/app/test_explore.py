@@ -55,7 +55,8 @@ def test_explore_hcan_shows_everything(app_env):
     at.radio(key="self_level").set_value("sentence").run()
     at.selectbox(key="self_head").set_value("head 2").run()
     assert not at.exception
-    assert set(at.dataframe[0].value["map"]) == {"sentence.self.a", "sentence.self.b"}
+    assert set(at.dataframe[0].value["map"]) == {"sentence self-attention, branch a (ELU)",
+                                                 "sentence self-attention, branch b (tanh)"}  # plain names
 
 
 def test_explore_han_says_it_has_no_self_attention(app_env):
@@ -72,10 +73,12 @@ def test_flat_max_pool_hcan_is_rendered_by_its_axes(app_env):
     assert not at.selectbox(key="self_head").value.startswith("head")  # mean of heads by default
     assert [r.value for r in at.radio if r.key == "self_level"] == ["word"]
     table = at.dataframe[0].value
-    assert set(table["map"]) == {"word.self.a", "word.self.b"} and "sentence" not in table.columns
+    assert set(table["map"]) == {"word self-attention, branch a (ELU)", "word self-attention, branch b (tanh)"}
+    assert "sentence" not in table.columns
     assert table["size"].tolist() == [6 * 11] * 4  # one document-wide matrix per branch and head (10 words + ".")
     at.toggle(key="all_heads").set_value(True).run()
-    assert not at.exception and len(at.get("plotly_chart")) == 2 + 2  # probabilities, heatmap, 2 heads
+    # probabilities, the overview in blocks and the zoom (66 words: over the 60 drawn at once), 2 heads
+    assert not at.exception and len(at.get("plotly_chart")) == 3 + 2
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -137,7 +140,7 @@ def test_sanet_shows_one_token_by_token_matrix_per_block(app_env):
     at = run_app(DOC, "tiny-sanet")
     assert "does not weigh words or sentences" in texts(at)
     assert not html_blocks(at)  # nothing to paint on the text
-    assert at.selectbox(key="branch_word").options == ["word.self.block1"]
+    assert at.selectbox(key="branch_word").options == ["word self-attention, block 1"]
     assert not [s for s in at.selectbox if s.key == "self_head"]  # one head: no head picker
     table = at.dataframe[0].value
     assert table["size"].tolist() == [17] and "head" not in table.columns  # 14 words + 3 sentence marks

@@ -79,7 +79,7 @@ def test_statistics_table_for_a_few_documents():
     assert any("12 documents" in c.value for c in at.caption)
     downloads = {b.key for b in at.get("download_button")}
     assert {"stats_csv", "stats_table_csv"} <= downloads  # the two tables
-    assert {k.rsplit("_", 1)[1] for k in downloads if k.startswith("export_gini")} == {"png", "svg",
+    assert {k.rsplit("_", 1)[1] for k in downloads if k.startswith("export_gini")} == {"png", "svg", "pdf",
                                                                                        "html"}  # the box plot
     at.session_state["stats_grouping"] = "level"
     settle(at.run())

@@ -1,4 +1,5 @@
 """Exports (issue 8): figures decode, reports load, tables and JSON parse."""
+import html
 import io
 import json
 import os
@@ -65,10 +66,49 @@ def test_figure_as_png_and_svg(explained):
     from PIL import Image
 
     image = Image.open(io.BytesIO(png))
-    assert image.size == (1800, 2 * (60 + 32 * 4))  # twice the figure's size, for slides
+    assert image.size == (3200, 1800)  # a 16:9 slide, twice its pixel size
     svg = export.figure_bytes(_figure(explained), "svg")
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg") and "business" in svg.decode()
+    assert export.figure_bytes(_figure(explained), "pdf").startswith(b"%PDF")
+
+
+def _svg_texts(svg: bytes) -> list[str]:
+    root = ET.fromstring(svg)
+    return [" ".join("".join(e.itertext()).split()) for e in root.iter() if e.tag.endswith("text")]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_BROWSER and os.environ.get("CI") != "true", reason="drawn by Chromium")
+def test_a_slide_names_every_class_and_every_word(explained):
+    """Issue 30: PNG exports cut the class names ("ve / al / ve"), the word distribution had no word
+    labels and the heatmap no column labels."""
+    texts = _svg_texts(export.figure_bytes(_figure(explained), "svg", "class probabilities", "tiny-hcan · a test"))
+    assert set(explained.labels) <= set(texts)
+    assert any(t.startswith("class probabilities") and "tiny-hcan" in t for t in texts)  # title, and subtitle
+    words = [t.text for t in explained.document.sentences[1].tokens]
+    heatmap = viz.attention_heatmap(explained.self_attention("word.self.a", 1), words, "x")
+    texts = _svg_texts(export.figure_bytes(heatmap, "svg", "word self-attention, branch a (ELU)", "S2"))
+    shown = {html.unescape(export._short(w)) for w in words}  # as a label reads (escaped for plotly)
+    assert all(texts.count(w) >= 2 for w in shown), texts  # on both axes
+    assert "attends to (key)" in texts and "query" in texts and "weight" in texts  # axis titles, colour bar
+    bars = viz.distribution_chart(explained.target_attention("word")[1], words, "over the words")
+    texts = _svg_texts(export.figure_bytes(bars, "svg", "word target attention over S2"))
+    assert shown <= set(texts)
+    many = [f"word{i}" for i in range(70)]  # a long sentence: every word still named (up to 80)
+    texts = _svg_texts(export.figure_bytes(viz.attention_heatmap([[1 / 70] * 70] * 70, many), "svg", "t"))
+    assert all(w in texts for w in many)
+
+
+def test_the_report_table_fits_a_page_counts_from_one_and_shows_no_na(explained):
+    """Issue 30: the report's metrics table ran 2,049 px wide with <NA> cells, counting from 0."""
+    page = export.report_html(explained, {}).decode()
+    table = page[page.index("<table"): page.index("</table>")]
+    header = re.findall(r"<th>([^<]*)</th>", table)
+    assert len(header) <= 12 and "&lt;NA&gt;" not in table and "<NA>" not in table and "NaN" not in table
+    frame = export.report_table(explained)
+    assert frame["sentence"].iloc[0] == "1" and frame["head"].min() == 1  # as the app counts
+    assert "word self-attention, branch a (ELU)" in set(frame["map"])
 
 
 def test_without_a_browser_png_says_what_to_install(explained, monkeypatch):

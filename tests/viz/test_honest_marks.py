@@ -27,7 +27,7 @@ def test_nearly_even_weights_get_nearly_the_same_colour():
     fig = viz.distribution_chart(weights, [f"w{i}" for i in range(9)])
     assert fig.data[0].marker.cmin == 0
     assert _colour_share(fig, 0.105) > 0.85  # about as dark as the darkest bar
-    assert fig.data[0].marker.showscale  # a colour bar says what the shades mean
+    assert fig.data[0].marker.cmax == 0.117 and fig.layout.yaxis.rangemode == "tozero"  # as the bars' height
     even = [shape for shape in fig.layout.shapes if shape.y0 == shape.y1]
     assert len(even) == 1 and abs(even[0].y0 - 1 / 9) < 1e-12  # the even spread, drawn
     assert any("even spread" in a.text for a in fig.layout.annotations)

@@ -42,10 +42,31 @@ def test_probability_chart_highlights_the_prediction():
     assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
 
 
-def test_compact_heatmap_is_a_bare_small_multiple():
-    fig = viz.attention_heatmap(torch.eye(3), ["a", "b", "c"], "head 1", compact=True)
-    assert fig.layout.xaxis.showticklabels is False and fig.data[0].showscale is False
-    assert fig.data[0].customdata[0][1] == "a → b"  # tokens still on hover
+def test_compact_heatmap_is_a_small_multiple_with_its_words():
+    """Side-by-side heads had no axis labels or colour bar (issue 30): they keep their words, share
+    a scale, and the last of a row draws the colour bar."""
+    fig = viz.attention_heatmap(torch.eye(3), ["a", "b", "c"], "head 1", compact=True, zmax=0.5, show_scale=False)
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b", "c"] == list(fig.layout.yaxis.ticktext)
+    assert fig.data[0].showscale is False and fig.data[0].zmax == 0.5
+    assert fig.data[0].customdata[0][1] == "a → b"  # tokens on hover too
+    assert viz.attention_heatmap(torch.eye(3), ["a", "b", "c"], compact=True, show_scale=True).data[0].showscale
+
+
+def test_heatmap_colour_bar_is_as_tall_as_its_cells():
+    """The colour bar spans the plot area, which is now exactly the cells: the figure sets its own
+    size (square cells) instead of stretching to its column (issue 30: twice the heatmap's height)."""
+    for n in (3, 12, 40):
+        fig = viz.attention_heatmap(torch.eye(n), [f"w{i}" for i in range(n)], "t")
+        m = fig.layout.margin
+        width, height = fig.layout.width - m.l - m.r, fig.layout.height - m.t - m.b
+        assert width == height  # square: the plot area is the cells
+        assert fig.data[0].colorbar.len == 1 and fig.data[0].colorbar.lenmode == "fraction"
+        assert fig.layout.yaxis.scaleanchor is None  # nothing shrinks the cells inside the plot area
+
+
+def test_every_word_is_named_up_to_sixty():
+    fig = viz.attention_heatmap(torch.eye(60), [f"w{i}" for i in range(60)])
+    assert len(fig.layout.xaxis.ticktext) == 60 and len(fig.layout.yaxis.ticktext) == 60
 
 
 def test_training_chart_keeps_the_live_curve_small():

@@ -5,13 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis.explain import METRIC_LABELS, Explanation, head_axis, metrics_view
+from hierattn.analysis.explain import METRIC_LABELS, Explanation, head_axis, map_title, metrics_view
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.url_state import pending_view
 from hierattn.app.widgets import head_picker, keep_valid
 from hierattn.contract import ATTENTION
 
-MAX_HEATMAP = 120  # rows and columns drawn at once
+MAX_HEATMAP = 60  # rows and columns drawn at once: every word named on both axes
 MAX_BLOCKS = 100  # an overview of a longer matrix has at most this many blocks a side
 
 
@@ -28,10 +28,10 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                      format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to "
                                                                                             "sentences")
     names = [n for n in maps if ex.attentions[n].level == level]
-    c1, c2, c3 = st.columns(3)
+    c1, c2, c3 = st.columns([3, 2, 2])
     if (linked := pending_view("branch")) in names:
         st.session_state[f"branch_{level}"] = linked
-    branch = c1.selectbox("Self-attention", names, key=f"branch_{level}",
+    branch = c1.selectbox("Self-attention", names, key=f"branch_{level}", format_func=map_title,
                           help="HCAN with two parallel self-attentions has branches a (ELU values) and b (tanh "
                                "values); SANet has one map per block.")
     axes = ex.attentions[branch].axes
@@ -46,21 +46,26 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
         block_names = [f"{a + 1}–{min(a + block, len(labels))}: {labels[a]}" for a in range(0, len(labels), block)]
         chart(viz.attention_heatmap(viz.block_overview(full, block), block_names,
                                     f"overview: {len(labels)} positions in blocks of {block}"),
-              f"self-attention overview {branch} {head_name}", collect=figures)
+              f"{map_title(branch)} · {head_name} · overview", collect=figures)
         first = st.slider("Zoom: first position shown at full resolution", 1, len(labels) - MAX_HEATMAP + 1, 1,
                           key="self_window",
                           help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at full resolution "
                                "below. The overview above shows all of it in blocks.") - 1
         shown = slice(first, first + MAX_HEATMAP)
     matrix = ex.self_attention(branch, group, head)[shown, shown]
-    chart(viz.attention_heatmap(matrix, labels[shown], f"{branch} · {head_name}"),
-          f"self-attention {branch} {head_name}", collect=figures)
+    chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}"),
+          f"{map_title(branch)} · {head_name}", collect=figures)
     if heads > 1 and st.toggle("Show every head side by side", key="all_heads"):
+        matrices = [ex.self_attention(branch, group, h)[shown, shown] for h in range(heads)]
+        top = max(float(m.max()) for m in matrices)  # one colour scale for every head, so shades compare
         columns = st.columns(min(heads, 4))
-        for h in range(heads):
-            fig = viz.attention_heatmap(ex.self_attention(branch, group, h)[shown, shown], labels[shown],
-                                        f"head {h + 1}", compact=True)
-            columns[h % len(columns)].plotly_chart(fig, width="stretch", key=f"head_grid_{h}")
+        for h, matrix in enumerate(matrices):
+            last = h % len(columns) == len(columns) - 1 or h == heads - 1
+            fig = viz.attention_heatmap(matrix, labels[shown], f"head {h + 1}", compact=True, zmax=top,
+                                        show_scale=last)
+            columns[h % len(columns)].plotly_chart(fig, width="content", key=f"head_grid_{h}")
+        st.caption(f"Every head of {viz.md_text(map_title(branch))} on one colour scale (0 to {top:.3f}); hover "
+                   "a cell for its words and weight.")
     if "time" in axes:
         lookback = ex.lookback(branch)  # (time, window): mean attention each slot receives
         st.plotly_chart(viz.matrix_heatmap(
@@ -77,7 +82,7 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                + " Beside each diagonality (even): what attention spread evenly over the same n words gives; a "
                "short sentence is mostly 'diagonal' by construction, so only the excess says the model looks near. "
                "An even spread has Gini 0.")
-    readable = table.rename(columns=METRIC_LABELS)
+    readable = table.assign(map=table["map"].map(map_title)).rename(columns=METRIC_LABELS)
     st.dataframe(readable.style.format(dict.fromkeys([METRIC_LABELS[c] for c in table if c in METRIC_LABELS],
                                                      "{:.1%}")),
                  hide_index=True, width="stretch")

@@ -94,10 +94,13 @@ def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str],
     if shading.words is not None:
         s = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
                            format_func=sentence_labels.__getitem__)
+        head = "" if shading.head is None else f" · head {shading.head + 1}"
         chart(viz.distribution_chart(shading.words[s], [t.text for t in ex.document.sentences[s].tokens],
                                      "over the words of the sentence", even=not shading.coverage),
-              "word distribution", left, collect=figures)
+              ("word weights" if shading.coverage else "word target attention") + f" over S{s + 1}{head}", left,
+              collect=figures)
     if shading.sentences is not None:
         chart(viz.distribution_chart(shading.sentences, [f"S{i + 1}" for i in range(len(shading.sentences))],
-                                     "over the sentences of the document", "sentence"), "sentence distribution", right,
+                                     "over the sentences of the document", "sentence"),
+              "sentence target attention" + ("" if shading.head is None else f" · head {shading.head + 1}"), right,
               collect=figures)

@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis import battery, rollout
+from hierattn.analysis import battery, rollout, verdicts
 from hierattn.analysis.explain import Explanation
 from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
@@ -46,14 +46,14 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
             st.info(f"The model gives {result.label} a probability of {result.probability:.4f}: removing or "
                     "reshuffling anything barely moves a prediction this sure, so the changes below are small "
                     "for every ranking, random included. Compare each figure with its baseline, not with zero.")
-        st.dataframe([{"test": r["test"], "level": r["level"], "verdict": battery.verdict(r),
+        st.dataframe([{"test": r["test"], "level": r["level"], "verdict": verdicts.verdict(r),
                        "value": _figure(r["value"]), "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
                        "baseline is": r["baseline is"], "value - baseline": _difference(r)} for r in rows],
                      hide_index=True, width="stretch", height=38 + 35 * len(rows),
                      column_config={"verdict": st.column_config.TextColumn(width="large")})
         st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
-                   f"{battery.MARGIN['comprehensiveness']} (ERASER), {battery.MARGIN['kendall']} (Kendall tau); an "
-                   f"output change under {battery.SMALL_CHANGE} is none, over {battery.LARGE_CHANGE} a clear one. "
+                   f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
+                   f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
                    "Dataset statistics runs the same tests over a split, with intervals.")
         readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
         st.markdown("**How to read them**\n" + "\n".join(f"- {viz.md_text(line)}" for line in readings))
