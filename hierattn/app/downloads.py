@@ -15,17 +15,20 @@ def slide_subtitle(text: str) -> None:
     st.session_state[SUBTITLE] = text
 
 
-def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None) -> None:
+def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None,
+          select: bool = False):
     """A plotly figure with an Export popover under it: PNG, SVG and PDF for a slide (16:9, every
     label, titled with ``name`` and the page's ``slide_subtitle``) and the interactive HTML, each
     drawn only when its button is clicked. ``collect``: a dict that gathers the page's figures by
-    name (for the one-click report)."""
+    name (for the one-click report). ``select``: a click on a cell reruns the page and is returned
+    (plotly's selection event, with the point's ``x`` and ``y``; needs ``key``); else None."""
     from hierattn.viz import export
 
     where = container or st
     # a figure that sets its own width (a heatmap: square cells, its colour bar as tall as they are)
     # keeps it; the others fill their column
-    where.plotly_chart(fig, width="content" if fig.layout.width else "stretch", key=key)
+    event = where.plotly_chart(fig, width="content" if fig.layout.width else "stretch", key=key,
+                               **({"on_select": "rerun", "selection_mode": "points"} if select else {}))
     if collect is not None:
         collect[name] = fig
     subtitle = st.session_state.get(SUBTITLE, "")
@@ -36,6 +39,7 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
                           ("html", "text/html")):
             st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt, name, subtitle),
                                f"{slug}.{fmt}", mime, key=f"export_{key or slug}_{fmt}", on_click="ignore")
+    return event if select else None
 
 
 def table_downloads(frame, stem: str, key: str, container=None) -> None:

@@ -83,23 +83,23 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[st
                    row_title: str = "", column_title: str = "", height: int | None = None,
                    zmax: float | None = None) -> go.Figure:
     """Any (rows, columns) grid of weights on the shared colour scale, e.g. MahNN's channel x word
-    strips, its word x hidden-dimension semantical attention, HA-LSTM's time x look-back view."""
+    strips, its word x hidden-dimension semantical attention, HA-LSTM's time x look-back view.
+    Every axis names its rows and columns (up to ``MAX_TICKS``, then every k-th): a long document's
+    word axis used to fall back to plotly's own numbers 0..120."""
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     rows, cols = len(row_labels), len(column_labels)
     hover = [[f"{short(row_labels[i], 40)} · {short(column_labels[j], 40)}" for j in range(cols)] for i in range(rows)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(cols)), y=list(range(rows)), customdata=hover,
                                colorscale=COLORSCALE, zmin=0, zmax=zmax, colorbar=dict(title="weight"),
                                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
-    tick = lambda labels: dict(tickmode="array", tickvals=list(range(len(labels))),  # noqa: E731
-                               ticktext=[short(label) for label in labels])
     upright = all(len(short(label)) <= 8 for label in column_labels)  # short column labels need no slant
     fig.update_layout(title=dict(text=title, y=0.99, yanchor="top"), height=height or min(900, max(220,
                                                                                                    20 * rows + 160)),
                       margin=dict(l=10, r=10, t=(40 if upright else 90) + (30 if title else 0), b=10),
                       xaxis=dict(title=column_title, side="top", tickangle=0 if upright else -60, showgrid=False,
-                                 **(tick(column_labels) if cols <= 120 else {})),
+                                 **_ticks(column_labels)),
                       yaxis=dict(title=row_title, autorange="reversed", showgrid=False,
-                                 **(tick(row_labels) if rows <= 120 else {})))
+                                 **_ticks(row_labels)))
     return fig
 
 

@@ -378,3 +378,18 @@ def test_tables_download_as_csv_and_json(app_env):
     keys = {b.key for b in at.get("download_button")}
     assert {"metrics_table_csv", "metrics_table_json", "export_json", "export_attention", "export_metrics",
             "export_report"} <= keys
+
+
+def test_picking_a_word_shows_what_it_attends_to_in_every_head(app_env):
+    """Issue 30: the interaction people use BertViz for. A word picked (or its heatmap row clicked)
+    shows its row of attention in each head and their mean, shaded over the sentence's words."""
+    at = run_app(DOC, "tiny-hcan")
+    pills = next(w for w in at.get("button_group") if str(w.proto.label).startswith("What does a word attend"))
+    assert not [b for b in html_blocks(at) if "outline:2px solid #d62728" in b]  # nothing picked yet
+    at.session_state[pills.key] = 1  # "striker"
+    at.run()
+    assert not at.exception
+    view = next(b for b in html_blocks(at) if "outline:2px solid #d62728" in b)
+    assert view.count("head ") == 2 and "mean of heads" in view  # tiny-hcan has two heads
+    assert re.search(r"outline:2px solid #d62728[^>]*>striker<", view)
+    assert "“striker” (outlined)" in texts(at)

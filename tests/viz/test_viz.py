@@ -93,3 +93,15 @@ def test_block_overview_keeps_rows_summing_to_one():
     assert len(blocks) == 3 and all(len(r) == 3 for r in blocks)
     assert all(abs(sum(r) - 1) < 1e-6 for r in blocks)  # float32 softmax rows
     assert blocks[2][1] == __import__("pytest").approx(m[8:10, 4:8].sum(1).mean().item(), abs=1e-6)
+
+
+def test_a_long_word_axis_keeps_its_words():
+    """HA-LSTM, MahNN and ON-LSTM numbered a long document's word axis 0-120 (issue 30)."""
+    words = [f"w{i}" for i in range(300)]
+    fig = viz.matrix_heatmap(torch.rand(3, 300), ["c1", "c2", "c3"], words)
+    assert fig.layout.xaxis.tickmode == "array" and set(fig.layout.xaxis.ticktext) <= set(words)
+    assert 50 <= len(fig.layout.xaxis.ticktext) <= 60
+    fig = viz.matrix_heatmap(torch.rand(300, 4), words, ["1 back", "2 back", "3 back", "4 back"])
+    assert set(fig.layout.yaxis.ticktext) <= set(words) and len(fig.layout.yaxis.ticktext) >= 50
+    gates = viz.distribution_chart([0.5] * 300, words, reference=(0.5, "even split"))
+    assert set(gates.layout.xaxis.ticktext) <= set(words) and len(gates.layout.xaxis.ticktext) >= 50

@@ -53,8 +53,13 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                                "below. The overview above shows all of it in blocks.") - 1
         shown = slice(first, first + MAX_HEATMAP)
     matrix = ex.self_attention(branch, group, head)[shown, shown]
-    chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}"),
-          f"{map_title(branch)} · {head_name}", collect=figures)
+    picked = f"attends_{doc_key}_{level}_{group}_{shown.start}"
+    clicked = chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}"),
+                    f"{map_title(branch)} · {head_name}", collect=figures, key=f"self_heat_{picked}", select=True)
+    points = clicked.selection.points if clicked else []
+    if points and points[0].get("y") is not None:  # a click on a row of the heatmap picks its word
+        st.session_state[picked] = int(points[0]["y"])
+    _attends(ex, branch, group, labels[shown], shown, heads, picked)
     if heads > 1 and st.toggle("Show every head side by side", key="all_heads"):
         matrices = [ex.self_attention(branch, group, h)[shown, shown] for h in range(heads)]
         top = max(float(m.max()) for m in matrices)  # one colour scale for every head, so shades compare
@@ -89,6 +94,24 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
     return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
             "sentence": group if "sentence" in axes else None}
+
+
+def _attends(ex: Explanation, branch: str, group: int | None, labels: list[str], shown: slice, heads: int,
+             key: str) -> None:
+    """What one word (or sentence) attends to, as BertViz shows it: pick it (here, or by clicking its
+    row in the heatmap), and see its row of every head and of their mean, shaded over the words."""
+    if len(labels) < 2:
+        return
+    chosen = st.pills("What does a word attend to? Click one (or a row of the heatmap)", range(len(labels)),
+                      format_func=lambda i: labels[i], key=key)
+    if chosen is None:
+        return
+    lines = [("mean of heads" if heads > 1 else "weights", ex.self_attention(branch, group)[shown, shown][chosen])]
+    lines += [(f"head {h + 1}", ex.self_attention(branch, group, h)[shown, shown][chosen]) for h in range(heads)
+              if heads > 1]
+    st.html(viz.word_attention_html(labels, [(label, row.tolist()) for label, row in lines], chosen))
+    st.caption(f"Each line: how “{viz.md_text(labels[chosen])}” (outlined) spreads its attention over the others in "
+               f"{map_title(branch)}; darkest = that line's largest weight, exact weights on hover.")
 
 
 def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> tuple[int | None, list[str]]:
