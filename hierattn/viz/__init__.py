@@ -8,6 +8,7 @@ from hierattn.viz.figures import (
            confusion_heatmap,
            distribution_chart,
            erasure_chart,
+           heads_grid,
            lines_chart,
            matrix_heatmap,
            metric_boxes,
@@ -26,6 +27,6 @@ from hierattn.viz.html import (
 )
 
 __all__ = ["attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
-           "distribution_chart", "document_html", "erasure_chart", "lines_chart", "matrix_heatmap", "md_code",
-           "md_text", "metric_boxes", "plain_text_html", "probability_chart", "shaded_document_html",
+           "distribution_chart", "document_html", "erasure_chart", "heads_grid", "lines_chart", "matrix_heatmap",
+           "md_code", "md_text", "metric_boxes", "plain_text_html", "probability_chart", "shaded_document_html",
            "shading_legend_html", "training_chart", "word_attention_html"]

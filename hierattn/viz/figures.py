@@ -36,7 +36,7 @@ def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
 
 
 def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False,
-                      zmax: float | None = None, show_scale: bool = True) -> go.Figure:
+                      zmax: float | None = None, show_scale: bool = True, clickable: bool = False) -> go.Figure:
     """A query x key attention matrix: rows (y) attend to columns (x), as in SANet Figure 3.
 
     ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
@@ -47,6 +47,8 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     heads (smaller cells and labels; ``show_scale`` draws its colour bar, e.g. on the last one).
     ``zmax``: the weight of the darkest cell (default: this matrix's largest), to share a scale.
     The labels ride along in ``layout.meta`` for the slide export (``export.slide``).
+    ``clickable``: an invisible marker on every cell, so a click selects a cell (Streamlit's chart
+    selection returns nothing for a heatmap's own cells): the point's ``y`` is the query row.
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
@@ -74,8 +76,54 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
                                  tickangle=-60, tickfont=dict(size=font), **_ticks(labels)),
                       yaxis=dict(title=None if compact else dict(text="query", standoff=4), autorange="reversed",
                                  tickfont=dict(size=font), **_ticks(labels)))
+    if clickable and n:
+        cell = max(4, side // n)
+        fig.add_trace(go.Scatter(x=[j for _ in range(n) for j in range(n)], y=[i for i in range(n) for _ in range(n)],
+                                 mode="markers", marker=dict(symbol="square", size=cell, opacity=0),
+                                 customdata=[hover[i][j] for i in range(n) for j in range(n)],
+                                 text=[f"{z[i][j]:.3f}" for i in range(n) for j in range(n)], showlegend=False,
+                                 hovertemplate="query %{customdata}<br>weight %{text}<extra></extra>"))
+        fig.data[0].hoverinfo = "skip"
+        fig.update_layout(clickmode="event+select", dragmode=False)
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
+    return fig
+
+
+def heads_grid(matrices: Sequence, labels: Sequence[str], titles: Sequence[str], per_row: int = 2) -> go.Figure:
+    """Every head's (n, n) matrix side by side in one figure: ``per_row`` a row, one colour scale
+    from 0 to the largest weight of any head with one colour bar, the words on every axis (up to
+    ``MAX_TICKS``), hover with the word pair and weight. One figure, so the colour bar spans the
+    grid's height and the grid fills its column at any width."""
+    from plotly.subplots import make_subplots
+
+    count, n = len(matrices), len(labels)
+    rows = -(-count // per_row)
+    grids = [m.tolist() if hasattr(m, "tolist") else [list(r) for r in m] for m in matrices]
+    top = max((max(max(r) for r in g) for g in grids if g), default=1.0) or 1.0
+    font = 11 if n <= 20 else 8
+    longest = max((len(short(label)) for label in labels), default=1)
+    label_px = int(0.62 * font * longest) + 12
+    fig = make_subplots(rows=rows, cols=per_row, subplot_titles=list(titles), horizontal_spacing=0.12,
+                        vertical_spacing=(label_px + 40) / (rows * (min(420, max(220, 16 * n)) + label_px + 30))
+                        if rows > 1 else 0.05)
+    hover = [[f"{short(labels[i], 40)} → {short(labels[j], 40)}" for j in range(n)] for i in range(n)]
+    for k, z in enumerate(grids):
+        row, col = k // per_row + 1, k % per_row + 1
+        fig.add_trace(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover, coloraxis="coloraxis",
+                                 hovertemplate=f"{html.escape(titles[k])}<br>%{{customdata}}<br>weight %{{z:.3f}}"
+                                               "<extra></extra>"), row=row, col=col)
+        fig.update_xaxes(side="top", tickangle=-60, tickfont=dict(size=font), showgrid=False, **_ticks(labels),
+                         row=row, col=col)
+        fig.update_yaxes(autorange="reversed", tickfont=dict(size=font), showgrid=False, **_ticks(labels),
+                         row=row, col=col)
+    fig.update_layout(coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=top,
+                                     colorbar=dict(title=dict(text="weight", side="right"), thickness=14, len=1)),
+                      height=rows * (min(420, max(220, 16 * n)) + label_px + 30) + 40,
+                      margin=dict(l=10, r=10, t=label_px + 30, b=30), meta=dict(labels=list(labels), kind="heads"))
+    for k, annotation in enumerate(fig.layout.annotations):  # each title under its cells, out of the labels' way
+        bottom = fig.layout[f"yaxis{k + 1 if k else ''}"].domain[0]
+        annotation.update(y=bottom, yanchor="top", yshift=-4, font=dict(size=13))
     return fig
 
 

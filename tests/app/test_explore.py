@@ -77,8 +77,8 @@ def test_flat_max_pool_hcan_is_rendered_by_its_axes(app_env):
     assert "sentence" not in table.columns
     assert table["size"].tolist() == [6 * 11] * 4  # one document-wide matrix per branch and head (10 words + ".")
     at.toggle(key="all_heads").set_value(True).run()
-    # probabilities, the overview in blocks and the zoom (66 words: over the 60 drawn at once), 2 heads
-    assert not at.exception and len(at.get("plotly_chart")) == 3 + 2
+    # probabilities, the overview in blocks and the zoom (66 words: over the 60 drawn at once), the heads' grid
+    assert not at.exception and len(at.get("plotly_chart")) == 3 + 1
 
 
 @pytest.mark.parametrize("text,expected", [

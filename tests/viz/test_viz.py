@@ -105,3 +105,23 @@ def test_a_long_word_axis_keeps_its_words():
     assert set(fig.layout.yaxis.ticktext) <= set(words) and len(fig.layout.yaxis.ticktext) >= 50
     gates = viz.distribution_chart([0.5] * 300, words, reference=(0.5, "even split"))
     assert set(gates.layout.xaxis.ticktext) <= set(words) and len(gates.layout.xaxis.ticktext) >= 50
+
+
+def test_the_heads_grid_shares_one_scale_and_names_the_words():
+    words = ["the", "cat", "sat", "down"]
+    heads = [torch.eye(4), torch.full((4, 4), 0.25), torch.softmax(torch.rand(4, 4), -1)]
+    fig = viz.heads_grid(heads, words, ["head 1", "head 2", "head 3"], per_row=2)
+    assert len(fig.data) == 3 and {t.coloraxis for t in fig.data} == {"coloraxis"}  # one colour bar for all
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1.0
+    for axis in ("xaxis", "yaxis", "xaxis2", "yaxis3"):
+        assert list(fig.layout[axis].ticktext) == words
+    assert [a.text for a in fig.layout.annotations] == ["head 1", "head 2", "head 3"]
+
+
+def test_a_clickable_heatmap_has_a_point_on_every_cell():
+    """Streamlit's chart selection returns nothing for a heatmap's cells; the invisible markers are
+    what a click selects, and their y is the query's row."""
+    fig = viz.attention_heatmap(torch.eye(3), ["a", "b", "c"], clickable=True)
+    points = fig.data[1]
+    assert len(points.x) == 9 and points.marker.opacity == 0 and list(points.y[:3]) == [0, 0, 0]
+    assert fig.layout.clickmode == "event+select"

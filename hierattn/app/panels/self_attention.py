@@ -54,7 +54,7 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
         shown = slice(first, first + MAX_HEATMAP)
     matrix = ex.self_attention(branch, group, head)[shown, shown]
     picked = f"attends_{doc_key}_{level}_{group}_{shown.start}"
-    clicked = chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}"),
+    clicked = chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}", clickable=True),
                     f"{map_title(branch)} · {head_name}", collect=figures, key=f"self_heat_{picked}", select=True)
     points = clicked.selection.points if clicked else []
     if points and points[0].get("y") is not None:  # a click on a row of the heatmap picks its word
@@ -62,15 +62,11 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     _attends(ex, branch, group, labels[shown], shown, heads, picked)
     if heads > 1 and st.toggle("Show every head side by side", key="all_heads"):
         matrices = [ex.self_attention(branch, group, h)[shown, shown] for h in range(heads)]
-        top = max(float(m.max()) for m in matrices)  # one colour scale for every head, so shades compare
-        columns = st.columns(min(heads, 4))
-        for h, matrix in enumerate(matrices):
-            last = h % len(columns) == len(columns) - 1 or h == heads - 1
-            fig = viz.attention_heatmap(matrix, labels[shown], f"head {h + 1}", compact=True, zmax=top,
-                                        show_scale=last)
-            columns[h % len(columns)].plotly_chart(fig, width="content", key=f"head_grid_{h}")
-        st.caption(f"Every head of {viz.md_text(map_title(branch))} on one colour scale (0 to {top:.3f}); hover "
-                   "a cell for its words and weight.")
+        per_row = min(heads, 2)  # readable at 1024 px as at 1920 px
+        chart(viz.heads_grid(matrices, labels[shown], [f"head {h + 1}" for h in range(heads)], per_row),
+              f"{map_title(branch)} · every head", key="head_grid", collect=figures)
+        st.caption(f"Every head of {viz.md_text(map_title(branch))} on one colour scale (0 to the largest weight of "
+                   "any head); hover a cell for its words and weight.")
     if "time" in axes:
         lookback = ex.lookback(branch)  # (time, window): mean attention each slot receives
         st.plotly_chart(viz.matrix_heatmap(
