@@ -39,6 +39,8 @@ from hierattn.models import (
 
 FORMAT_VERSION = 1
 FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json", "README.md")  # README.md: the card
+HELDOUT = "heldout.json"  # optional: the held-out documents of a model trained on your own data
+HELDOUT_MB = 4.0  # what a checkpoint keeps of them (validation and test together), at most
 
 
 class CheckpointError(ValueError):
@@ -92,8 +94,10 @@ class Classifier:
 
 def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: str, vocab: Vocab,
                     labels: list[str], text_config: TextConfig, metrics: dict, dataset: str | None = None,
-                    dtype: torch.dtype = torch.float16) -> Path:
-    """Write a checkpoint directory atomically. Weights are stored as ``dtype`` (fp16 keeps it small)."""
+                    dtype: torch.dtype = torch.float16, heldout: dict | None = None) -> Path:
+    """Write a checkpoint directory atomically. Weights are stored as ``dtype`` (fp16 keeps it small).
+    ``heldout``: {"validation" | "test": [[text, label], ...]}, held-out documents of a data set of
+    your own, kept as ``heldout.json`` so the pages can sample, evaluate and describe it."""
     directory = Path(directory)
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
@@ -120,6 +124,10 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         vocab.save(tmp / "vocab.json")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2))
         (tmp / "README.md").write_text(card(tmp, directory.name))
+        if heldout:
+            (tmp / HELDOUT).write_text(json.dumps(heldout, ensure_ascii=False))
+            os.chmod(tmp / HELDOUT, 0o644)
+            fsync(tmp / HELDOUT)
         for f in FILES:  # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
             os.chmod(tmp / f, 0o644)
             fsync(tmp / f)
@@ -361,6 +369,25 @@ def _refuse_links_out(directory: Path) -> None:
         if f.is_symlink() and not _inside(f, directory):
             raise CheckpointError(f"{directory.name}: {name} is a link to a file outside the checkpoint; it is not "
                                   "loaded")
+
+
+def read_heldout(directory: str | Path) -> dict[str, list[tuple[str, str]]]:
+    """{split: [(text, label), ...]} kept with a checkpoint, read within ``limits.JSON_MB`` and only
+    from inside its folder; {} when it has none, or a malformed one."""
+    directory = Path(directory)
+    path = directory / HELDOUT
+    if not path.is_file() or (path.is_symlink() and not _inside(path, directory)):
+        return {}
+    try:
+        raw = _read_json(path)
+    except CheckpointError:
+        return {}
+    out = {}
+    for split in ("validation", "test"):
+        rows = raw.get(split) if isinstance(raw, dict) else None
+        if isinstance(rows, list):
+            out[split] = [(str(r[0]), str(r[1])) for r in rows if isinstance(r, list) and len(r) == 2]
+    return out
 
 
 def list_checkpoints(root: str | Path) -> list[Path]:

@@ -40,7 +40,7 @@ with st.sidebar:
 
 text = widgets.document_input(models["A"].dataset, "compare_sample", "compare_document", 150,
                          "Paste a document to see both models read it…",
-                         corpus=models["A"].metrics.get("corpus"))
+                         corpus=models["A"].metrics.get("corpus"), checkpoint=checkpoints[name_a])
 if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to compare how the two models read it.")
     st.stop()

@@ -27,7 +27,8 @@ with st.sidebar:
     name = st.selectbox("Model", names, index=default, key="stats_model", format_func=labels.get)
 classifier = loading.load_or_stop(checkpoints[name])
 own_corpus = samples.corpus_with_test_file(classifier)  # a model trained on a local corpus: its test file too
-datasets = ([classifier.dataset] if own_corpus else []) + list(BUILTIN)
+own = samples.own_name(classifier) if samples.heldout(checkpoints[name]) else None  # or on your own file
+datasets = ([own] if own else []) + ([classifier.dataset] if own_corpus else []) + list(BUILTIN)
 widgets.keep_valid("stats_dataset", datasets)
 with st.sidebar:
     dataset = st.selectbox("Data set", datasets, key="stats_dataset",
@@ -35,22 +36,23 @@ with st.sidebar:
                            help="A built-in data set, or the local corpus the model was trained on. Any model can "
                                 "be run on any text; per-class rows use the data set's labels.")
     corpus = own_corpus if own_corpus and dataset == classifier.dataset else None
-    splits = ("test",) if corpus else SPLITS
+    kept = str(checkpoints[name]) if dataset == own else None
+    splits = ("test",) if corpus else ("test", "validation") if kept else SPLITS
     widgets.keep_valid("stats_split", splits)
     split = st.selectbox("Split", splits, key="stats_split",
                          help=f"A local corpus: the first {samples.CORPUS_DOCUMENTS:,} documents of its test file."
                          if corpus else None)
-    texts, truth, _ = samples.split_part(dataset, split, corpus)
+    texts, truth, _ = samples.split_part(dataset, split, corpus, kept)
     if st.session_state.get("stats_documents", 0) > len(texts):
         del st.session_state["stats_documents"]  # a smaller split than the last one chosen
     count = st.number_input("Documents", 1, len(texts), min(1000, len(texts)) if corpus else len(texts), step=100,
                             key="stats_documents",
                             help="The first documents of the split, in data set order; all of them by default.")
-if classifier.dataset != dataset:
+if dataset not in (classifier.dataset, own):
     st.caption(f"{viz.md_code(name)} was trained on {viz.md_code(classifier.dataset)}; its attention over "
                f"{viz.md_code(dataset)} is shown.")
 
-result = statistics.split_statistics(checkpoints, name, dataset, split, count, corpus)
+result = statistics.split_statistics(checkpoints, name, dataset, split, count, corpus, kept)
 if result is None:
     pass  # the progress bar is showing
 elif result[0].empty:

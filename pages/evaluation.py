@@ -5,11 +5,12 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import evaluation
-from hierattn.app import downloads, loading, samples, tasks, url_state
+from hierattn.app import downloads, loading, samples, tasks, url_state, widgets
 from hierattn.app.panels import registry
 from hierattn.app.routing import run_through_app
 from hierattn.data.builtin import BUILTIN
 from hierattn.data.formats import csv_bytes
+from hierattn.training import baselines
 
 run_through_app()
 
@@ -22,19 +23,26 @@ datasets = list(BUILTIN)
 with st.sidebar:
     name = st.selectbox("Model", names, key="eval_model", format_func=labels.get)
 classifier = loading.load_or_stop(checkpoints[name])
+own = samples.own_name(classifier) if samples.heldout(checkpoints[name]) else None  # trained on your own file
+datasets = ([own] if own else []) + datasets
+widgets.keep_valid("eval_dataset", datasets)
 with st.sidebar:
     dataset_name = st.selectbox("Data set", datasets, key="eval_dataset",
                                 index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0)
-    split = st.selectbox("Split", evaluation.SPLITS, index=2, key="eval_split",
+    splits = evaluation.SPLITS[1:] if dataset_name == own else evaluation.SPLITS
+    widgets.keep_valid("eval_split", splits)
+    split = st.selectbox("Split", splits, index=len(splits) - 1, key="eval_split",
                          help="The stratified 80/10/10 split (seed 1234) that training used.")
-dataset = samples.builtin_dataset(dataset_name)
+dataset, own_splits = (samples.heldout_dataset(checkpoints[name], dataset_name) if dataset_name == own
+                       else (samples.builtin_dataset(dataset_name), {}))
 
 
 def _evaluated(checkpoint: str, split_name: str):
     c = loading.load(checkpoints[checkpoint])
     key = ("evaluation", *loading.checkpoint_key(checkpoints[checkpoint]), dataset_name, split_name)
-    return tasks.computed(key, lambda progress: evaluation.evaluate_split(c, dataset, split_name, progress=progress),
-                       f"Evaluating {checkpoint} on {dataset_name} ({split_name}):")
+    return tasks.computed(key, lambda progress: evaluation.evaluate_split(c, dataset, split_name, progress=progress,
+                                                                          indices=own_splits.get(split_name)),
+                          f"Evaluating {checkpoint} on {dataset_name} ({split_name}):")
 
 
 try:
@@ -52,8 +60,18 @@ if result is not None:
     c3.metric("Documents", f"{len(result.true):,}")
     c4.metric("Misclassified", f"{sum(t != p for t, p in zip(result.true, result.predicted)):,}")
     recorded = classifier.metrics.get("test_accuracy")
-    if split == "test" and recorded is not None and dataset_name == classifier.dataset:
+    same_data = dataset_name in (classifier.dataset, own)
+    if split == "test" and recorded is not None and same_data:
         st.caption(f"Training recorded {recorded:.2%} test accuracy; re-measured here: {result.accuracy:.2%}.")
+    against = baselines.sentence(result.accuracy, classifier.metrics.get("baselines"), split) if same_data else ""
+    if against and baselines.beats(result.accuracy, classifier.metrics["baselines"], split) is False:
+        st.warning(f"On this split, {viz.md_text(against)}: the model does no better than always answering the "
+                   "largest class.")
+    elif against:
+        st.caption(f"The baselines on this split: {viz.md_text(against)} (recorded when the model was trained).")
+    elif split != "train":
+        st.caption("No baselines were recorded for this model on this data set "
+                   f"(`python -m hierattn baselines --checkpoint checkpoints/{viz.md_text(name)}` records them).")
     left, right = st.columns([1, 1])
     with left:
         st.markdown("**Per class**")
@@ -92,7 +110,8 @@ if result is not None:
                            f"misclassified-{name}-{dataset_name}-{split}.csv", "text/csv", key="eval_wrong_csv")
 
 # The registry's rows and the papers' orderings, decided against their noise
-registry.registry_tables(dataset_name)
+if dataset_name in BUILTIN:
+    registry.registry_tables(dataset_name)
 
 # Every checkpoint of the data set: single runs, so no ordering is judged on them
 st.subheader(f"Results on `{dataset_name}` (test split), every checkpoint")

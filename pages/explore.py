@@ -33,7 +33,7 @@ with st.sidebar:
 
 text = widgets.document_input(classifier.dataset, "sample", "document", 180, "Paste a news article, a review or a "
                                                                              "tweet…",
-                              corpus=classifier.metrics.get("corpus"))
+                              corpus=classifier.metrics.get("corpus"), checkpoint=checkpoints[name])
 if not text or not text.strip():
     st.info("Paste a document, or choose a sample above, to see how the model attends to it.")
     st.stop()

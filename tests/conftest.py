@@ -59,6 +59,15 @@ def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
 
 
 @pytest.fixture
+def train_env(checkpoint_dir, tmp_path, monkeypatch):
+    """A writable copy of the tiny checkpoints, as the app's checkpoint folder (training adds to it)."""
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir, root)
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    return root
+
+
+@pytest.fixture
 def app_env(checkpoint_dir, monkeypatch):
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
     return checkpoint_dir

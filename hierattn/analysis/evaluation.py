@@ -87,12 +87,14 @@ def label_map(classifier: Classifier, dataset: Dataset) -> list[int]:
 
 @torch.inference_mode()
 def evaluate_split(classifier: Classifier, dataset: Dataset, split: str = "test", seed: int = SEED,
-                   batch_size: int = 64, progress: Callable[[int, int], None] | None = None) -> SplitEvaluation:
-    """Predict every document of ``split`` (the stratified split training used), a chunk at a time."""
+                   batch_size: int = 64, progress: Callable[[int, int], None] | None = None,
+                   indices: list[int] | None = None) -> SplitEvaluation:
+    """Predict every document of ``split`` (the stratified split training used, or ``indices`` into
+    ``dataset``: the documents a checkpoint kept of its own data set), a chunk at a time."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     as_trained = label_map(classifier, dataset)
-    indices = stratified_split(dataset.labels, seed)[split]
+    indices = stratified_split(dataset.labels, seed)[split] if indices is None else indices
     texts = [dataset.texts[i] for i in indices]
     true, predicted, probabilities, documents = [], [], [], []
     for positions, _, batch in streamed_batches(texts, classifier.text_config, classifier.vocab, batch_size):

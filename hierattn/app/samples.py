@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint import Classifier, read_heldout
 from hierattn.data.builtin import BUILTIN, sample_documents
 from hierattn.data.dataset import DataError
 
@@ -47,9 +47,14 @@ CORPUS_DOCUMENTS = 20_000  # of a local corpus's test file, read for the Dataset
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)  # every rerun of Statistics asks; shared, read-only
-def split_part(dataset_name: str, split: str, corpus: dict | None = None) -> tuple[list[str], list[str], list[int]]:
+def split_part(dataset_name: str, split: str, corpus: dict | None = None,
+               own: str | None = None) -> tuple[list[str], list[str], list[int]]:
     """(texts, true class names, indices) of one split of a built-in data set; with ``corpus``
-    (a checkpoint's ``metrics["corpus"]``), the first ``CORPUS_DOCUMENTS`` of its test file."""
+    (a checkpoint's ``metrics["corpus"]``), the first ``CORPUS_DOCUMENTS`` of its test file; with
+    ``own`` (a checkpoint's folder), the documents of the split it kept of its own data set."""
+    if own is not None:
+        rows = read_heldout(own).get(split, [])
+        return [t for t, _ in rows], [label for _, label in rows], list(range(len(rows)))
     if corpus is not None:
         texts, names = _corpus_test_part(dataset_name, json.dumps(corpus, sort_keys=True))
         return texts, names, list(range(len(texts)))
@@ -76,3 +81,47 @@ def corpus_with_test_file(classifier: Classifier) -> dict | None:
     if not corpus or "test" not in corpus.get("files", {}):
         return None
     return corpus if split_part(classifier.dataset, "test", corpus)[0] else None
+
+
+OWN = "held out with the model"  # how the pages name a checkpoint's own held-out documents
+
+
+def own_name(classifier: Classifier) -> str:
+    """The data set picker's name for the documents a checkpoint keeps of its own data set."""
+    return f"{classifier.dataset or classifier.name} ({OWN})"
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _heldout(path: str, stamp: float) -> dict[str, list[tuple[str, str]]]:
+    return read_heldout(path)
+
+
+def heldout(path) -> dict[str, list[tuple[str, str]]]:
+    """{split: [(text, label), ...]} kept with a checkpoint trained on your own data ({} for others)."""
+    from pathlib import Path
+
+    folder = Path(path)
+    kept = folder / "heldout.json"
+    return _heldout(str(folder), kept.stat().st_mtime) if kept.is_file() else {}
+
+
+def heldout_samples(path, dataset: str | None, per_class: int = 2) -> list[tuple[str, str, str]]:
+    """(data set, label, text): the first ``per_class`` test documents of each class the checkpoint kept."""
+    out, seen = [], {}
+    for text, label in heldout(path).get("test", []):
+        if seen.get(label, 0) < per_class:
+            seen[label] = seen.get(label, 0) + 1
+            out.append((dataset or OWN, label, text))
+    return out
+
+
+def heldout_dataset(path, name: str):
+    """The kept documents as a data set (validation, then test) and each split's indices into it."""
+    from hierattn.data.dataset import Dataset
+
+    kept = heldout(path)
+    rows = kept.get("validation", []) + kept.get("test", [])
+    names = sorted({label for _, label in rows})
+    dataset = Dataset(name, [t for t, _ in rows], [names.index(label) for _, label in rows], names)
+    first = len(kept.get("validation", []))
+    return dataset, {"validation": list(range(first)), "test": list(range(first, len(rows)))}

@@ -7,17 +7,19 @@ import json
 
 import streamlit as st
 
-from hierattn.app.samples import corpus_samples, samples
+from hierattn.app.samples import corpus_samples, heldout_samples, samples
 
 SAMPLE_PROMPT = "— write or paste your own —"
 
 
 def document_input(dataset: str | None, sample_key: str, document_key: str, height: int, placeholder: str,
-                   corpus: dict | None = None) -> str:
+                   corpus: dict | None = None, checkpoint=None) -> str:
     """A sample picker (test-split documents, the model's data set first: for a model trained on
-    a local corpus, its test file's) above a text box that holds the document; the first visit
-    shows the first sample, not an empty page. Returns the text."""
-    docs = (corpus_samples(dataset, json.dumps(corpus, sort_keys=True)) if corpus else []) + samples(dataset)
+    a local corpus, its test file's; for one trained on your own file, the test documents kept with
+    it) above a text box that holds the document; the first visit shows the first sample, not an
+    empty page. Returns the text."""
+    docs = ((heldout_samples(checkpoint, dataset) if checkpoint else [])
+            + (corpus_samples(dataset, json.dumps(corpus, sort_keys=True)) if corpus else []) + samples(dataset))
     options = [SAMPLE_PROMPT] + [f"{ds} · {label} · {' '.join(text.split())[:70]}…" for ds, label, text in docs]
 
     def use_sample():

@@ -159,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     plugin_argument(c)
     c.set_defaults(func=reports.cards)
 
+    r = sub.add_parser("baselines", help="record in checkpoints' metrics.json what their accuracy must beat: always "
+                                         "the largest class, and TF-IDF + Naive Bayes, on the same splits")
+    r.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")
+    plugin_argument(r)
+    r.set_defaults(func=training.record_baselines)
+
     experiments.add_parsers(sub, plugin_argument)
     faithfulness.add_parser(sub, plugin_argument)
 

@@ -196,3 +196,45 @@ def preprocess(args) -> int:
 
 
 
+
+
+def record_baselines(args) -> int:
+    """Record, in each checkpoint's metrics.json, the accuracy of always answering the largest
+    class and of TF-IDF + Naive Bayes on the same validation and test splits (a checkpoint
+    trained before they were recorded at training time). Built-in data sets only: a checkpoint of
+    your own data records them when it is trained."""
+    import json
+    import os
+
+    from hierattn.analysis.evaluation import expand
+    from hierattn.checkpoint import CheckpointError, load_classifier, write_card
+    from hierattn.data.builtin import BUILTIN, load_builtin
+    from hierattn.data.split import prepare
+    from hierattn.training.baselines import baselines
+
+    prepared, failed = {}, 0
+    for path in expand(args.checkpoints):
+        try:
+            classifier = load_classifier(path, device="cpu")
+        except CheckpointError as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        if classifier.dataset not in BUILTIN:
+            print(f"skipped {path}: trained on {classifier.dataset!r}, not a built-in data set")
+            continue
+        key = (classifier.dataset, classifier.text_config)
+        if key not in prepared:
+            prepared[key] = prepare(load_builtin(classifier.dataset), classifier.text_config)
+        data = prepared[key]
+        parts = {k: data.part(k) for k in ("train", "validation", "test")}
+        recorded = baselines(parts["train"], {k: parts[k] for k in ("validation", "test")}, data.dataset.label_names)
+        metrics_path = path / "metrics.json"
+        metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+        metrics["baselines"] = recorded
+        tmp = metrics_path.with_suffix(".json.part")
+        tmp.write_text(json.dumps(metrics, indent=2))
+        os.replace(tmp, metrics_path)
+        write_card(path)
+        print(f"{path}: " + "; ".join(f"{name} {v['test_accuracy']:.2%} test" for name, v in recorded.items()))
+    return 2 if failed else 0

@@ -10,6 +10,7 @@ class Dataset:
     texts: list[str]
     labels: list[int]
     label_names: list[str]
+    decoded: int = 0  # texts whose HTML markup or entities were decoded when read (your own file)
 
 
 class DataError(ValueError):

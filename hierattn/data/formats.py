@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -71,16 +73,30 @@ def table_rows(stream: Iterable[str], name: str, kind: str) -> Iterator[tuple[in
         raise DataError(f"{name} is not a valid {kind.upper()} file ({exc})") from None
 
 
+# An HTML tag or comment, as web-scraped reviews carry them ("<br />", "<i>...</i>"); a "<" that
+# starts no tag (a maths sign, "<3") is left alone.
+_MARKUP = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>", re.S)
+
+
+def decode_markup(text: str) -> str:
+    """``text`` with its HTML tags replaced by a space and its entities decoded, once (so
+    "I&#039;ve" reads "I've", not the words "i039ve"; "&amp;lt;" becomes "&lt;", as typed)."""
+    if "<" in text:
+        text = _MARKUP.sub(" ", text)
+    return html.unescape(text) if "&" in text else text
+
+
 def labelled(rows: Iterable[tuple[int, dict]], text_column: str, label_column: str, name: str,
              unit: str = "line") -> Iterator[tuple[str, str]]:
     """(text, label) of each numbered row (``unit`` names the numbers in messages). A row without
     either field is refused; a row whose text or label is empty is skipped (it can be neither
-    classified nor learnt from). Labels are stripped of surrounding space."""
+    classified nor learnt from). Labels are stripped of surrounding space; texts and labels have
+    their HTML markup and entities decoded (``decode_markup``)."""
     for n, row in rows:
         missing = [c for c in (text_column, label_column) if c not in row]
         if missing:
             raise DataError(f"{name} {unit} {n} has no field {' or '.join(repr(c) for c in missing)}")
-        text, label = str(row[text_column] or ""), str(row[label_column] or "").strip()
+        text, label = decode_markup(str(row[text_column] or "")), decode_markup(str(row[label_column] or "")).strip()
         if text.strip() and label:
             yield text, label
 

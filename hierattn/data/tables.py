@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from hierattn.data.dataset import DataError, Dataset
-from hierattn.data.formats import columns, labelled, read_rows
+from hierattn.data.formats import columns, decode_markup, labelled, read_rows
 from hierattn.limits import CLASSES
 
 MAX_CLASSES = CLASSES.default  # more distinct labels than this is almost surely a text column, not labels
@@ -36,7 +36,9 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
                         f"{examples}")
     label_names = sorted(counts)
     index = {n: i for i, n in enumerate(label_names)}
-    return Dataset(name, [text for text, _ in kept], [index[y] for y in labels], label_names)
+    raw = (str(r.get(text_column) or "") for r in rows)
+    decoded = sum(1 for text in raw if ("&" in text or "<" in text) and decode_markup(text) != text)
+    return Dataset(name, [text for text, _ in kept], [index[y] for y in labels], label_names, decoded)
 
 
 def load_table(path: str | Path, text_column: str = "text", label_column: str = "label") -> Dataset:

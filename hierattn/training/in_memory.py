@@ -10,12 +10,14 @@ from pathlib import Path
 
 import torch
 
-from hierattn.checkpoint import best_device, save_checkpoint
+from hierattn.checkpoint import HELDOUT_MB, best_device, save_checkpoint
 from hierattn.contract import Batch
 from hierattn.data.batches import bucketed_batches
+from hierattn.data.builtin import BUILTIN
 from hierattn.data.split import PreparedData
 from hierattn.data.text import Document, TextConfig, Vocab
 from hierattn.models import REGISTRY, build_model, sized_for_text
+from hierattn.training.baselines import baselines
 from hierattn.training.loop import Progress, TrainConfig, TrainEvent, optimiser, record, run, seed_everything
 
 
@@ -146,13 +148,31 @@ def _conclude(model, model_type, vocab, data, parts, text_config, out, on_event,
     test_acc, _, test_seconds = evaluate(model, bucketed_batches(*parts["test"], vocab, 64, shuffle=False), device)
     metrics = {"dataset": data.dataset.name, "model_type": model_type, **metrics, "test_accuracy": test_acc,
                "inference_ms_per_document": 1000 * test_seconds / max(len(parts["test"][0]), 1),
-               "split_sizes": {k: len(v[0]) for k, v in parts.items()}}
+               "split_sizes": {k: len(v[0]) for k, v in parts.items()},
+               "baselines": baselines(parts["train"], {k: parts[k] for k in ("validation", "test")},
+                                      data.dataset.label_names)}
     if out is not None:
         save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
-                        dataset=data.dataset.name)
+                        dataset=data.dataset.name, heldout=None if data.dataset.name in BUILTIN else heldout(data))
     if on_event:
         on_event(TrainEvent("done", metrics["best_epoch"], val_accuracy=metrics["validation_accuracy"]))
     return metrics
+
+
+def heldout(data: PreparedData, budget_mb: float = HELDOUT_MB) -> dict:
+    """The validation and test documents of a data set of your own, as (text, label) pairs, for
+    the checkpoint to keep (``save_checkpoint(heldout=...)``): all of them when they fit in
+    ``budget_mb``, else an even sample of each split (a split is in class order, so an even sample
+    keeps every class)."""
+    names = data.dataset.label_names
+    rows = {part: [(data.dataset.texts[i], names[data.dataset.labels[i]]) for i in data.split[part]]
+            for part in ("validation", "test")}
+    budget = budget_mb * 2**20
+    size = sum(len(t.encode("utf-8", "replace")) + len(y) + 8 for part in rows.values() for t, y in part)
+    if size <= budget:
+        return {k: [list(r) for r in v] for k, v in rows.items()}
+    share = budget / size
+    return {k: [list(v[round(j / share)]) for j in range(int(len(v) * share))] for k, v in rows.items()}
 
 
 def _pretrain_embeddings(model, config: TrainConfig, train_docs, vocab: Vocab) -> int:

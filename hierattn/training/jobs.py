@@ -27,6 +27,7 @@ from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
 from hierattn.threads import cores, threads_of
+from hierattn.training import baselines
 from hierattn.training.in_memory import train
 from hierattn.training.loop import TrainConfig, TrainEvent
 from hierattn.training.sharpness import mean_self_attention_metrics
@@ -220,9 +221,16 @@ class TrainingJob:
                      f"accuracy had not improved for {self.config.patience}."
                      if metrics["epochs_run"] < self.config.epochs
                      else "")
+            recorded = metrics.get("baselines", {})
+            against = baselines.sentence(metrics["test_accuracy"], recorded)
+            verdict = ""
+            if baselines.beats(metrics["validation_accuracy"], recorded, "validation") is False:
+                verdict = (" It does not beat always answering the largest class on validation: it has not learnt "
+                           "to tell the classes apart (more data, more epochs, or a smaller model).")
             self._finish("finished", f"Finished: epoch {metrics['best_epoch']} of {metrics['epochs_run']} was best "
                                      f"(validation {metrics['validation_accuracy']:.1%}, test "
-                                     f"{metrics['test_accuracy']:.1%}); saved as '{self.name}'.{early}", metrics)
+                                     f"{metrics['test_accuracy']:.1%}" + (f"; on test, {against}" if against else "")
+                         + f"); saved as '{self.name}'.{early}{verdict}", metrics)
 
     def _finish(self, status: str, message: str, metrics: dict | None = None) -> None:
         with self._lock:

@@ -1,7 +1,6 @@
 """The Train page (AppTest) and the job machinery under it."""
 import json
 import re
-import shutil
 import threading
 import time
 
@@ -25,14 +24,6 @@ def toy_csv(n: int = 30) -> bytes:
         for label, words in WORDS.items():
             lines.append(f"\"The film was {words.split()[i % 4]}. I saw it on day {i}.\",{label}")
     return ("\n".join(lines) + "\n").encode()
-
-
-@pytest.fixture
-def train_env(checkpoint_dir, tmp_path, monkeypatch):
-    root = tmp_path / "checkpoints"
-    shutil.copytree(checkpoint_dir, root)
-    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
-    return root
 
 
 def open_train_page() -> AppTest:

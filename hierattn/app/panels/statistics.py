@@ -19,11 +19,11 @@ from hierattn.data.formats import csv_bytes
 
 
 def split_statistics(checkpoints: dict[str, Path], name: str, dataset: str, split: str, count: int,
-                     corpus: dict | None):
+                     corpus: dict | None, own: str | None = None):
     """(rows, seconds) for a checkpoint on the first ``count`` documents of a split, computed once
     for the whole app in the background; None while it runs (a progress bar shows instead)."""
     classifier = load(checkpoints[name])
-    texts, true, _ = split_part(dataset, split, corpus)
+    texts, true, _ = split_part(dataset, split, corpus, own)
 
     def compute(progress):
         start = time.perf_counter()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app.samples import builtin_dataset
+from hierattn.app.samples import builtin_dataset, heldout_samples
 from hierattn.app.train_form import (
     dataset_from_upload,
     dataset_summary,
@@ -16,6 +16,7 @@ from hierattn.app.train_form import (
     preview,
     train_defaults,
 )
+from hierattn.app.url_state import open_in_explore
 from hierattn.data.builtin import BUILTIN
 from hierattn.data.dataset import DataError
 from hierattn.data.formats import columns as table_columns
@@ -23,6 +24,7 @@ from hierattn.data.text import TextConfig
 from hierattn.limits import UPLOAD_MB
 from hierattn.models import REGISTRY
 from hierattn.models.knobs import defaults, knobs
+from hierattn.training import baselines
 from hierattn.training.loop import TrainConfig
 
 
@@ -60,6 +62,9 @@ def data_section():
                 st.error(f"Cannot train on this: {viz.md_text(exc)}")
                 st.stop()
     if dataset is not None:
+        if dataset.decoded:
+            st.info(f"{dataset.decoded:,} texts hold HTML markup or entities (such as `&#039;` or `<br />`); they "
+                    "are decoded once as the file is read, so `I&#039;ve` reads I've and not the words i039ve.")
         counts, sizes = dataset_summary(dataset)
         c1, c2 = st.columns([2, 1])
         c1.dataframe(counts, hide_index=True, width="stretch")
@@ -147,7 +152,12 @@ def run_panel(jobs, job_id: str) -> None:
                 job.cancel()
                 st.rerun(scope="fragment")
         elif snap["status"] == "finished":
-            st.success(viz.md_text(snap["message"]))
+            metrics = snap["metrics"]
+            if baselines.beats(metrics.get("validation_accuracy", 0.0), metrics.get("baselines", {}),
+                               "validation") is False:
+                st.warning(viz.md_text(snap["message"]))  # a run no better than a constant answer is no success
+            else:
+                st.success(viz.md_text(snap["message"]))
         elif snap["status"] == "cancelled":
             st.warning(viz.md_text(snap["message"]))
         else:
@@ -169,6 +179,9 @@ def run_panel(jobs, job_id: str) -> None:
                 right.info("Measured after each epoch.")
         if snap["status"] in ("finished", "cancelled") and snap["metrics"]:
             if st.button("Open it in Explore", key=f"open_{snap['id']}"):
+                own = heldout_samples(job.out, None, per_class=1)  # a document of its own data, not a built-in one
+                if own:
+                    open_in_explore(snap["name"], own[0][2])
                 st.session_state.model = snap["name"]  # Explore's model picker
                 st.switch_page("pages/explore.py")
         if was_active and not job.active:
