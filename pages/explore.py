@@ -6,11 +6,12 @@ from hierattn import viz
 from hierattn.analysis.explain import ExplainError
 from hierattn.app import loading, url_state, widgets
 from hierattn.app.downloads import chart, slide_subtitle
-from hierattn.app.panels import faithfulness, gates, self_attention, shading, share, trust, whatif
+from hierattn.app.panels import faithfulness, gates, self_attention, shading, share, trust, welcome, whatif
 from hierattn.app.routing import run_through_app
 
 run_through_app()
 st.title("Explore attention")
+welcome.welcome()
 checkpoints = loading.checkpoints_or_stop()
 
 link_problem = url_state.apply_view_from_url(checkpoints)  # a shared link: model, document, head, level, sentence
@@ -18,7 +19,9 @@ url_state.take_explore_request(checkpoints)  # a document sent here from another
 if link_problem:
     st.warning(link_problem)
 with st.sidebar:
-    name = st.selectbox("Model", list(checkpoints), key="model", help="Every checkpoint directory under checkpoints/.")
+    first = "bbc-news-hcan" if "bbc-news-hcan" in checkpoints else next(iter(checkpoints))  # it shows every view
+    name = st.selectbox("Model", list(checkpoints), key="model", index=list(checkpoints).index(first),
+                        help="Every checkpoint directory under checkpoints/.")
 classifier = loading.load_or_stop(checkpoints[name])
 with st.sidebar:
     st.caption(f"**{classifier.display_name}** · "

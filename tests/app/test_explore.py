@@ -393,3 +393,14 @@ def test_picking_a_word_shows_what_it_attends_to_in_every_head(app_env):
     assert view.count("head ") == 2 and "mean of heads" in view  # tiny-hcan has two heads
     assert re.search(r"outline:2px solid #d62728[^>]*>striker<", view)
     assert "“striker” (outlined)" in texts(at)
+
+
+def test_the_first_screen_welcomes_and_points_to_the_tour(app_env):
+    """Issue 30: the landing page's first message was "HAN has no self-attention"."""
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    words = texts(at)
+    assert words.startswith("#### Welcome to hierattn")  # before anything else the page says
+    links = at.get("page_link")
+    assert any("Tour" in link.proto.label for link in links) or "Tour" in words
+    at.button(key="welcome_hide").click().run()
+    assert "Welcome to hierattn" not in texts(at) and not at.exception
