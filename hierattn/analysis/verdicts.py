@@ -24,16 +24,16 @@ def verdict(row: dict) -> str:
             return "worse than random"
         return "no better than random"
     if test == "permutation":
-        return ("which unit gets which weight does not matter" if value < SMALL_CHANGE else
-                "the order of the weights matters" if value > LARGE_CHANGE else "a small effect")
+        return ("the weights' order does not matter" if value < SMALL_CHANGE else
+                "the weights' order matters" if value > LARGE_CHANGE else "a small effect")
     if test.startswith("uniform attention"):
         if "predicts" in test:
-            return "needed: an even spread changes the prediction"
-        return ("not needed for this prediction" if value < SMALL_CHANGE else
-                "the output moves, the prediction stays" if value > LARGE_CHANGE else "a small effect")
+            return "needed: an even spread flips it"
+        return ("not needed here" if value < SMALL_CHANGE else
+                "output moves, prediction stays" if value > LARGE_CHANGE else "a small effect")
     if test == "adversarial attention":
         if base is None:
             return "no baseline"
-        return ("a very different attention gives the same output" if value > base else
-                "no attention much further away than an even spread gives the same output")
+        return ("other attention, same output" if value > base else
+                "no far-off attention found")
     return ""

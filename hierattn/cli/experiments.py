@@ -71,7 +71,8 @@ def add_parsers(sub, plugin_argument) -> None:
     plugin_argument(r)
     r.set_defaults(func=reproduce)
 
-    p = sub.add_parser("report", help="the README's results and ordering tables, from the recorded results")
-    p.add_argument("--write", metavar="README", help="replace the generated sections of this file")
+    p = sub.add_parser("report", help="the results and ordering tables of docs/RESULTS.md, from the recorded results")
+    p.add_argument("--write", metavar="FILE", nargs="?", const="docs/RESULTS.md",
+                   help="replace the generated sections of this file (default docs/RESULTS.md)")
     p.add_argument("--results", help="read the results from here (default results/)")
     p.set_defaults(func=report)

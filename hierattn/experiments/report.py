@@ -1,8 +1,9 @@
-"""The README's results and ordering tables, generated from ``results/`` and nothing else.
+"""The results and ordering tables of docs/RESULTS.md, generated from ``results/`` and nothing else.
 
-Each generated section of README.md sits between ``<!-- report:KEY -->`` and
+Each generated section of docs/RESULTS.md sits between ``<!-- report:KEY -->`` and
 ``<!-- report:end -->``; ``write_readme`` replaces what is between them, and a test checks that the
-README holds exactly what ``readme_sections`` gives.
+file holds exactly what ``readme_sections`` gives. (The README points to it: the long tables moved
+out of the README so that a newcomer reads what the app is first.)
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from hierattn.experiments.tables import duration, markdown, mean, mean_sd
 from hierattn.experiments.verdict import paired_bootstrap
 from hierattn.models import REGISTRY
 
-README = EXPERIMENTS.parent / "README.md"
+README = EXPERIMENTS.parent / "docs" / "RESULTS.md"  # the file whose generated sections report writes
 BEGIN = re.compile(r"<!-- report:(?!end -->)(?P<key>[\w:-]+) -->\n")
 END = "<!-- report:end -->"
 DIFFERENCE = "difference, paired bootstrap 95% interval"
@@ -201,7 +202,7 @@ def batch_one_markdown(root: Path = RESULTS) -> str | None:
 
 
 def _image(name: str, alt: str) -> str:
-    return f"![{alt}](docs/figures/{name})\n"
+    return f"![{alt}](figures/{name})\n"  # relative to docs/RESULTS.md
 
 
 def _interval(value) -> str:

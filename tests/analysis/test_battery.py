@@ -239,13 +239,13 @@ def test_a_split_sample_is_spread_through_it_not_its_head():
     ({"test": "Kendall tau with gradient", "value": 0.45, "baseline": 0.01}, "agrees more than random"),
     ({"test": "Kendall tau with gradient", "value": 0.05, "baseline": 0.01}, "no better than random"),
     ({"test": "Kendall tau with gradient", "value": None, "baseline": 0.01}, "cannot be computed"),
-    ({"test": "permutation", "value": 0.001, "baseline": None}, "which unit gets which weight does not matter"),
-    ({"test": "permutation", "value": 0.4, "baseline": None}, "the order of the weights matters"),
+    ({"test": "permutation", "value": 0.001, "baseline": None}, "the weights' order does not matter"),
+    ({"test": "permutation", "value": 0.4, "baseline": None}, "the weights' order matters"),
     ({"test": "uniform attention (predicts sport)", "value": 0.6, "baseline": None},
-     "needed: an even spread changes the prediction"),
-    ({"test": "uniform attention", "value": 0.002, "baseline": None}, "not needed for this prediction"),
+     "needed: an even spread flips it"),
+    ({"test": "uniform attention", "value": 0.002, "baseline": None}, "not needed here"),
     ({"test": "adversarial attention", "value": 0.5, "baseline": 0.1},
-     "a very different attention gives the same output"),
+     "other attention, same output"),
 ])
 def test_each_row_gets_a_verdict_from_its_value_and_baseline(row, expected):
     from hierattn.analysis.verdicts import verdict

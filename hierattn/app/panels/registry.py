@@ -35,7 +35,7 @@ def registry_tables(dataset: str) -> None:
                "and recorded under results/; `python -m hierattn reproduce` reruns them. Each ordering is decided "
                "by a paired bootstrap over the test documents and the seeds: **holds** or **reversed** only when "
                "the 95% interval of the difference excludes zero, else **within noise**. The README shows the same "
-               "tables and figures (`python -m hierattn report --write README.md`).")
+               "tables and figures (`python -m hierattn report --write`).")
     data = _computed(dataset, fingerprint(RESULTS))
     st.markdown(data["orderings"])  # generated from our specs and numbers only: no user text
     with st.expander("Every row of the registry"):

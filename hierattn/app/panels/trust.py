@@ -46,11 +46,16 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
             st.info(f"The model gives {result.label} a probability of {result.probability:.4f}: removing or "
                     "reshuffling anything barely moves a prediction this sure, so the changes below are small "
                     "for every ranking, random included. Compare each figure with its baseline, not with zero.")
-        st.dataframe([{"test": r["test"], "level": r["level"], "verdict": verdicts.verdict(r),
-                       "value": _figure(r["value"]), "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
-                       "baseline is": r["baseline is"], "value - baseline": _difference(r)} for r in rows],
+        st.dataframe([{"test": r["test"], "level": r["level"], "value": _figure(r["value"]),
+                       "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
+                       "value - baseline": _difference(r), "verdict": verdicts.verdict(r),
+                       "baseline is": r["baseline is"]} for r in rows],
                      hide_index=True, width="stretch", height=38 + 35 * len(rows),
-                     column_config={"verdict": st.column_config.TextColumn(width="large")})
+                     column_config={"test": st.column_config.TextColumn(width="large"),
+                                    "level": st.column_config.TextColumn(width="small"),
+                                    "value": st.column_config.TextColumn(width="small"),
+                                    "baseline": st.column_config.TextColumn(width="small"),
+                                    "value - baseline": st.column_config.TextColumn(width="small")})
         st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
                    f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
                    f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
