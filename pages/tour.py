@@ -9,9 +9,10 @@ from hierattn.app.routing import run_through_app
 run_through_app()
 st.title("A tour of attention in text classifiers")
 st.caption("Four ideas from the HCAN and SANet papers, each with what to notice and a live check on our own "
-           "models. Each check is judged against what an even spread and random attention (every distribution "
-           "drawn at random) would give on the same document: it says \"shown here\" only when the model beats "
-           "both. The numbers are computed on the document shown, not written in advance.")
+           "models. A claim holds on a document only when the model beats what an even spread and random attention "
+           "(every distribution drawn at random) give on the same document. The numbers are computed on the "
+           "document shown, not written in advance, and each step says how often its claim holds over the whole "
+           "test split. Where it does not hold for our models, the step says so: that is a lesson too.")
 
 checkpoints = loading.checkpoints_or_stop()
 step = st.segmented_control("Step", list(tour.STEPS), format_func=lambda s: tour.STEPS[s][0], default=1,

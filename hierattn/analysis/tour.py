@@ -13,9 +13,10 @@ Steps:
 Every claim is judged against the baseline that would make it fail, on maps of the same shape as
 the document's: an even spread (every weight equal), and random attention, each distribution drawn
 uniformly from the simplex (Dirichlet(1): attention with no preference at all). A step says
-"shown here" only when the measured figure is beyond the 95th percentile of ``DRAWS`` random maps
-(and, for a comparison, beyond what two random maps differ by); uniform or random attention is
-therefore reported as "not shown here" (tests/test_tour.py feeds both through every check).
+"holds" only when the measured figure is beyond the 95th percentile of ``DRAWS`` random maps
+(and, for a comparison, beyond what two random maps differ by); uniform or random attention
+therefore never holds (tests/analysis/test_tour.py feeds both through every check). Each verdict
+is (holds, the figures in a sentence); the page says which, in a sentence of its own.
 """
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ from hierattn.analysis.metrics import diagonality, even_spread, gini, gini_of_va
 
 DRAWS = 200  # random maps per check
 QUANTILE = 95  # a figure is "beyond random" above this percentile of the random maps'
-SHOWN, NOT_SHOWN = "shown here.", "not shown here."
 
 # HCAN Supplementary A: Amazon/Yelp reviews that one self-attention misclassified and two parallel
 # self-attentions got right ("one section of the review negates or scales the meaning in another").
@@ -125,7 +125,7 @@ def concentration_verdict(c: Concentration) -> tuple[bool, str]:
     return c.focused, (
         f"Here the top 10% of words hold {100 * c.top_share:.0f}% of the document's weight; an even spread gives "
         f"{100 * c.even_top_share:.0f}%, and random attention up to {100 * c.random_top_share:.0f}% (Gini "
-        f"{c.gini:.2f} against up to {c.random_gini:.2f}) — " + (SHOWN if c.focused else NOT_SHOWN))
+        f"{c.gini:.2f} against up to {c.random_gini:.2f}).")
 
 
 def _jsd_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -201,7 +201,7 @@ def branch_verdict(c: BranchContrast) -> tuple[bool, str]:
         f"per word (0 for identical branches, or an even spread in both; {math.log(2):.3f} at most), against up to "
         f"{c.random_divergence:.3f} for "
         f"two unrelated random maps of the same shape; for {100 * c.different_top:.0f}% of the {c.words} words the "
-        "most-attended other word differs — " + (SHOWN if c.different else NOT_SHOWN))
+        "most-attended other word differs.")
 
 
 @dataclass
@@ -277,18 +277,16 @@ def sanet_verdict(sentiment: MatrixShape, topic: MatrixShape) -> list[tuple[bool
     more_columnar = topic.columnar_beyond_random and topic.columns > sentiment.columns
     return [
         (more_diagonal,
-         f"Sentiment attention is band-diagonal: {100 * sentiment.diagonality_b3:.0f}% within 3 positions of the "
-         f"diagonal, against {100 * sentiment.even_diagonality_b3:.0f}% for an even spread and up to "
+         f"Is the tweet's attention band-diagonal? {100 * sentiment.diagonality_b3:.0f}% of it lies within 3 "
+         f"positions of the diagonal, against {100 * sentiment.even_diagonality_b3:.0f}% for an even spread and up to "
          f"{100 * sentiment.random_diagonality_b3:.0f}% for random attention ({100 * sentiment.band:.0f}% of the way "
          f"from an even spread to a pure band; topic: {100 * topic.diagonality_b3:.0f}% against "
-         f"{100 * topic.even_diagonality_b3:.0f}%, {100 * topic.band:.0f}% of the way) — "
-         + (SHOWN if more_diagonal else NOT_SHOWN)),
+         f"{100 * topic.even_diagonality_b3:.0f}%, {100 * topic.band:.0f}% of the way)."),
         (more_columnar,
-         f"Topic attention is columnar: its most-attended 10% of words take {100 * topic.columnar:.0f}% of the "
+         f"Is the article's attention columnar? Its most-attended 10% of words take {100 * topic.columnar:.0f}% of the "
          f"attention, against {100 * topic.even_columnar:.0f}% for an even spread and up to "
          f"{100 * topic.random_columnar:.0f}% for random attention ({100 * topic.columns:.0f}% of the way to all "
-         f"of it; sentiment: {100 * sentiment.columnar:.0f}%, {100 * sentiment.columns:.0f}% of the way) — "
-         + (SHOWN if more_columnar else NOT_SHOWN)),
+         f"of it; sentiment: {100 * sentiment.columnar:.0f}%, {100 * sentiment.columns:.0f}% of the way)."),
     ]
 
 
@@ -306,8 +304,7 @@ def han_hcan_verdict(han: Concentration, hcan: Concentration) -> tuple[bool, str
         f"HAN's word weights have Gini {han.gini:.2f} (top 10% of words: {100 * han.top_share:.0f}% of the weight), "
         f"HCAN's {hcan.gini:.2f} ({100 * hcan.top_share:.0f}%); an even spread has Gini 0, random attention reaches "
         f"{han.random_gini:.2f} "
-        f"on this document, and two random maps differ by up to {noise:.2f}. HAN more focused, as in the paper — "
-        + (SHOWN if holds else NOT_SHOWN))
+        f"on this document, and two random maps differ by up to {noise:.2f}.")
 
 
 def branch_lines(ex: Explanation, sentence_start: int, word: tuple[int, int]) -> list[tuple[str, list[float]]]:

@@ -159,6 +159,16 @@ def main(argv: list[str] | None = None) -> int:
     plugin_argument(c)
     c.set_defaults(func=reports.cards)
 
+    o = sub.add_parser("tour", help="how often each Tour claim holds over the test split, and the documents that "
+                                    "show it best, typically and worst (the Tour page reads the recorded file)")
+    o.add_argument("--steps", type=int, nargs="*", help="the steps to compute (default all)")
+    o.add_argument("--documents", type=int, help="at most this many documents of each split, spread evenly (a quick "
+                                                 "budget)")
+    o.add_argument("--checkpoints", help="the folder of the shipped checkpoints (default checkpoints/)")
+    o.add_argument("--write", metavar="JSON", help="record the figures here (the Tour reads results/tour.json)")
+    o.add_argument("--device")
+    o.set_defaults(func=reports.tour_rates)
+
     r = sub.add_parser("baselines", help="record in checkpoints' metrics.json what their accuracy must beat: always "
                                          "the largest class, and TF-IDF + Naive Bayes, on the same splits")
     r.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")

@@ -173,3 +173,42 @@ def _stats_text(report: dict) -> str:
 
 
 
+
+
+def tour_rates(args) -> int:
+    """How often each Tour claim holds over the test split, recorded for the Tour page."""
+    from pathlib import Path
+
+    from hierattn.analysis import tour_split
+    from hierattn.analysis.battery import evenly_spaced
+    from hierattn.checkpoint import CheckpointError, checkpoint_root, load_classifier
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+
+    root = Path(args.checkpoints) if args.checkpoints else checkpoint_root()
+    splits = {}
+    for name in ("bbc-news", "tweets"):
+        ds = load_builtin(name)
+        test = stratified_split(ds.labels)["test"]
+        texts, truth = [ds.texts[i] for i in test], [ds.label_names[ds.labels[i]] for i in test]
+        if args.documents:  # a quick budget: documents spread evenly through the class-sorted split
+            texts, truth = evenly_spaced(texts, args.documents), evenly_spaced(truth, args.documents)
+        splits[name] = (texts, truth)
+    rates, stamps = {}, {}
+    for step in args.steps or sorted(tour_split.CLAIMS):
+        _, names, _ = tour_split.CLAIMS[step]
+        try:
+            models = [load_classifier(root / n, device=args.device or "cpu") for n in names]
+        except CheckpointError as exc:
+            print(f"error: step {step}: {exc}", file=sys.stderr)
+            return 2
+        for n in names:
+            stamps[n] = max(f.stat().st_mtime for f in (root / n).iterdir())
+        data = ({"tweets": splits["tweets"], "bbc-news": splits["bbc-news"]} if step == 3 else
+                {("bbc-news" if step == 1 else "tweets"): splits["bbc-news" if step == 1 else "tweets"]})
+        rates[step] = tour_split.step_rate(step, models, data)
+        print(f"step {step}: {tour_split.sentence(rates[step])}", flush=True)
+    if args.write:
+        tour_split.save(rates, stamps, Path(args.write))
+        print(f"wrote {args.write}")
+    return 0

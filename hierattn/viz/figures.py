@@ -36,7 +36,8 @@ def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
 
 
 def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False,
-                      zmax: float | None = None, show_scale: bool = True, clickable: bool = False) -> go.Figure:
+                      zmax: float | None = None, show_scale: bool = True, clickable: bool = False,
+                      max_width: int | None = None) -> go.Figure:
     """A query x key attention matrix: rows (y) attend to columns (x), as in SANet Figure 3.
 
     ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
@@ -47,15 +48,17 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     heads (smaller cells and labels; ``show_scale`` draws its colour bar, e.g. on the last one).
     ``zmax``: the weight of the darkest cell (default: this matrix's largest), to share a scale.
     The labels ride along in ``layout.meta`` for the slide export (``export.slide``).
-    ``clickable``: an invisible marker on every cell, so a click selects a cell (Streamlit's chart
-    selection returns nothing for a heatmap's own cells): the point's ``y`` is the query row.
+    ``max_width``: the most pixels the figure may take (half a page at 1024 px is about 330): the
+    cells shrink to fit, labels and colour bar keep their room. ``clickable``: an invisible marker
+    on every cell, so a click selects a cell (Streamlit's chart selection returns nothing for a
+    heatmap's own cells): the point's ``y`` is the query row.
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
     hover = [[f"{short(labels[i], 40)} → {short(labels[j], 40)}" for j in range(n)] for i in range(n)]
     longest = max((len(short(label)) for label in labels), default=1)
     font = 10 if compact or n > 30 else 12
-    label_px = int(0.62 * font * longest) + 12  # room for the tick labels (the top ones slanted)
+    label_px = min(120, int(0.62 * font * longest) + 12)  # room for the tick labels (the top ones slanted)
     side = min(360 if compact else 640, max(160 if compact else 240, (14 if compact else 22) * n))
     scale = show_scale
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
@@ -66,6 +69,8 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     top = int(label_px * 0.9) + (28 if not compact else 6)
     left = label_px + (30 if not compact else 6)
     right = 90 if scale else 12
+    if max_width:
+        side = max(100, min(side, max_width - left - right))
     bottom = 44 if title else 12
     fig.update_layout(width=left + side + right, height=top + side + bottom,
                       margin=dict(l=left, r=right, t=top, b=bottom, autoexpand=False),

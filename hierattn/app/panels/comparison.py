@@ -114,7 +114,8 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
     for slot, (name, head, (matrix, spans)) in chosen.items():
         words = [text[a:b] for a, b in spans]
         title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}")
-        chart(viz.attention_heatmap(matrix, words, title, zmax=zmax), f"self-attention {slot}", columns[slot],
+        chart(viz.attention_heatmap(matrix, words, title, zmax=zmax, max_width=330), f"self-attention, {slot}: "
+              f"{models[slot].display_name} · {title}", columns[slot],
               key=f"compare_heat_{slot}")
         if len(words) >= 2:
             shape = compare.locality(matrix)

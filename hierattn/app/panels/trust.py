@@ -9,11 +9,13 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import battery, rollout, verdicts
-from hierattn.analysis.explain import Explanation
+from hierattn.analysis.explain import Explanation, map_title
 from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
 from hierattn.app.tasks import computed
 from hierattn.checkpoint import Classifier
+
+HALF = 330  # pixels a heatmap may take in half of the page at 1024 px
 
 
 def _figure(value) -> str:
@@ -81,7 +83,7 @@ def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
         return
     name = st.selectbox("Self-attention beside " + ("its rollout" if kind == rollout.ROLLOUT else
                                                     "its gradient-weighted version"), list(derived),
-                        key="trust_map")
+                        key="trust_map", format_func=map_title)
     words = [t.text for s in ex.document.sentences for t in s.tokens]
     a = ex.attentions[name]
     if "sentence" in a.axes:
@@ -97,9 +99,10 @@ def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
     raw = ex.self_attention(name, group)[shown, shown]
     other = replace(ex, attentions={**ex.attentions, **{name: derived[name]}}).self_attention(name, group)[shown, shown]
     heads = "single head" if ex.heads(name) == 1 else "mean of heads"
-    chart(viz.attention_heatmap(raw, labels[shown], f"raw {name} · {where} · {heads}"), f"raw {name}", left,
+    title = map_title(name)
+    chart(viz.attention_heatmap(raw, labels[shown], f"raw · {where} · {heads}", max_width=HALF), f"{title}, raw", left,
           key=f"trust_raw_{name}", collect=figures)
-    chart(viz.attention_heatmap(other, labels[shown], f"{kind} · {where}"), f"{kind} {name}", right,
+    chart(viz.attention_heatmap(other, labels[shown], f"{kind} · {where}", max_width=HALF), f"{title}, {kind}", right,
           key=f"trust_derived_{name}", collect=figures)
     st.caption("Rollout (Abnar & Zuidema 2020): how much of each word reaches each position through the stacked "
                "layers, residual connections included." if kind == rollout.ROLLOUT else

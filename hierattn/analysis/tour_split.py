@@ -1,0 +1,185 @@
+"""How often each Tour claim holds over a whole test split, and which documents show it best,
+typically and worst: one document chosen for its effect would hide the rate, so the Tour shows the
+rate beside it, and lets the reader open a typical document and one where the claim fails.
+
+Each step's check is the one ``analysis.tour`` makes on one document (beyond random attention of
+the same shape, at its 95th percentile); here it runs on every test document. ``record`` writes the
+figures to ``results/tour.json`` (``python -m hierattn tour``); the Tour page reads them, and says
+so when the file is missing or its checkpoints changed since.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hierattn.analysis import tour
+from hierattn.analysis.explain import ExplainError, explain
+from hierattn.checkpoint import Classifier
+
+# The step -> (the claim in a sentence, the checkpoints and data set it is checked on)
+CLAIMS = {
+    1: ("a few words carry most of the document's weight (top 10% of words and Gini beyond random attention)",
+        ("bbc-news-hcan",), "bbc-news"),
+    2: ("the two self-attention branches relate a word to different words (divergence beyond two random maps)",
+        ("tweets-hcan",), "tweets"),
+    3: ("sentiment attention is band-diagonal and topic attention columnar (each beyond random attention)",
+        ("tweets-sanet", "bbc-news-sanet"), "tweets and bbc-news"),
+    4: ("HAN's word weights are more focused than HCAN's (by more than two random maps differ)",
+        ("tweets-han", "tweets-hcan"), "tweets"),
+}
+PICKS = ("strongest", "typical", "weakest")
+
+
+@dataclass
+class StepRate:
+    """One step's check over a split: how many documents it holds on, and three to show."""
+
+    step: int
+    claim: str
+    dataset: str
+    documents: int  # documents checked (those the model(s) could read)
+    holds: int
+    # pick -> index into the split's documents: the largest effect, the median, the smallest, each
+    # among the documents the model(s) classify correctly where possible (a misread document
+    # teaches the wrong lesson)
+    picks: dict[str, int] = field(default_factory=dict)
+    effects: dict[str, float] = field(default_factory=dict)  # pick -> its effect (figure minus its bar)
+    parts: dict[str, list[int]] = field(default_factory=dict)  # step 3: per side, [documents, holds]
+
+    @property
+    def rate(self) -> float:
+        return self.holds / self.documents if self.documents else 0.0
+
+
+def _picks(effects: list[float], correct: list[bool]) -> tuple[dict[str, int], dict[str, float]]:
+    pool = [i for i, ok in enumerate(correct) if ok] or list(range(len(effects)))
+    order = sorted(pool, key=lambda i: -effects[i])
+    chosen = {"strongest": order[0], "typical": order[len(order) // 2], "weakest": order[-1]}
+    return chosen, {k: effects[i] for k, i in chosen.items()}
+
+
+def _loop(texts: list[str], truth: list[str], models: list[Classifier], check: Callable,
+          progress: Callable[[int, int], None] | None = None):
+    """(holds, effect, correct) per readable document: ``check(*explanations) -> (holds, effect)``."""
+    rows, kept = [], []
+    for i, text in enumerate(texts):
+        try:
+            exs = [explain(m, text) for m in models]
+        except ExplainError:
+            continue
+        result = check(*exs)
+        if result is not None:
+            holds, effect = result
+            rows.append((holds, effect, all(ex.label == truth[i] for ex in exs)))
+            kept.append(i)
+        if progress:
+            progress(i + 1, len(texts))
+    return rows, kept
+
+
+def _rate(step: int, dataset: str, rows, kept) -> StepRate:
+    if not rows:
+        return StepRate(step, CLAIMS[step][0], dataset, 0, 0)
+    picks, effects = _picks([r[1] for r in rows], [r[2] for r in rows])
+    return StepRate(step, CLAIMS[step][0], dataset, len(rows), sum(r[0] for r in rows),
+                    {k: kept[i] for k, i in picks.items()}, effects)
+
+
+def _concentrated(ex):
+    c = tour.concentration(ex)
+    return None if c is None else (c.focused, c.gini - c.random_gini)
+
+
+def _branches(ex):
+    c = tour.branch_contrast(ex)
+    return None if c is None else (c.different, c.divergence - c.random_divergence)
+
+
+def _han_against_hcan(han, hcan):
+    a, b = tour.concentration(han), tour.concentration(hcan)
+    if a is None or b is None:
+        return None
+    holds, _ = tour.han_hcan_verdict(a, b)
+    return holds, a.gini - b.gini
+
+
+def step_rate(step: int, models: list[Classifier], split: dict[str, tuple[list[str], list[str]]],
+              progress=None) -> StepRate:
+    """Step ``step``'s check on every document of ``split`` ({data set: (texts, true labels)})."""
+    if step in (1, 2):
+        (dataset, (texts, truth)), = split.items()
+        return _rate(step, dataset, *_loop(texts, truth, models, _concentrated if step == 1 else _branches, progress))
+    if step == 4:
+        (dataset, (texts, truth)), = split.items()
+        return _rate(step, dataset, *_loop(texts, truth, models, _han_against_hcan, progress))
+    return _sanet_rate(models, split, progress)
+
+
+def _sanet_rate(models: list[Classifier], split, progress) -> StepRate:
+    """Step 3: each tweet's matrix beyond random diagonality, each article's beyond random columns,
+    and the claim as the Tour checks it on a pair: a (tweet, article) pair holds when both sides do
+    and the tweet is further towards a band than the article, the article further towards columns."""
+    sides = {}
+    for model, (dataset, (texts, truth)), kind in zip(models, split.items(), ("diagonal", "columnar")):
+        def check(ex, kind=kind):
+            shape = tour.matrix_shape(ex, ex.self_attention_names[0]) if ex.self_attention_names else None
+            if shape is None:
+                return None
+            if kind == "diagonal":
+                return shape.diagonal_beyond_random, (shape.diagonality_b3 - shape.random_diagonality_b3,
+                                                      shape.band, shape.columns)
+            return shape.columnar_beyond_random, (shape.columnar - shape.random_columnar, shape.band, shape.columns)
+        sides[kind] = (dataset, *_loop(texts, truth, [model], check, progress))
+    (tweets, rows_t, kept_t), (articles, rows_a, kept_a) = sides["diagonal"], sides["columnar"]
+    band_a, cols_a = np.array([r[1][1] for r in rows_a]), np.array([r[1][2] for r in rows_a])
+    ok_a = np.array([r[0] for r in rows_a], dtype=bool)
+    # pairs where the tweet is diagonal beyond random and further towards a band than the article,
+    # and the article is columnar beyond random and further towards columns than the tweet
+    pairs = int(sum(((band > band_a) & ok_a & (cols_a > cols)).sum()
+                    for holds, (_, band, cols), _ in rows_t if holds))
+    picks_t, effects_t = _picks([r[1][0] for r in rows_t], [r[2] for r in rows_t])
+    picks_a, effects_a = _picks([r[1][0] for r in rows_a], [r[2] for r in rows_a])
+    return StepRate(3, CLAIMS[3][0], f"{tweets} and {articles}", len(rows_t) * len(rows_a), pairs,
+                    {**{f"tweet {k}": kept_t[i] for k, i in picks_t.items()},
+                     **{f"article {k}": kept_a[i] for k, i in picks_a.items()}},
+                    {**{f"tweet {k}": v for k, v in effects_t.items()},
+                     **{f"article {k}": v for k, v in effects_a.items()}},
+                    {"tweets diagonal": [len(rows_t), int(sum(r[0] for r in rows_t))],
+                     "articles columnar": [len(rows_a), int(sum(r[0] for r in rows_a))]})
+
+
+def save(rates: dict[int, StepRate], stamps: dict[str, float], path: Path) -> None:
+    """Write the rates with the checkpoints' file stamps they were computed from."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"checkpoints": stamps, "steps": {str(k): asdict(v) for k, v in rates.items()}}
+    tmp = path.with_suffix(".json.part")
+    tmp.write_text(json.dumps(payload, indent=1))
+    tmp.replace(path)
+
+
+def load(path: Path) -> tuple[dict[int, StepRate], dict[str, float]]:
+    """The recorded rates and the checkpoint stamps they were computed from ({} when none)."""
+    try:
+        payload = json.loads(path.read_text())
+        steps = {int(k): StepRate(**v) for k, v in payload["steps"].items()}
+        return steps, payload.get("checkpoints", {})
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}, {}
+
+
+def sentence(rate: StepRate) -> str:
+    """The rate in words, for the Tour."""
+    if not rate.documents:
+        return "Over the test split: no document could be checked."
+    if rate.step == 3:
+        tweets, articles = rate.parts["tweets diagonal"], rate.parts["articles columnar"]
+        return (f"Over the test splits: {tweets[1]:,} of {tweets[0]:,} tweets ({tweets[1] / tweets[0]:.0%}) are more "
+                f"diagonal than random attention, {articles[1]:,} of {articles[0]:,} articles "
+                f"({articles[1] / articles[0]:.0%}) more columnar, and the claim holds for {rate.rate:.1%} of "
+                f"(tweet, article) pairs.")
+    return (f"Over the whole {rate.dataset} test split, the claim holds on {rate.holds:,} of {rate.documents:,} "
+            f"documents ({rate.rate:.0%}).")
