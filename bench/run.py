@@ -55,6 +55,14 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_gpu(results["gpu"])))
         return results
+    if only == "classroom":  # issue 30's classroom load test alone, merged
+        from bench.classroom import format_classroom, run_classroom
+
+        results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        results["classroom"] = run_classroom(8 if quick else 30)
+        Path(out).write_text(json.dumps(results, indent=2))
+        print("\n".join(format_classroom(results["classroom"])))
+        return results
     if only == "soak":  # issue 22's soak alone, merged
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         results["soak"] = record_soak(2 if quick else 3)

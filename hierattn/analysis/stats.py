@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from hierattn.analysis.explain import map_title
 from hierattn.analysis.metrics import BANDWIDTHS, EVEN, METRICS, even_spread, metric_columns
 from hierattn.checkpoint import Classifier
 from hierattn.contract import AttentionMap
@@ -150,6 +151,24 @@ def table2(rows: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
                                                                    else np.nan})])
     table = pd.DataFrame(columns)
     return table.rename(index=METRIC_NAMES)
+
+
+def table2_by_group(table: pd.DataFrame) -> pd.DataFrame:
+    """``table2``'s figures one row per group, for many groups (HCAN's maps x heads made it 48
+    columns wide): the matrix count, the measured Gini (an even spread's is 0) and each
+    diagonality's excess over an even spread, in points."""
+    groups = [c.removesuffix(" · measured") for c in table.columns if c.endswith("measured")]
+    out = {}
+    for group in groups:
+        prefix = f"{group} · " if group != "measured" else ""
+        measured, excess = table[f"{prefix}measured"], table[f"{prefix}excess"]
+        first, _, rest = group.partition(" · ")
+        label = map_title(first) + (f" · {rest}" if rest else "") if prefix else "all"
+        out[label] = {"matrices": int(measured["matrices"]),
+                                           "Gini": measured[METRIC_NAMES["gini"]],
+                                           **{f"b={b} excess": excess[METRIC_NAMES[f"diagonality_b{b}"]]
+                                              for b in BANDWIDTHS}}
+    return pd.DataFrame.from_dict(out, orient="index")
 
 
 # A difference smaller than this (in share of attention, 0..1) is no finding, whatever its interval:

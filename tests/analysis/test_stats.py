@@ -241,3 +241,20 @@ def test_split_statistics_match_explain_per_document(checkpoint_dir, name):
 def test_split_statistics_of_a_model_without_self_attention(checkpoint_dir):
     rows = split_statistics(load_classifier(checkpoint_dir / "tiny-han"), CORPUS)
     assert rows.empty and "gini" in rows.columns
+
+
+def test_many_groups_read_one_row_each(checkpoint_dir):
+    """Issue 30: the statistics table by map and head was 48 columns wide for HCAN."""
+    from hierattn.analysis.stats import split_statistics, table2, table2_by_group
+    from hierattn.checkpoint import load_classifier
+
+    classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
+    rows = split_statistics(classifier, ["The team won the cup final. Fans sang all night long.",
+                                         "Shares rose sharply today. Investors cheered."], ["sport", "business"])
+    wide = table2(rows, "map_head")
+    compact = table2_by_group(wide)
+    assert len(compact.columns) == 7 and len(compact) == len(wide.columns) // 3
+    assert "word self-attention, branch a (ELU) · head 1" in compact.index
+    first = compact.loc["word self-attention, branch a (ELU) · head 1"]
+    excess = wide.loc["Diagonality (bandwidth = 3)", "word.self.a · head 1 · excess"]
+    assert first["b=3 excess"] == pytest.approx(excess)

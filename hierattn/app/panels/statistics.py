@@ -50,8 +50,15 @@ def table(rows: pd.DataFrame, seconds: float, name: str, dataset: str, split: st
     table2 = stats.table2(rows, by)
     metrics_part, count_part = table2.drop(index="matrices"), table2.loc["matrices"].dropna()
     excess = [c for c in table2.columns if c.endswith("excess")]
-    st.dataframe(metrics_part.style.format("{:+.2f}", subset=excess)
-                 .format("{:.2f}", subset=[c for c in table2.columns if c not in excess]), width="stretch")
+    if len(count_part) > 3:  # many groups: one row each (HCAN's maps x heads made 48 columns)
+        compact = stats.table2_by_group(table2)
+        st.dataframe(compact.style.format("{:.2f}", subset=["Gini"])
+                     .format("{:+.2f}", subset=[c for c in compact.columns if c.endswith("excess")]), width="stretch")
+        st.caption("One row per group: the measured Gini (an even spread's is 0) and each diagonality's excess over "
+                   "an even spread, in points. The measured and even-spread values are in the table's download.")
+    else:
+        st.dataframe(metrics_part.style.format("{:+.2f}", subset=excess)
+                     .format("{:.2f}", subset=[c for c in table2.columns if c not in excess]), width="stretch")
     table_downloads(metrics_part.reset_index(names="metric"), f"table-{name}-{dataset}-{split}", "stats_part_table")
     st.caption("In %, like SANet Table 2. **Even spread**: every word attending evenly to every word of its matrix, "
                "at the same sizes; **excess**: measured minus even spread, in points. Read the excess: an even spread "

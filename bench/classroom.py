@@ -1,0 +1,176 @@
+"""A class on one server (issue 30): N sessions at once, each a student in their own browser tab,
+paste a review into Explore, switch the model, open "Can I trust this shading?" and go to Compare,
+on the shipped checkpoints, for a bounded time. Every step of every session must be answered, with
+no error box, no JavaScript error and no white page; the figures are each step's latency (from the
+action to the page settled, p50 and p95 over sessions) and the server's memory.
+
+``run_classroom`` returns the figures; the bench records them (``python -m hierattn bench --only
+classroom``) and ``tests/test_classroom.py`` holds a reduced class to the same rules in CI.
+Loopback only; Debian's Chromium through Playwright's async API (one browser, a context per student).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+from bench.soak import CHROMIUM, rss_mb, start_server
+
+REVIEWS = [
+    "I bought this blender last month. It was loud and the lid cracked after a week. Customer service never answered.",
+    "What a lovely little cafe! The coffee was great and the staff were friendly. I will be back next week.",
+    "The update broke my phone again. Battery drains in an hour and the apps keep crashing. Not impressed.",
+    "Watched the match with friends last night. Great goals, great atmosphere, and we won in the last minute!",
+    "The hotel was fine. Nothing special, clean rooms, average breakfast. The location was convenient though.",
+]
+STEPS = ("open Explore", "paste a review", "switch the model", "open the trust panel", "open Compare")
+SETTLE_TIMEOUT = 300.0  # seconds one step may take before it counts as unanswered
+
+
+async def _settle(page, expect: str | None, timeout: float = SETTLE_TIMEOUT) -> float:
+    """Seconds until the script has finished, no progress bar shows and ``expect`` is on the page."""
+    start = time.monotonic()
+    await asyncio.sleep(0.4)
+    while time.monotonic() - start < timeout:
+        busy = await page.evaluate("() => !!document.querySelector('[data-testid=stStatusWidget], "
+                                   "[data-testid=stProgress], [data-testid=stSkeleton]')")
+        found = expect is None or await page.get_by_text(expect).count() > 0
+        if not busy and found:
+            return time.monotonic() - start
+        await asyncio.sleep(0.25)
+    raise TimeoutError(f"not settled within {timeout:.0f} s (waiting for {expect!r})")
+
+
+async def _student(browser, url: str, number: int, record: dict) -> None:
+    context = await browser.new_context(viewport={"width": 1280, "height": 1600})
+    page = await context.new_page()
+    errors = record.setdefault("errors", [])
+    page.on("pageerror", lambda exc: errors.append(f"student {number}: {exc}"))
+    times = record.setdefault("latency", {step: [] for step in STEPS})
+    review = REVIEWS[number % len(REVIEWS)] + f" (Student {number}.)"  # each a document of its own
+
+    async def step(name: str, action, expect: str | None):
+        start = time.monotonic()
+        try:
+            await action()
+            await _settle(page, expect)
+        except Exception as exc:  # noqa: BLE001  an unanswered step, counted and reported
+            errors.append(f"student {number}, {name}: {type(exc).__name__}: {str(exc)[:200]}")
+            return
+        boxes = await page.locator("[data-testid=stException]").count()
+        if boxes:
+            errors.append(f"student {number}, {name}: an error box on the page")
+        if len((await page.inner_text("body")).strip()) < 200:
+            errors.append(f"student {number}, {name}: a white page")
+        times[name].append(time.monotonic() - start)
+
+    async def paste():
+        box = page.get_by_role("textbox", name="Document", exact=True)
+        await box.fill(review)
+        await box.press("Control+Enter")
+
+    async def switch():
+        await page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.click()
+        await page.get_by_role("option", name="tweets-hcan", exact=True).click()
+
+    async def trust():
+        await page.locator("[data-testid=stCheckbox]").filter(has_text="Can I trust this shading").first.click()
+
+    await step(STEPS[0], lambda: page.goto(f"{url}/?model=tweets-han"), "Prediction")
+    await step(STEPS[1], paste, "Where the model looks")
+    await step(STEPS[2], switch, "Where the model looks")
+    await step(STEPS[3], trust, "How to read them")
+    await step(STEPS[4], lambda: page.goto(f"{url}/compare"), "Agreement")
+    record.setdefault("finished", []).append(number)
+    await context.close()
+
+
+async def _class(url: str, sessions: int, stagger: float, record: dict, limit: float) -> None:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-dev-shm-usage"])
+
+        async def late(i):
+            await asyncio.sleep(i * stagger)  # a class does not press Enter in the same millisecond
+            await _student(browser, url, i, record)
+
+        try:
+            await asyncio.wait_for(asyncio.gather(*(late(i) for i in range(sessions))), limit)
+        except TimeoutError:
+            record.setdefault("errors", []).append(f"the class did not finish within {limit:.0f} s")
+        await browser.close()
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def run_classroom(sessions: int = 30, stagger: float = 0.5, limit: float = 900.0) -> dict:
+    """``sessions`` students on one fresh server (the shipped checkpoints), bounded by ``limit``
+    seconds; returns the figures."""
+    env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}
+    server, url = start_server(env)
+    record: dict = {}
+    sampling = {"peak": 0.0}
+    try:
+        start_mb = rss_mb(server.pid)
+        started = time.monotonic()
+
+        async def main():
+            async def sample():
+                while True:
+                    sampling["peak"] = max(sampling["peak"], rss_mb(server.pid))
+                    await asyncio.sleep(0.5)
+            sampler = asyncio.create_task(sample())
+            await _class(url, sessions, stagger, record, limit)
+            sampler.cancel()
+
+        asyncio.run(main())
+        seconds = time.monotonic() - started
+        end_mb = rss_mb(server.pid)
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except Exception:  # noqa: BLE001
+            server.kill()
+        log = server.stderr.read().decode(errors="replace")
+    latency = record.get("latency", {})
+    every = [t for times in latency.values() for t in times]
+    return {
+        "sessions": sessions, "finished": len(record.get("finished", [])), "seconds": round(seconds, 1),
+        "errors": record.get("errors", []),
+        "steps_answered": len(every), "steps_asked": sessions * len(STEPS),
+        "p50_s": _percentile(every, 50), "p95_s": _percentile(every, 95),
+        "per_step": {step: {"p50_s": _percentile(times, 50), "p95_s": _percentile(times, 95), "n": len(times)}
+                     for step, times in latency.items()},
+        "rss_start_mb": round(start_mb), "rss_peak_mb": round(sampling["peak"]), "rss_end_mb": round(end_mb),
+        "server_tracebacks": log.count("Traceback"),
+        "machine": f"{os.cpu_count()} cores",
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_classroom(int(sys.argv[1]) if len(sys.argv) > 1 else 30), indent=1))
+
+
+def format_classroom(figures: dict) -> list[str]:
+    """The figures as BENCHMARKS.md shows them."""
+    lines = ["| step | p50 (s) | p95 (s) | answered |", "|---|---:|---:|---:|"]
+    for step, f in figures["per_step"].items():
+        lines.append(f"| {step} | {f['p50_s']:.1f} | {f['p95_s']:.1f} | {f['n']} of {figures['sessions']} |"
+                     if f["n"] else f"| {step} | — | — | 0 of {figures['sessions']} |")
+    lines.append(f"| every step | {figures['p50_s']:.1f} | {figures['p95_s']:.1f} | {figures['steps_answered']} of "
+                 f"{figures['steps_asked']} |")
+    lines.append("")
+    lines.append(f"{figures['sessions']} sessions, {len(figures['errors'])} errors, {figures['seconds']:.0f} s in "
+                 f"all; server memory {figures['rss_start_mb']} MB at start, {figures['rss_peak_mb']} MB at its "
+                 f"peak, {figures['rss_end_mb']} MB at the end; {figures['machine']}.")
+    return lines
