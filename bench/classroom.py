@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from bench.soak import CHROMIUM, rss_mb, start_server
+from bench.soak import CHROMIUM, cpu_seconds, rss_mb, start_server
 
 REVIEWS = [
     "I bought this blender last month. It was loud and the lid cracked after a week. Customer service never answered.",
@@ -45,6 +45,8 @@ async def _settle(page, expect: str | None, timeout: float = SETTLE_TIMEOUT) -> 
 
 async def _student(browser, url: str, number: int, record: dict) -> None:
     context = await browser.new_context(viewport={"width": 1280, "height": 1600})
+    # the students' 30 tabs render on the server's own cores here: a step may wait its turn for the CPU
+    context.set_default_timeout(SETTLE_TIMEOUT * 1000)
     page = await context.new_page()
     errors = record.setdefault("errors", [])
     page.on("pageerror", lambda exc: errors.append(f"student {number}: {exc}"))
@@ -78,11 +80,11 @@ async def _student(browser, url: str, number: int, record: dict) -> None:
     async def trust():
         await page.locator("[data-testid=stCheckbox]").filter(has_text="Can I trust this shading").first.click()
 
-    await step(STEPS[0], lambda: page.goto(f"{url}/?model=tweets-han"), "Prediction")
+    await step(STEPS[0], lambda: page.goto(f"{url}/?model=tweets-han", wait_until="commit"), "Prediction")
     await step(STEPS[1], paste, "Where the model looks")
     await step(STEPS[2], switch, "Where the model looks")
     await step(STEPS[3], trust, "How to read them")
-    await step(STEPS[4], lambda: page.goto(f"{url}/compare"), "Agreement")
+    await step(STEPS[4], lambda: page.goto(f"{url}/compare", wait_until="commit"), "Agreement")
     record.setdefault("finished", []).append(number)
     await context.close()
 
@@ -112,7 +114,7 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def run_classroom(sessions: int = 30, stagger: float = 0.5, limit: float = 900.0) -> dict:
+def run_classroom(sessions: int = 30, stagger: float = 1.0, limit: float = 1200.0) -> dict:
     """``sessions`` students on one fresh server (the shipped checkpoints), bounded by ``limit``
     seconds; returns the figures."""
     env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}
@@ -121,7 +123,7 @@ def run_classroom(sessions: int = 30, stagger: float = 0.5, limit: float = 900.0
     sampling = {"peak": 0.0}
     try:
         start_mb = rss_mb(server.pid)
-        started = time.monotonic()
+        started, server_cpu = time.monotonic(), cpu_seconds(server.pid)
 
         async def main():
             async def sample():
@@ -135,6 +137,7 @@ def run_classroom(sessions: int = 30, stagger: float = 0.5, limit: float = 900.0
         asyncio.run(main())
         seconds = time.monotonic() - started
         end_mb = rss_mb(server.pid)
+        server_cpu = cpu_seconds(server.pid) - server_cpu
     finally:
         server.terminate()
         try:
@@ -153,6 +156,8 @@ def run_classroom(sessions: int = 30, stagger: float = 0.5, limit: float = 900.0
                      for step, times in latency.items()},
         "rss_start_mb": round(start_mb), "rss_peak_mb": round(sampling["peak"]), "rss_end_mb": round(end_mb),
         "server_tracebacks": log.count("Traceback"),
+        # the share of the machine's CPU time the server had: the rest went to the students' browsers
+        "server_cpu_seconds": round(server_cpu, 1),
         "machine": f"{os.cpu_count()} cores",
     }
 
