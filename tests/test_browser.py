@@ -108,7 +108,8 @@ def test_explore_paste_switch_models_and_heads(app_url, page):
     settle(page)
     page.get_by_text("Show every head side by side").click()
     settle(page)
-    assert page.locator(".js-plotly-plot").count() >= 6  # four heads side by side
+    assert page.locator(".js-plotly-plot").count() >= 5  # the four heads side by side, in one figure
+    assert page.get_by_text("head 4", exact=True).count() >= 1
     no_exception(page)
     choose(page, "Model", "bbc-news-han")
     assert page.locator("[data-testid=stHtml] span[style*='background']").count() > 20
@@ -200,7 +201,7 @@ def test_erasure_what_if_and_a_long_document(app_url, page):
     box.press("Control+Enter")
     settle(page)
     charts = page.locator(".js-plotly-plot").count()
-    page.get_by_text("Test the shading").click()
+    _toggle(page, "Test the shading")  # the welcome names it too
     settle(page)
     assert page.locator(".js-plotly-plot").count() == charts + 1  # the erasure curves
     assert page.get_by_text("random: removing random words").count() == 1

@@ -370,7 +370,7 @@ def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
     at.selectbox(key="model").set_value("long-flat").run()
     titles = [c.proto.spec for c in at.get("plotly_chart")]
     assert any("overview: 1350 positions in blocks of 14" in t for t in titles)  # 150 x 9 tokens
-    assert at.slider(key="self_window").max == 1350 - 120 + 1
+    assert at.slider(key="self_window").max == 1350 - 60 + 1  # a zoom of 60: every word named
 
 
 def test_tables_download_as_csv_and_json(app_env):
