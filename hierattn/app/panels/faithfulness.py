@@ -64,7 +64,7 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
                "occlusion and in random orders (1/40 up to half of its words), and measure the drop in the "
                "probability of the class the model predicted. Curves are means over documents; the area is the "
                "mean drop. Leave-one-out needs one forward pass per word: slow on long articles.")
-    left, middle, right = st.columns([1, 1, 2])
+    left, middle, right = st.columns([2, 3, 3])  # the toggle's label whole at 1024 px
     count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
                               key="erasure_documents")
     with_occlusion = middle.toggle("Include leave-one-out", value=classifier.text_config.max_sentences <= 10,
