@@ -36,11 +36,12 @@ from hierattn.models import (
     plugins,
     text_problem,
 )
+from hierattn.models.intervention import observe_embedding
 
 FORMAT_VERSION = 1
 FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json", "README.md")  # README.md: the card
 HELDOUT = "heldout.json"  # optional: the held-out documents of a model trained on your own data
-HELDOUT_MB = 4.0  # what a checkpoint keeps of them (validation and test together), at most
+HELDOUT_MB = 4.0  # what a checkpoint keeps of them (validation and test together)
 
 
 class CheckpointError(ValueError):
@@ -64,6 +65,9 @@ class Classifier:
     metrics: dict
     dataset: str | None
     device: torch.device
+
+    def __post_init__(self):  # before it is shared: gradient × input reads its lookups per call
+        observe_embedding(self.model)
 
     @property
     def spec(self):
@@ -126,9 +130,8 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         (tmp / "README.md").write_text(card(tmp, directory.name))
         if heldout:
             (tmp / HELDOUT).write_text(json.dumps(heldout, ensure_ascii=False))
-            os.chmod(tmp / HELDOUT, 0o644)
-            fsync(tmp / HELDOUT)
-        for f in FILES:  # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
+        # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
+        for f in FILES + ((HELDOUT,) if heldout else ()):
             os.chmod(tmp / f, 0o644)
             fsync(tmp / f)
         os.chmod(tmp, 0o755)
@@ -372,22 +375,16 @@ def _refuse_links_out(directory: Path) -> None:
 
 
 def read_heldout(directory: str | Path) -> dict[str, list[tuple[str, str]]]:
-    """{split: [(text, label), ...]} kept with a checkpoint, read within ``limits.JSON_MB`` and only
-    from inside its folder; {} when it has none, or a malformed one."""
-    directory = Path(directory)
-    path = directory / HELDOUT
-    if not path.is_file() or (path.is_symlink() and not _inside(path, directory)):
-        return {}
+    """{split: [(text, label), ...]} kept with a checkpoint (within ``limits.JSON_MB``, from inside its
+    folder only); {} when it has none, or a malformed one."""
+    path = Path(directory) / HELDOUT
     try:
-        raw = _read_json(path)
+        raw = _read_json(path) if path.is_file() and _inside(path, path.parent) else {}
     except CheckpointError:
         return {}
-    out = {}
-    for split in ("validation", "test"):
-        rows = raw.get(split) if isinstance(raw, dict) else None
-        if isinstance(rows, list):
-            out[split] = [(str(r[0]), str(r[1])) for r in rows if isinstance(r, list) and len(r) == 2]
-    return out
+    lists = {k: raw.get(k) for k in ("validation", "test")} if isinstance(raw, dict) else {}
+    return {k: [(str(r[0]), str(r[1])) for r in rows if isinstance(r, list) and len(r) == 2]
+            for k, rows in lists.items() if isinstance(rows, list)}
 
 
 def list_checkpoints(root: str | Path) -> list[Path]:

@@ -30,7 +30,7 @@ from hierattn.analysis.explain import Explanation
 from hierattn.checkpoint import Classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
-from hierattn.models.intervention import module_calls
+from hierattn.models.intervention import ObservedEmbedding, embedding_lookups
 
 METHODS = ("attention", "gradient × input", "leave-one-out", "random")
 MAX_K = 20
@@ -105,12 +105,12 @@ def gradient_times_input(classifier: Classifier, document: Document, label: int)
     """|gradient . embedding| per word (reading order), or None for a model without an embedding
     table looked up once per word in reading order (TF-IDF)."""
     embedding = getattr(classifier.model, "embedding", None)
-    if not isinstance(embedding, torch.nn.Embedding):
+    if not isinstance(embedding, ObservedEmbedding):  # the loader makes every plain nn.Embedding one
         return None
     batch = encode_documents([document], classifier.vocab).to(classifier.device)
-    with module_calls(embedding) as calls, torch.enable_grad():
+    with embedding_lookups() as lookups, torch.enable_grad():
         logits = classifier.model(batch, return_attentions=False).logits
-        (ids,), vectors = calls[0]
+        ids, vectors = lookups[0]
         # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
         # cached model shared by other sessions is left exactly as it was
         (grad,) = torch.autograd.grad(logits[0, label], vectors)

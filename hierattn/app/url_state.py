@@ -26,8 +26,10 @@ def document_id(text: str, dataset: str | None) -> tuple[str, str]:
             same = [t for n, _, t in samples(name) if n == name]
             return "sample", f"{name}:{same.index(text)}"
     digest = document_key(text)
-    st.session_state.setdefault(PASTED, {})[digest] = text
-    documents.keep(text, digest)
+    pasted = st.session_state.setdefault(PASTED, {})
+    if digest not in pasted:  # kept on the server once per session, not on every rerun of the page
+        pasted[digest] = text
+        documents.keep(text, digest)
     return "doc", digest
 
 

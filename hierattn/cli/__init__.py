@@ -153,11 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     plugin_argument(s)
     s.set_defaults(func=reports.stats)
 
-    c = sub.add_parser("card", help="rewrite the README.md (model card) of checkpoints from their config.json and "
-                                    "metrics.json")
-    c.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")
-    plugin_argument(c)
-    c.set_defaults(func=reports.cards)
+    for name, func, about in (
+            ("card", reports.cards, "rewrite the README.md (model card) of checkpoints from their config.json and "
+                                    "metrics.json"),
+            ("baselines", training.record_baselines, "record in checkpoints' metrics.json what their accuracy must "
+                                                     "beat: always the largest class, and TF-IDF + Naive Bayes, on "
+                                                     "the same splits")):
+        c = sub.add_parser(name, help=about)
+        c.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")
+        plugin_argument(c)
+        c.set_defaults(func=func)
 
     o = sub.add_parser("tour", help="how often each Tour claim holds over the test split, and the documents that "
                                     "show it best, typically and worst (the Tour page reads the recorded file)")
@@ -168,12 +173,6 @@ def main(argv: list[str] | None = None) -> int:
     o.add_argument("--write", metavar="JSON", help="record the figures here (the Tour reads results/tour.json)")
     o.add_argument("--device")
     o.set_defaults(func=reports.tour_rates)
-
-    r = sub.add_parser("baselines", help="record in checkpoints' metrics.json what their accuracy must beat: always "
-                                         "the largest class, and TF-IDF + Naive Bayes, on the same splits")
-    r.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")
-    plugin_argument(r)
-    r.set_defaults(func=training.record_baselines)
 
     experiments.add_parsers(sub, plugin_argument)
     faithfulness.add_parser(sub, plugin_argument)

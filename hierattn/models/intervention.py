@@ -58,29 +58,42 @@ def intervene(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.Ten
     return out
 
 
-_CAPTURING: ContextVar[object | None] = ContextVar("hierattn_capturing", default=None)
+_EMBEDDED: ContextVar[list | None] = ContextVar("hierattn_embedding_lookups", default=None)
+
+
+class ObservedEmbedding(torch.nn.Embedding):
+    """``nn.Embedding`` that hands each lookup, ``(ids, vectors)``, to an ``embedding_lookups()``
+    block of the calling thread or asyncio task, and to nothing otherwise.
+
+    A cached model is shared by every session of the app: a forward hook attached to it per call
+    sees every thread's forward passes (one such hook handed a session another's tensors, from
+    another graph). This needs nothing attached per call: the checkpoint loader makes a model's
+    ``embedding`` one of these once (``observe_embedding``), and a lookup outside such a block does
+    exactly what ``nn.Embedding`` does. Same parameters, same state dict."""
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        vectors = super().forward(ids)
+        lookups = _EMBEDDED.get()
+        if lookups is not None:
+            lookups.append((ids, vectors))
+        return vectors
+
+
+def observe_embedding(model: torch.nn.Module) -> torch.nn.Module:
+    """Make ``model.embedding`` (a plain ``nn.Embedding``, as every built-in model and the example
+    plug-in have) an ``ObservedEmbedding``, at load time, before the model is shared."""
+    embedding = getattr(model, "embedding", None)
+    if type(embedding) is torch.nn.Embedding:
+        embedding.__class__ = ObservedEmbedding
+    return model
 
 
 @contextmanager
-def module_calls(module: torch.nn.Module):
-    """The ``(inputs, output)`` of every call of ``module`` made by this thread or asyncio task
-    inside the block, in call order (a list that fills as the block runs).
-
-    A cached model is shared by every session of the app, so a forward hook on it sees every
-    thread's forward passes: one that kept whatever it saw handed one session another's tensors
-    (their graph, their grad mode). The hook registered here keeps only calls made in this block's
-    own context, and is removed when the block ends."""
-    calls: list[tuple[tuple, torch.Tensor]] = []
-    mine = object()
-
-    def keep(_module, inputs, output):
-        if _CAPTURING.get() is mine:
-            calls.append((inputs, output))
-
-    token = _CAPTURING.set(mine)
-    handle = module.register_forward_hook(keep)
+def embedding_lookups():
+    """The ``(ids, vectors)`` of every ``ObservedEmbedding`` lookup this thread or task makes inside
+    the block, in order (a list that fills as the block runs)."""
+    token = _EMBEDDED.set([])
     try:
-        yield calls
+        yield _EMBEDDED.get()
     finally:
-        handle.remove()
-        _CAPTURING.reset(token)
+        _EMBEDDED.reset(token)

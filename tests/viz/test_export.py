@@ -17,6 +17,9 @@ from hierattn.viz import export
 
 TEXT = "The striker scored twice. <b>The team</b> won the cup final on Sunday! Fans cheered."
 HAVE_BROWSER = bool(shutil.which("chromium") or os.environ.get("BROWSER_PATH"))
+NEEDS_BROWSER = pytest.mark.skipif(not HAVE_BROWSER and os.environ.get("CI") != "true",
+                                   reason="PNG, SVG and PDF are drawn by Chromium (apt-get install -y chromium); "
+                                          "CI installs it and runs this")
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +60,7 @@ def test_figure_as_standalone_html(explained):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_BROWSER and os.environ.get("CI") != "true", reason="PNG/SVG are drawn by Chromium "
-                                                                                "(apt-get install -y chromium); CI "
-                                                                                "installs it and runs this")
+@NEEDS_BROWSER
 def test_figure_as_png_and_svg(explained):
     png = export.figure_bytes(_figure(explained), "png")
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -79,7 +80,7 @@ def _svg_texts(svg: bytes) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_BROWSER and os.environ.get("CI") != "true", reason="drawn by Chromium")
+@NEEDS_BROWSER
 def test_a_slide_names_every_class_and_every_word(explained):
     """Issue 30: PNG exports cut the class names ("ve / al / ve"), the word distribution had no word
     labels and the heatmap no column labels."""

@@ -21,9 +21,16 @@ def _verdict(shown: bool, markdown: str, what: str = "the claim") -> None:
                                           icon=":material/check_circle:" if shown else ":material/info:")
 
 
-def _record():
-    """The recorded rates (``python -m hierattn tour``) and the checkpoint stamps they came from."""
+@st.cache_data(max_entries=2, show_spinner=False)
+def _recorded(stamp: float):
     return tour_split.load(RESULTS / "tour.json")
+
+
+def _record():
+    """The recorded rates (``python -m hierattn tour``) and the checkpoint stamps they came from,
+    read again only when the file changes."""
+    path = RESULTS / "tour.json"
+    return _recorded(path.stat().st_mtime if path.exists() else 0.0)
 
 
 def _rate(step: int, checkpoints: dict[str, Path]) -> tour_split.StepRate | None:
