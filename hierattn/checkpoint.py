@@ -23,9 +23,11 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-from hierattn import limits
+from hierattn import budget, limits
 from hierattn.card import model_card
+from hierattn.data.files import NotAFile, read_bytes
 from hierattn.data.text import TextConfig, Vocab
+from hierattn.limits import LimitExceeded
 from hierattn.models import (
     BUILT_IN,
     REGISTRY,
@@ -167,6 +169,7 @@ def card(directory: Path, name: str | None = None) -> str:
     metrics = _read_json(directory / "metrics.json") if (directory / "metrics.json").exists() else {}
     if not isinstance(config, dict) or not isinstance(metrics, dict):
         raise CheckpointError(f"{directory.name}: config.json or metrics.json is not a JSON object")
+    metrics = budget.typed_metrics(metrics)
     weights = directory / "model.safetensors"
     if "num_parameters" not in metrics and weights.is_file():
         with safe_open(weights, "pt") as f:
@@ -175,7 +178,7 @@ def card(directory: Path, name: str | None = None) -> str:
     spec = REGISTRY.get(model_type)
     return model_card(name or directory.name, config, metrics, display_name(model_type, model_config),
                       spec.label if spec else f"model type {model_type}", spec.maps if spec else "",
-                      config.get("plugin"), weights.stat().st_size if weights.is_file() else None)
+                      plugins.valid_record(config.get("plugin")), weights.stat().st_size if weights.is_file() else None)
 
 
 def write_card(directory: str | Path) -> Path:
@@ -256,51 +259,43 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _read_json(path: Path):
+    """A checkpoint's JSON file, read within ``limits.JSON_MB`` and only if it is a regular file
+    (a FIFO or a device named metrics.json is refused, never waited on)."""
     try:
-        _within(path, limits.JSON_MB)
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_bytes(path, limits.JSON_MB, path.parent.name).decode("utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent.name}: {path.name} is missing") from None
+    except (NotAFile, LimitExceeded, OSError) as exc:
+        raise CheckpointError(f"{path.parent.name}: {exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{path.parent.name}: {path.name} is not valid JSON ({exc})") from None
-
-
-def _within(path: Path, limit: limits.Limit) -> None:
-    """CheckpointError when the file at ``path`` is larger than ``limit`` (MB), judged by its size on disk."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return  # the reader says it is missing
-    if limit.exceeded(size / 2**20):
-        raise CheckpointError(limit.message(size / 2**20, path.parent.name, f"{path.name}'s size"))
+    except RecursionError:
+        raise CheckpointError(f"{path.parent.name}: {path.name} is nested too deeply to read") from None
 
 
 def check_budget(directory: Path, config: dict) -> None:
-    """A checkpoint within the server's limits (``hierattn.limits``), judged from its files' sizes and
-    its config.json alone, before its vocabulary or weights are read: what it would cost to hold
-    (vocabulary, weights, layer sizes) and to run (the words read per document, whose square sizes a
-    document-wide self-attention)."""
-    name = directory.name
-    _within(directory / "vocab.json", limits.VOCAB_MB)
-    _within(directory / "model.safetensors", limits.WEIGHTS_MB)
+    """A checkpoint within the server's limits (``hierattn.budget``), judged from its files' sizes and
+    its config.json alone, before its vocabulary or weights are read or its model built at size."""
     model_config = config.get("model_config") if isinstance(config.get("model_config"), dict) else {}
-    numbers = {k: v for k, v in model_config.items() if isinstance(v, int) and not isinstance(v, bool)}
-    checks = [(limits.VOCABULARY, numbers.get("vocab_size")), (limits.CLASSES, numbers.get("num_classes"))]
-    checks += [(limits.WIDTH, v) for k, v in numbers.items() if k in limits.WIDTH_FIELDS or k.endswith("_dim")]
-    text = config.get("text") if isinstance(config.get("text"), dict) else {}
-    try:
-        checks.append((limits.WORDS_READ, limits.words_read(text.get("max_sentences", 0), text.get("max_words", 0),
-                                                            text.get("max_tokens"))))
-    except (TypeError, ValueError):
-        pass  # not numbers: TextConfig refuses them below, with its own message
-    for limit, amount in checks:
-        if isinstance(amount, int) and limit.exceeded(amount):
-            raise CheckpointError(limit.message(amount, name))
+    problem = (budget.files_problem(directory) or budget.text_problem(config.get("text", {}))
+               or budget.config_problem(config.get("model_type"), model_config))
+    if problem:
+        raise CheckpointError(f"{directory.name}: {problem}")
 
 
 def load_classifier(directory: str | Path, device: str | torch.device | None = None) -> Classifier:
-    """Load a checkpoint directory into a ready classifier (eval mode, on ``device`` or the best one)."""
-    directory = Path(directory)
+    """Load a checkpoint directory into a ready classifier (eval mode, on ``device`` or the best one).
+    Every failure is a CheckpointError naming the checkpoint: one malformed checkpoint is its own
+    message, never an exception on a page that lists others."""
+    try:
+        return _load(Path(directory), device)
+    except CheckpointError:
+        raise
+    except (Exception, RecursionError) as exc:  # noqa: BLE001  (what a hostile config.json may raise)
+        raise CheckpointError(f"{Path(directory).name}: cannot be loaded ({type(exc).__name__}: {exc})"[:500]) from None
+
+
+def _load(directory: Path, device: str | torch.device | None) -> Classifier:
     if not directory.is_dir():
         raise CheckpointError(f"{directory} is not a checkpoint directory")
     _refuse_links_out(directory)
@@ -318,7 +313,8 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
         raise CheckpointError(f"{directory.name}: vocab.json is missing") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{directory.name}: vocab.json is invalid ({exc})") from None
-    metrics = _read_json(directory / "metrics.json") if (directory / "metrics.json").exists() else {}
+    metrics = budget.typed_metrics(_read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
+        else {}
     try:
         model_config = {**legacy_config(config["model_type"]), **config["model_config"]}
         labels = [str(x) for x in config["labels"]]
@@ -326,7 +322,8 @@ def load_classifier(directory: str | Path, device: str | torch.device | None = N
         model = build_model(config["model_type"], model_config)
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"{directory.name}: config.json does not describe a model ({exc})") from None
-    problem = text_problem(config["model_type"], model_config, text_config.max_sentences, text_config.max_words)
+    problem = (text_problem(config["model_type"], model_config, text_config.max_sentences, text_config.max_words)
+               or budget.explanation_problem(model, text_config))
     if problem:
         raise CheckpointError(f"{directory.name}: {problem}")
     if model_config.get("vocab_size") != len(vocab):

@@ -39,6 +39,11 @@ class Limit:
         return (f"{subject + ': ' if subject else ''}{what or self.what} is {shown}{self.unit}, over the limit of "
                 f"{self.value:,}{self.unit} (set {self.variable} to raise it)")
 
+    def beyond(self, subject: str = "") -> str:
+        """The message for an amount known only to be past the limit (a stream cut off at it)."""
+        return (f"{subject + ': ' if subject else ''}{self.what} is over the limit of {self.value:,}{self.unit} "
+                f"(set {self.variable} to raise it)")
+
     def check(self, amount: float, subject: str = "") -> None:
         if self.exceeded(amount):
             raise LimitExceeded(self.message(amount, subject))
@@ -60,8 +65,15 @@ VOCABULARY = Limit("the vocabulary (words)", "HIERATTN_MAX_VOCAB", 500_000)
 WIDTH = Limit("an embedding or hidden size", "HIERATTN_MAX_WIDTH", 4096)
 WORDS_READ = Limit("the words read per document (sentences x words per sentence)", "HIERATTN_MAX_WORDS_READ",
                    4_000)
+PARAMETERS = Limit("the model's parameters and buffers", "HIERATTN_MAX_PARAMETERS", 125_000_000)
+# Every attention map, head, branch and level of one explanation of a document at the model's caps:
+# 4 bytes a cell (64 MB at the default); a forward pass peaks at about three times that.
+EXPLANATION_CELLS = Limit("the attention cells one explanation holds (every map, head, branch and level)",
+                          "HIERATTN_MAX_EXPLANATION_CELLS", 1 << 24)
 # Per server
 MODEL_MEMORY_MB = Limit("the memory of the models kept loaded", "HIERATTN_MODEL_MEMORY_MB", 2048, " MB")
+EXPLANATION_MEMORY_MB = Limit("the memory of the explanations kept for reuse", "HIERATTN_EXPLANATION_MEMORY_MB", 256,
+                              " MB")
 # Pasted documents kept by content for links and refreshes (hierattn/app/documents.py)
 KEPT_DOCUMENTS = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOCUMENTS", 2_000)
 KEPT_DOCUMENTS_MB = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOCUMENTS_MB", 64, " MB")

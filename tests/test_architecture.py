@@ -21,14 +21,16 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "data": ("contract", "limits"),
     "models": ("contract", "data.text"),  # token and vocabulary types; never loaders, splits or batches
     "card": ("contract", "data", "models"),  # a checkpoint's README.md, from its JSON files
-    "checkpoint": ("contract", "limits", "data", "models", "card"),
-    "analysis": ("contract", "data", "models", "checkpoint"),
+    "budget": ("contract", "limits", "data", "models"),  # a model within the limits, before it is built at size
+    "checkpoint": ("contract", "limits", "data", "models", "card", "budget"),
+    "analysis": ("contract", "limits", "data", "models", "budget", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
-    "training": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis"),
+    "training": ("contract", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis"),
     "experiments": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis", "training", "viz.svg"),
-    "cli": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis", "training", "experiments"),
-    "app": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis", "training", "experiments",
-            "viz"),
+    "cli": ("contract", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis", "training",
+            "experiments"),
+    "app": ("contract", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis", "training",
+            "experiments", "viz"),
     "pages": ("app", "viz", "analysis", "data", "checkpoint", "training", "experiments"),
     "notebook": ("contract", "data", "models", "checkpoint", "analysis", "viz"),  # the app's views, without Streamlit
 }

@@ -15,6 +15,7 @@ from hierattn.checkpoint import Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
+from hierattn.limits import EXPLANATION_CELLS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -78,6 +79,14 @@ class Explanation:
 
     def word_count(self) -> int:
         return sum(self.sentence_lengths)
+
+    @property
+    def nbytes(self) -> int:
+        """What holding it costs, roughly: its maps and masks, the text twice (as pasted and as
+        the cache's key), about 200 bytes a token and a metric row."""
+        tensors = sum(a.weights.numel() * a.weights.element_size() + a.mask.numel() * a.mask.element_size()
+                      for a in self.attentions.values())
+        return tensors + 4 * len(self.document.text) + 200 * (self.document.num_tokens + len(self.metrics))
 
     @property
     def unknown_count(self) -> int:
@@ -198,6 +207,9 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     batch = encode_documents([document], classifier.vocab).to(classifier.device)
     with torch.inference_mode():
         output = classifier.model(batch)
+    cells = sum(a.weights.numel() for a in output.attentions.values())
+    if EXPLANATION_CELLS.exceeded(cells):  # a model whose cells could not be predicted when it was opened
+        raise ExplainError(EXPLANATION_CELLS.message(cells, classifier.name))
     probabilities = torch.softmax(output.logits[0].float(), -1).tolist()
     attentions = {n: replace(a, weights=a.weights.float().cpu(), mask=a.mask.cpu())
                   for n, a in output.attentions.items()}

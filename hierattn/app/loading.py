@@ -9,7 +9,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import Explanation, explain
 from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
-from hierattn.limits import MODEL_MEMORY_MB
+from hierattn.limits import EXPLANATION_MEMORY_MB, MODEL_MEMORY_MB
 
 
 def _stamp(path: Path) -> float:
@@ -60,9 +60,10 @@ class _Models:
 
         self.lock = threading.Lock()
         self.items: OrderedDict[tuple[str, float], tuple[Classifier, int]] = OrderedDict()
+        self.refused: dict[tuple[str, float], str] = {}
 
     def cached(self, path: str, stamp: float) -> bool:
-        return (path, stamp) in self.items
+        return (path, stamp) in self.items or (path, stamp) in self.refused
 
     def get(self, path: str, stamp: float) -> Classifier:  # stamp: reload when the files change
         key = (path, stamp)
@@ -70,7 +71,13 @@ class _Models:
             if key in self.items:
                 self.items.move_to_end(key)
                 return self.items[key][0]
-            classifier = load_classifier(path)
+            if key in self.refused:  # judged once per version of its files: a refusal costs no visit again
+                raise CheckpointError(self.refused[key])
+            try:
+                classifier = load_classifier(path)
+            except CheckpointError as exc:
+                self.refused = {k: v for k, v in self.refused.items() if k[0] != path} | {key: str(exc)}
+                raise
             for stale in [k for k in self.items if k[0] == path]:  # an older version of its files
                 del self.items[stale]
             self.items[key] = (classifier, classifier.memory_bytes)
@@ -98,13 +105,53 @@ def load(path: Path) -> Classifier:
         return models().get(*key)
 
 
-@st.cache_data(max_entries=64, show_spinner="Reading the document…")
-def _explain(path: str, stamp: float, text: str) -> Explanation:
-    return explain(models().get(path, stamp), text)
+class _Explanations:
+    """Explanations kept for reuse, shared read-only by every session, within
+    ``limits.EXPLANATION_MEMORY_MB`` (HIERATTN_EXPLANATION_MEMORY_MB) by their size in memory, not
+    their number: beyond it the least recently used are let go, and one larger than the whole
+    budget is not kept at all."""
+
+    def __init__(self):
+        import threading
+        from collections import OrderedDict
+
+        self.lock = threading.Lock()
+        self.items: OrderedDict[tuple[str, float, str], Explanation] = OrderedDict()
+
+    def find(self, key: tuple[str, float, str]) -> Explanation | None:
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+            return self.items.get(key)
+
+    def keep(self, key: tuple[str, float, str], explanation: Explanation) -> None:
+        budget = EXPLANATION_MEMORY_MB.value * 2**20
+        if explanation.nbytes > budget:
+            return
+        with self.lock:
+            self.items[key] = explanation
+            while sum(e.nbytes for e in self.items.values()) > budget:
+                self.items.popitem(last=False)
+
+    @property
+    def held_bytes(self) -> int:
+        return sum(e.nbytes for e in self.items.values())
+
+
+@st.cache_resource
+def explanations() -> _Explanations:
+    return _Explanations()
 
 
 def explain_cached(path: Path, text: str) -> Explanation:
-    return _explain(str(path), _stamp(path), text)
+    """The explanation of ``text`` by the checkpoint at ``path``: kept, or computed and kept."""
+    key = (str(path), _stamp(path), text)
+    found = explanations().find(key)
+    if found is None:
+        with st.spinner("Reading the document…"):
+            found = explain(models().get(key[0], key[1]), text)
+        explanations().keep(key, found)
+    return found
 
 
 def loadable(checkpoints: dict[str, Path]) -> dict[str, Classifier]:

@@ -73,15 +73,11 @@ def _text_config(args, default):
 def _model_and_text(args, default_text=None):
     """(model type, model config, TextConfig, TrainConfig) from --preset or --model and the flags;
     ``default_text``: the reading without a preset (``TextConfig()`` unless given)."""
-    from hierattn import limits
     from hierattn.data.text import TextConfig
     from hierattn.training.loop import TrainConfig
     from hierattn.training.presets import PRESETS
 
     text_config = _text_config(args, default_text or TextConfig())
-    # a checkpoint that would be refused when it is opened is not trained
-    limits.WORDS_READ.check(limits.words_read(text_config.max_sentences, text_config.max_words,
-                                              text_config.max_tokens))
     if args.preset:
         preset = PRESETS[args.preset]
         model_type, model_config, config = preset.model_type, dict(preset.model_config), replace(preset.train)
@@ -105,6 +101,11 @@ def _model_and_text(args, default_text=None):
             model_config[key] = json.loads(value)
         except json.JSONDecodeError:  # a bare word such as pooling=max is meant as a string
             model_config[key] = value
+    from hierattn.budget import model_problem
+
+    problem = model_problem(model_type, {"vocab_size": 10, "num_classes": 2, **model_config}, text_config)
+    if problem:  # a checkpoint that would be refused when it is opened is not trained
+        raise ValueError(f"this model configuration is not valid: {problem}")
     return model_type, model_config, text_config, config
 
 

@@ -199,8 +199,35 @@ def checkpoint_record(spec: ModelSpec) -> dict | None:
     return None if spec.plugin is None else dict(spec.plugin)
 
 
+# What a checkpoint may name of its plug-in, as it is shown: a package name (PEP 508), a version
+# (PEP 440 characters), an entry point's name, a plug-in file's name. Anything else (an install
+# command with options, a URL) is not relayed.
+_RECORD_FIELDS = {
+    "package": re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?"),
+    "version": re.compile(r"[0-9A-Za-z.+!_-]{1,40}"),
+    "entry_point": re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}"),
+    "file": re.compile(r"[\w.-]{1,100}\.py"),
+    "path": re.compile(r"[^\x00-\x1f\x7f]{1,400}"),
+}
+
+
+def valid_record(record) -> dict | None:
+    """A checkpoint's plug-in record with only the fields that are what they claim to be (None when
+    it is not a record): never relay a checkpoint's text as an install command."""
+    if not isinstance(record, dict):
+        return None
+    kept = {k: v for k, v in record.items()
+            if k in _RECORD_FIELDS and isinstance(v, str) and _RECORD_FIELDS[k].fullmatch(v)}
+    return kept if kept.get("package") or kept.get("file") else None
+
+
 def unregistered_message(model_type: str, record: dict | None, known: Iterable[str]) -> str:
     """Why a checkpoint of ``model_type`` cannot be loaded here, and what to install or point at."""
+    named = record.get("package") or record.get("file") if isinstance(record, dict) else None
+    record = valid_record(record)
+    if named and record is None:
+        return (f"its model type {str(model_type)[:64]!r} comes from a plug-in whose name in config.json is not a "
+                "package or file name; it is not shown. Nothing from a checkpoint folder is ever imported.")
     hint = ("start the app with HIERATTN_PLUGINS set to that file (HIERATTN_PLUGINS=FILE.py streamlit run app.py), "
             "or pass --plugin FILE.py to the command line")
     if isinstance(record, dict) and record.get("file"):

@@ -271,16 +271,16 @@ class JobManager:
 def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset: Dataset, text_config: TextConfig,
              config: TrainConfig, replace_existing: bool = False, device: str | None = None) -> TrainingJob:
     """Validate the name and the model config, and build a job (not started)."""
-    from hierattn import limits
-    from hierattn.models import build_model
+    from hierattn.budget import model_problem
 
     out = validate_run_name(name, root, replace_existing)
-    try:
-        limits.WORDS_READ.check(limits.words_read(text_config.max_sentences, text_config.max_words,
-                                                  text_config.max_tokens))
-        build_model(model_type, {"vocab_size": 10, "num_classes": len(dataset.label_names), **model_config})
-    except (TypeError, ValueError) as exc:
-        raise JobError(f"this model configuration is not valid: {exc}") from None
+    try:  # what opening its checkpoint would refuse is not trained
+        problem = model_problem(model_type, {"vocab_size": 10, "num_classes": len(dataset.label_names),
+                                             **model_config}, text_config)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        problem = str(exc)
+    if problem:
+        raise JobError(f"this model configuration is not valid: {problem}")
     return TrainingJob(name, out, model_type, dict(model_config), dataset, text_config, replace(config), device)
 
 
