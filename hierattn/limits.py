@@ -26,7 +26,7 @@ class Limit:
         """The variable's value when it is a positive number (a fraction of a MB for sizes), else the default."""
         raw = os.environ.get(self.variable, "").strip()
         try:
-            number = float(raw) if self.unit == " MB" else int(raw)
+            number = float(raw) if self.unit in (" MB", " KB") else int(raw)
         except ValueError:
             return self.default
         return number if number > 0 else self.default
@@ -35,7 +35,8 @@ class Limit:
         return amount > self.value
 
     def message(self, amount: float | str, subject: str = "", what: str | None = None) -> str:
-        shown = amount if isinstance(amount, str) else f"{amount:,.2f}" if self.unit == " MB" else f"{amount:,}"
+        sized = self.unit in (" MB", " KB")
+        shown = amount if isinstance(amount, str) else f"{amount:,.2f}" if sized else f"{amount:,}"
         return (f"{subject + ': ' if subject else ''}{what or self.what} is {shown}{self.unit}, over the limit of "
                 f"{self.value:,}{self.unit} (set {self.variable} to raise it)")
 
@@ -56,6 +57,8 @@ UPLOAD_MB = Limit("the file's size", "HIERATTN_MAX_UPLOAD_MB", 50, " MB")
 UPLOAD_ROWS = Limit("the number of rows", "HIERATTN_MAX_ROWS", 500_000)
 UPLOAD_TEXT_MB = Limit("the decoded text's size", "HIERATTN_MAX_UPLOAD_TEXT_MB", 100, " MB")
 CLASSES = Limit("the number of distinct labels", "HIERATTN_MAX_CLASSES", 100)
+UPLOAD_COLUMNS = Limit("the number of columns", "HIERATTN_MAX_COLUMNS", 1_000)
+UPLOAD_HEADER_KB = Limit("a table's header line", "HIERATTN_MAX_HEADER_KB", 64, " KB")
 # Per checkpoint: checked from its small files (sizes on disk, config.json) before the weights or
 # the vocabulary are read
 JSON_MB = Limit("a JSON file's size", "HIERATTN_MAX_JSON_MB", 10, " MB")

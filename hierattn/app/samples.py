@@ -6,7 +6,7 @@ import json
 
 import streamlit as st
 
-from hierattn.checkpoint import Classifier, read_heldout
+from hierattn.checkpoint import Classifier, checkpoint_root, read_heldout
 from hierattn.data.builtin import BUILTIN, sample_documents
 from hierattn.data.dataset import DataError
 
@@ -28,10 +28,11 @@ def samples(dataset: str | None) -> list[tuple[str, str, str]]:
 def corpus_samples(dataset: str, settings: str) -> list[tuple[str, str, str]]:
     """(data set, label, text) from the test file of the local corpus a checkpoint was trained on;
     none when the files are gone or unreadable (the built-in samples remain)."""
-    from hierattn.data.corpora import from_settings, test_samples
+    from hierattn.data.corpora import corpus_roots, from_settings, test_samples
 
     try:
-        return [(dataset, label, text) for label, text in test_samples(from_settings(dataset, json.loads(settings)))]
+        corpus = from_settings(dataset, json.loads(settings), corpus_roots(checkpoint_root()))
+        return [(dataset, label, text) for label, text in test_samples(corpus)]
     except (DataError, OSError, KeyError, ValueError):
         return []
 
@@ -67,10 +68,11 @@ def split_part(dataset_name: str, split: str, corpus: dict | None = None,
 
 @st.cache_data(show_spinner="Reading the corpus's test file…", max_entries=4)
 def _corpus_test_part(dataset_name: str, settings: str) -> tuple[list[str], list[str]]:
-    from hierattn.data.corpora import from_settings, test_documents
+    from hierattn.data.corpora import corpus_roots, from_settings, test_documents
 
     try:
-        return test_documents(from_settings(dataset_name, json.loads(settings)), CORPUS_DOCUMENTS)
+        corpus = from_settings(dataset_name, json.loads(settings), corpus_roots(checkpoint_root()))
+        return test_documents(corpus, CORPUS_DOCUMENTS)
     except (DataError, OSError, KeyError, ValueError):
         return [], []
 

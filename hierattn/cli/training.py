@@ -154,6 +154,12 @@ def train_corpus(args) -> int:
     except (DataError, JobError, CheckpointError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from hierattn.data.corpora import CORPORA_VARIABLE, corpus_roots
+
+    roots = corpus_roots(out.parent)
+    if not all(any(p.resolve().is_relative_to(r) for r in roots) for p in corpus.parts.values()):
+        print(f"note: the app reads this corpus's test file (for samples and statistics) only where {CORPORA_VARIABLE} "
+              "names a folder that holds it", file=sys.stderr)
     if world.size > 1:
         import torch.distributed as dist
 

@@ -22,15 +22,18 @@ so a file of any size streams through ``corpus_cache`` without being held in mem
 from __future__ import annotations
 
 import csv
+import io
 import itertools
+import os
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hierattn.data.dataset import DataError
+from hierattn.data.files import open_regular, open_text
 from hierattn.data.formats import labelled, table_rows
+from hierattn.limits import UPLOAD_TEXT_MB, Limit
 
 FORMATS = ("zhang", "trec", "csv", "tsv", "jsonl")
 # Files a corpus directory may hold: (format, training file, test file), first match wins.
@@ -58,6 +61,7 @@ class Corpus:
     label_column: str = "label"
     fine_labels: bool = False  # TREC: the 50 fine classes instead of the 6 coarse ones
     label_names: list[str] | None = field(default=None)  # from classes.txt, when there is one
+    limit: Limit | None = None  # what a read of one of its files may take (None: a corpus the user named)
 
     def records(self, part: str) -> Iterator[tuple[str, str]]:
         """(text, label) of each document of ``part``, in file order, one at a time."""
@@ -128,15 +132,16 @@ def _csv_kind(path: Path, text_column: str) -> str:
     return "csv" if text_column in first or not first or not first[0].strip().isdigit() else "zhang"
 
 
-def _open_text(path: Path, encoding: str = "utf-8"):
-    return open(path, newline="", encoding=encoding)
-
-
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # Yahoo! Answers has fields past the 128 KB default
+def _open_text(corpus: Corpus, path: Path, encoding: str = "utf-8"):
+    """A corpus file as text: a regular file only (never a device or a pipe), within the corpus's
+    limit when it has one."""
+    if corpus.limit is not None:
+        return open_text(path, corpus.limit, encoding)
+    return io.TextIOWrapper(open_regular(path), encoding=encoding, newline="")
 
 
 def _zhang(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
-    with _open_text(path) as f:
+    with _open_text(corpus, path) as f:
         for line, row in enumerate(csv.reader(_decoded(f, path.name)), 1):
             if not row:
                 continue
@@ -149,7 +154,7 @@ def _zhang(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _trec(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
-    with _open_text(path, "latin-1") as f:
+    with _open_text(corpus, path, "latin-1") as f:
         for line, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
@@ -162,7 +167,7 @@ def _trec(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
 
 def _table(corpus: Corpus, path: Path) -> Iterator[tuple[str, str]]:
     """CSV / TSV / JSONL through the same reader as uploads (``formats.table_rows``)."""
-    with _open_text(path) as f:
+    with _open_text(corpus, path) as f:
         rows = table_rows(_decoded(f, path.name), path.name, corpus.format)
         if corpus.format != "jsonl":
             first = next(rows, None)
@@ -200,12 +205,30 @@ def label_names(corpus: Corpus, ordered: list[str]) -> list[str]:
     return ordered
 
 
-def from_settings(name: str, settings: dict) -> Corpus:
-    """The corpus a checkpoint was trained on, from the ``corpus`` entry of its metrics."""
-    parts = {part: Path(entry[0]) for part, entry in settings["files"].items()}
+CORPORA_VARIABLE = "HIERATTN_CORPORA"  # folders (os.pathsep between them) whose corpora the app may read
+
+
+def corpus_roots(*folders: Path) -> list[Path]:
+    """The folders a checkpoint's ``corpus`` entry may point into: ``folders`` (the checkpoint
+    root) and those named by HIERATTN_CORPORA."""
+    named = [Path(p) for p in os.environ.get(CORPORA_VARIABLE, "").split(os.pathsep) if p.strip()]
+    return [Path(f).resolve() for f in (*folders, *named)]
+
+
+def from_settings(name: str, settings: dict, roots: list[Path]) -> Corpus:
+    """The corpus a checkpoint was trained on, from the ``corpus`` entry of its metrics: its files
+    only where they lie inside one of ``roots`` (a checkpoint's JSON names any path it likes), read
+    as regular files within ``limits.UPLOAD_TEXT_MB``, as an upload is."""
+    parts = {}
+    for part, entry in settings["files"].items():
+        path = Path(entry[0]).resolve()
+        if not any(path.is_relative_to(root) for root in roots):
+            raise DataError(f"{name}: its corpus file {path.name} is outside the checkpoints folder and "
+                            f"{CORPORA_VARIABLE}; it is not read (set {CORPORA_VARIABLE} to the folder that holds it)")
+        parts[part] = path
     return Corpus(name, settings["format"], parts, settings.get("text_column", "text"),
                   settings.get("label_column", "label"), settings.get("fine_labels", False),
-                      settings.get("label_names"))
+                  settings.get("label_names"), limit=UPLOAD_TEXT_MB)
 
 
 def label_name(corpus: Corpus, label: str) -> str:

@@ -5,13 +5,19 @@ from __future__ import annotations
 import csv
 import html
 import io
+import itertools
 import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from hierattn.data.dataset import DataError
-from hierattn.limits import UPLOAD_MB, UPLOAD_ROWS, UPLOAD_TEXT_MB, LimitExceeded
+from hierattn.limits import UPLOAD_COLUMNS, UPLOAD_HEADER_KB, UPLOAD_MB, UPLOAD_ROWS, UPLOAD_TEXT_MB, LimitExceeded
+
+# One limit for every reader of tables (uploads and local corpora alike): long fields are real
+# (Yahoo! Answers' pass the csv module's 128 KB default), and setting it here, where every table is
+# read, means no upload passes or fails by what another module imported first.
+csv.field_size_limit(2**31 - 1)
 
 MAX_UPLOAD_MB = UPLOAD_MB.default  # also Streamlit's maxUploadSize in .streamlit/config.toml
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl")
@@ -47,6 +53,7 @@ def table_rows(stream: Iterable[str], name: str, kind: str) -> Iterator[tuple[in
     Uploads and local corpora both read through here, so the same file passes or fails the same
     way: a CSV row with more or fewer fields than its header, a line that is not a JSON object and
     a malformed CSV are refused, with the file and line named."""
+    most = UPLOAD_COLUMNS.value
     if kind == "jsonl":
         for n, line in enumerate(stream, 1):
             if not line.strip():
@@ -55,12 +62,24 @@ def table_rows(stream: Iterable[str], name: str, kind: str) -> Iterator[tuple[in
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataError(f"{name} line {n} is not JSON: {exc.msg}") from None
+            except RecursionError:
+                raise DataError(f"{name} line {n} is nested too deeply to read") from None
             if not isinstance(row, dict):
                 raise DataError(f"{name} line {n} is not a JSON object with named fields")
+            if len(row) > most:
+                raise DataError(UPLOAD_COLUMNS.message(len(row), f"{name} line {n}", "the number of fields"))
             yield n, row
         return
     separator = "\t" if kind == "tsv" else ","
-    reader = csv.DictReader(stream, delimiter=separator)
+    stream = iter(stream)
+    header = next(stream, "")
+    # Judged on the raw line, before the csv module builds a list of its fields: a 3-million-column
+    # header took over 10 GB once it was split and made into every row's keys.
+    if len(header) > UPLOAD_HEADER_KB.value * 1024:
+        raise DataError(UPLOAD_HEADER_KB.message(len(header) / 1024, name, "its header line"))
+    if header.count(separator) + 1 > most:
+        raise DataError(UPLOAD_COLUMNS.message(header.count(separator) + 1, name))
+    reader = csv.DictReader(itertools.chain([header], stream), delimiter=separator)
     try:
         for row in reader:
             if None in row or None in row.values():  # DictReader's marks for too many / too few fields

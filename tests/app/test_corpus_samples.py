@@ -29,6 +29,7 @@ def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, mo
     train_corpus(cache, "hcan", {"d": 16, "heads": 2}, TrainConfig(epochs=1, batch_size=16, min_freq=1),
                  tmp_path / "checkpoints" / "ag-hcan", log=lambda *a: None)
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(tmp_path / "checkpoints"))
+    monkeypatch.setenv("HIERATTN_CORPORA", str(tmp_path))  # the server lets the app read the corpora there
     at = AppTest.from_file(str(ROOT / "pages/explore.py"), default_timeout=60).run()
     assert not at.exception
     options = at.selectbox(key="sample").options

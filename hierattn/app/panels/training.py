@@ -27,6 +27,8 @@ from hierattn.models.knobs import defaults, knobs
 from hierattn.training import baselines
 from hierattn.training.loop import TrainConfig
 
+PREVIEW_COLUMNS = 30  # the preview's width; the pickers offer every column (at most limits.UPLOAD_COLUMNS)
+
 
 def data_section():
     """A built-in data set, or the user's file with its columns picked; None until there is one.
@@ -49,8 +51,10 @@ def data_section():
                 st.error(f"This file cannot be used: {viz.md_text(exc)}")
                 st.stop()
             columns = table_columns(rows)
-            st.caption(f"{len(rows):,} rows. The first ten:")
-            st.dataframe(preview(rows, columns), hide_index=True, width="stretch")
+            shown = columns[:PREVIEW_COLUMNS]
+            st.caption(f"{len(rows):,} rows and {len(columns):,} columns. The first ten rows"
+                       + (f", in the first {len(shown)} columns:" if len(shown) < len(columns) else ":"))
+            st.dataframe(preview(rows, shown), hide_index=True, width="stretch")
             c1, c2 = st.columns(2)
             text_column = c1.selectbox("Text column", columns, key="text_column",
                                        index=columns.index(guess_text_column(rows, columns)))
