@@ -18,7 +18,7 @@ import torch
 from hierattn import limits
 from hierattn.data.text import TextConfig
 from hierattn.models import REGISTRY, build_model, legacy_config, sized_for_text
-from hierattn.models.footprint import attention_cells, config_problems, parameter_count
+from hierattn.models.footprint import attention_cells, config_problems, parameter_count, sizes
 
 BYTES_PER_CELL = 4  # an explanation holds its maps as float32
 
@@ -46,7 +46,7 @@ def text_problem(text: dict) -> str | None:
     unknown = set(text) - set(TextConfig.__dataclass_fields__)
     if unknown:
         return f"unknown text settings: {', '.join(sorted(map(str, unknown)))[:200]}"
-    problems = config_problems(TextConfig, text, most=limits.CHARACTERS.value)
+    problems = config_problems(TextConfig, text)
     if problems:
         return "text settings: " + "; ".join(problems)
     config = TextConfig(**text)
@@ -61,11 +61,14 @@ def config_problem(model_type: str, model_config: dict) -> str | None:
     if spec is None or not isinstance(model_config, dict):
         return None  # the loader's own messages say it
     config = {**legacy_config(model_type), **model_config}
-    most = max(limits.WIDTH.value, limits.WORDS_READ.value)  # a width, or a table of positions
-    bounds = {"vocab_size": limits.VOCABULARY.value, "num_classes": limits.CLASSES.value}
-    problems = config_problems(spec.config, config, most=most, bounds=bounds)
+    problems = config_problems(spec.config, config)
+    bounds = {"vocab_size": limits.VOCABULARY, "num_classes": limits.CLASSES}
+    for name, value in sizes(spec.config, config):
+        limit = bounds.get(name, limits.WIDTH)
+        if limit.exceeded(value):
+            problems.append(limit.message(value, what=None if name in bounds else f"{name} ({limit.what})"))
     if problems:
-        return "its config: " + "; ".join(problems)
+        return "; ".join(dict.fromkeys(problems))
     try:
         count = parameter_count(lambda: build_model(model_type, config))
     except (TypeError, ValueError, RuntimeError, KeyError) as exc:

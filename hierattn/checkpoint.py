@@ -262,7 +262,7 @@ def _read_json(path: Path):
     """A checkpoint's JSON file, read within ``limits.JSON_MB`` and only if it is a regular file
     (a FIFO or a device named metrics.json is refused, never waited on)."""
     try:
-        return json.loads(read_bytes(path, limits.JSON_MB, path.parent.name).decode("utf-8"))
+        return json.loads(read_bytes(path, limits.JSON_MB).decode("utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent.name}: {path.name} is missing") from None
     except (NotAFile, LimitExceeded, OSError) as exc:

@@ -65,7 +65,7 @@ JSON_MB = Limit("a JSON file's size", "HIERATTN_MAX_JSON_MB", 10, " MB")
 VOCAB_MB = Limit("vocab.json's size", "HIERATTN_MAX_VOCAB_MB", 50, " MB")
 WEIGHTS_MB = Limit("model.safetensors' size", "HIERATTN_MAX_WEIGHTS_MB", 500, " MB")
 VOCABULARY = Limit("the vocabulary (words)", "HIERATTN_MAX_VOCAB", 500_000)
-WIDTH = Limit("an embedding or hidden size", "HIERATTN_MAX_WIDTH", 4096)
+WIDTH = Limit("a layer's size", "HIERATTN_MAX_WIDTH", 4096)
 WORDS_READ = Limit("the words read per document (sentences x words per sentence)", "HIERATTN_MAX_WORDS_READ",
                    4_000)
 PARAMETERS = Limit("the model's parameters and buffers", "HIERATTN_MAX_PARAMETERS", 125_000_000)
@@ -77,14 +77,16 @@ EXPLANATION_CELLS = Limit("the attention cells one explanation holds (every map,
 MODEL_MEMORY_MB = Limit("the memory of the models kept loaded", "HIERATTN_MODEL_MEMORY_MB", 2048, " MB")
 EXPLANATION_MEMORY_MB = Limit("the memory of the explanations kept for reuse", "HIERATTN_EXPLANATION_MEMORY_MB", 256,
                               " MB")
+# Runs started from the Train page (the command line has none of these)
+RUNS_PER_VISITOR = Limit("the runs one visitor trains at once", "HIERATTN_RUNS_PER_VISITOR", 1)
+RUN_SECONDS = Limit("a run's time in seconds", "HIERATTN_RUN_SECONDS", 7_200)
+RUN_AWAY_SECONDS = Limit("the seconds a run goes on after its visitor left", "HIERATTN_RUN_AWAY_SECONDS", 600)
 # Pasted documents kept by content for links and refreshes (hierattn/app/documents.py)
 KEPT_DOCUMENTS = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOCUMENTS", 2_000)
 KEPT_DOCUMENTS_MB = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOCUMENTS_MB", 64, " MB")
 KEPT_DOCUMENT_KB = Limit("a pasted document kept for links", "HIERATTN_KEPT_DOCUMENT_KB", 512)
 KEPT_DOCUMENT_DAYS = Limit("the days a pasted document is kept for links", "HIERATTN_KEPT_DOCUMENT_DAYS", 30)
 
-# Config fields that size a model's layers (their product with the words read sizes its tensors).
-WIDTH_FIELDS = {"embed_dim", "hidden", "d", "attention_dim", "dense", "maps", "heads", "blocks", "channels"}
 
 
 def words_read(max_sentences: int, max_words: int, max_tokens: int | None = None) -> int:

@@ -3,11 +3,12 @@ cancel if needed; the checkpoint appears in Explore's picker when it is written.
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app import train_form
+from hierattn.app import tasks, train_form
 from hierattn.app.panels import training
 from hierattn.app.routing import run_through_app
 from hierattn.checkpoint import checkpoint_root
-from hierattn.training.jobs import MAX_RUNNING, JobError, make_job
+from hierattn.limits import RUN_AWAY_SECONDS
+from hierattn.training.jobs import MAX_RUNNING, JobError, make_job, single_user
 
 run_through_app()
 
@@ -15,7 +16,8 @@ st.title("Train a model")
 jobs = train_form.job_manager()
 # A run survives a browser refresh: its id is kept in the address bar.
 current = jobs.get(st.query_params.get("job") or st.session_state.get("job_id"))
-if current is not None:  # e.g. after a refresh: say where the run is
+if current is not None:  # e.g. after a refresh: say where the run is, and that this session is its visitor
+    current.owners.add(tasks.session_id())
     st.info(f"Your run {viz.md_code(current.name)} is {current.status}; it is shown at the bottom of this page.")
 
 st.header("1. Data")
@@ -33,13 +35,21 @@ r1, r2 = st.columns([2, 1])
 run_name = r1.text_input("Run name", value=train_form.suggest_run_name(dataset.name, model_type),
                          key=f"run_name_{dataset.name}_{model_type}",  # the suggestion follows the choices
                          max_chars=64, help="Letters, digits, '-' and '_'. The checkpoint is saved under this name.")
-replace_existing = r2.checkbox("Replace a checkpoint with this name", key="replace")
+replace_existing = r2.checkbox("Replace my checkpoint of this name" if not single_user() else
+                               "Replace a checkpoint of this name", key="replace",
+                               help="Only a checkpoint that a run of yours trained in this session; the shipped "
+                                    "ones and other visitors' are never replaced from this page." if not single_user()
+                               else "Any checkpoint: this server is set up for one person (HIERATTN_SINGLE_USER=1).")
+keep_going = r2.checkbox("Keep training after I leave", key="keep_going",
+                         help=f"Otherwise the run stops {RUN_AWAY_SECONDS.value / 60:g} min after you close the tab "
+                              "(the best epoch so far is saved).")
 st.caption(f"Device: {train_form.device_label()} · {len(jobs.running())} of at most {MAX_RUNNING} runs training now")
 if st.button("Start training", type="primary", key="start"):
     try:
         job = make_job(run_name.strip(), checkpoint_root(), model_type, config, dataset, text_config, train_config,
                        replace_existing=replace_existing)
-        jobs.start(job)
+        job.keep_going = keep_going
+        jobs.start(job, session=tasks.session_id())
     except JobError as exc:
         st.error(f"Not started: {viz.md_text(exc)}")
     else:

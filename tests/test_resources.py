@@ -39,7 +39,15 @@ def test_a_checkpoint_that_reads_too_many_words_is_refused_unread(flat, monkeypa
 
 
 def test_the_words_read_limit_is_a_setting(flat, monkeypatch):
+    """Each limit is a setting, and each of its layers holds on its own: the words read, the size of
+    the table of positions that reading needs, then the attention one explanation would hold."""
     monkeypatch.setenv("HIERATTN_MAX_WORDS_READ", "250000")
+    with pytest.raises(CheckpointError, match=r"word_positions \(a layer's size\) is 250,000"):
+        load_classifier(flat, device="cpu")
+    monkeypatch.setenv("HIERATTN_MAX_WIDTH", "250000")
+    with pytest.raises(CheckpointError, match="attention cells one explanation holds .* is 250,000,500,000"):
+        load_classifier(flat, device="cpu")  # 2 heads x 2 branches x 250,000^2 cells, and the sentence's
+    monkeypatch.setenv("HIERATTN_MAX_EXPLANATION_CELLS", str(10**12))
     assert load_classifier(flat, device="cpu").text_config.max_words == 500
 
 
@@ -59,7 +67,7 @@ def han(tmp_path, tiny_vocab):
     (None, None, lambda p: _edit(p, lambda c: c["model_config"].update(vocab_size=10**9)),
      "the vocabulary (words) is 1,000,000,000, over the limit of 500,000 (set HIERATTN_MAX_VOCAB"),
     (None, None, lambda p: _edit(p, lambda c: c["model_config"].update(embed_dim=100_000)),
-     "an embedding or hidden size is 100,000, over the limit of 4,096 (set HIERATTN_MAX_WIDTH"),
+     "embed_dim (a layer's size) is 100,000, over the limit of 4,096 (set HIERATTN_MAX_WIDTH"),
     (None, None, lambda p: _edit(p, lambda c: c.update(labels=[str(i) for i in range(5000)]) or
                                   c["model_config"].update(num_classes=5000)),
      "the number of distinct labels is 5,000, over the limit of 100 (set HIERATTN_MAX_CLASSES"),

@@ -24,6 +24,16 @@ class Cancelled(Exception):
     """A computation that no connected session wants any more, or the server is stopping."""
 
 
+def session_id() -> str | None:
+    """This page run's session (None outside a running page)."""
+    return _session()
+
+
+def connected(session: str | None) -> bool:
+    """Whether the visitor of ``session`` still has the app open."""
+    return _connected(session)
+
+
 def _session() -> str | None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 

@@ -12,9 +12,10 @@ from hierattn.app.loading import available_checkpoints
 @st.cache_resource
 def job_manager():
     """The training jobs of this app process, shared by every session."""
+    from hierattn.app.tasks import connected
     from hierattn.training.jobs import JobManager
 
-    return JobManager()
+    return JobManager(present=connected)
 
 
 def duration(seconds: float) -> str:

@@ -53,7 +53,7 @@ def read_bytes(path: str | Path, limit: Limit, subject: str = "") -> bytes:
         data = f.read(cap + 1)
     if len(data) > cap:
         size = max(os.path.getsize(path), len(data)) / 2**20
-        raise LimitExceeded(limit.message(size, subject or Path(path).name))
+        raise LimitExceeded(limit.message(size, subject, f"{Path(path).name}'s size"))
     return data
 
 

@@ -29,13 +29,12 @@ MIN_PROBE_SENTENCES, MIN_PROBE_WORDS = 3, 12
 DIRECT_WORDS = 256
 
 
-def config_problems(config_cls: type, config: dict, *, most: int, bounds: dict[str, int] | None = None,
-                    list_length: int = 16) -> list[str]:
+def config_problems(config_cls: type, config: dict, list_length: int = 16) -> list[str]:
     """Why ``config``'s values do not fit ``config_cls``'s fields, by each field's declared type
     and default (no list kept by hand): an int is a whole number from 1 (from 0 when its default
-    is 0) up to ``most`` (the caller's bound for a size), or up to its own entry in ``bounds``; a
-    tuple of ints holds 1 to ``list_length`` such numbers; a float is finite and not negative; a
-    bool is true or false; a str is short text."""
+    is 0); an optional int is empty or such a number; a tuple of ints holds 1 to ``list_length``
+    such numbers; a float is finite and not negative; a bool is true or false; a str is short
+    text. How large a number may be is the caller's question (``sizes``)."""
     hints = typing.get_type_hints(config_cls)
     problems = []
     for f in dataclasses.fields(config_cls):
@@ -47,12 +46,11 @@ def config_problems(config_cls: type, config: dict, *, most: int, bounds: dict[s
             if not isinstance(value, bool):
                 problems.append(f"{f.name} must be true or false, not {value!r:.40}")
         elif hint is int:
-            top = (bounds or {}).get(f.name, most)
-            if not _whole(value) or not least <= value <= top:
-                problems.append(f"{f.name} must be a whole number from {least} to {top:,}, not {value!r:.40}")
+            if not _whole(value) or value < least:
+                problems.append(f"{f.name} must be a whole number of at least {least}, not {value!r:.40}")
         elif set(typing.get_args(hint)) == {int, type(None)}:  # an optional cap
-            if value is not None and (not _whole(value) or not 1 <= value <= most):
-                problems.append(f"{f.name} must be empty or a whole number from 1 to {most:,}, not {value!r:.40}")
+            if value is not None and (not _whole(value) or value < 1):
+                problems.append(f"{f.name} must be empty or a whole number of at least 1, not {value!r:.40}")
         elif hint is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 problems.append(f"{f.name} must be a number of at least 0, not {value!r:.40}")
@@ -61,10 +59,24 @@ def config_problems(config_cls: type, config: dict, *, most: int, bounds: dict[s
                 problems.append(f"{f.name} must be a short text, not {value!r:.40}")
         elif typing.get_origin(hint) is tuple and typing.get_args(hint)[:1] == (int,):
             if (not isinstance(value, (list, tuple)) or not 1 <= len(value) <= list_length
-                    or not all(_whole(v) and 1 <= v <= most for v in value)):
-                problems.append(f"{f.name} must be a list of 1 to {list_length} whole numbers from 1 to {most:,}, "
+                    or not all(_whole(v) and v >= 1 for v in value)):
+                problems.append(f"{f.name} must be a list of 1 to {list_length} whole numbers of at least 1, "
                                 f"not {str(value):.40}")
     return problems
+
+
+def sizes(config_cls: type, config: dict) -> list[tuple[str, int]]:
+    """(field, number) for every whole number of ``config`` in an int, optional int or tuple-of-int
+    field of ``config_cls``: what a caller bounds from above."""
+    hints = typing.get_type_hints(config_cls)
+    out = []
+    for f in dataclasses.fields(config_cls):
+        value = config.get(f.name)
+        if _whole(value) and (hints[f.name] is int or int in typing.get_args(hints[f.name])):
+            out.append((f.name, value))
+        elif isinstance(value, (list, tuple)) and typing.get_origin(hints[f.name]) is tuple:
+            out += [(f.name, v) for v in value if _whole(v)]
+    return out
 
 
 def _whole(value) -> bool:

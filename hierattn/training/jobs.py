@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.synchronize
+import os
 import queue
 import re
 import sys
@@ -23,6 +24,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from hierattn import limits
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
@@ -110,6 +112,12 @@ class TrainingJob:
     dataset_name: str = ""
     documents: int = 0
     loss_stride: int = 1  # batches per point of ``losses``
+    # The page's sessions that started or reopened it (None: the command line or a test), whether
+    # it goes on after they leave, and why it was stopped when the server stopped it.
+    owners: set = field(default_factory=set)
+    keep_going: bool = False
+    present: object = field(default=None, repr=False)  # session id -> connected?, set by the manager
+    stopped_because: str = ""
 
     def __post_init__(self):
         if self.dataset is not None:
@@ -179,7 +187,9 @@ class TrainingJob:
         with _LIVE_LOCK:
             _LIVE.add(process)
         outcome = None
+        last_seen = time.monotonic()
         while outcome is None:
+            last_seen = self._watch(last_seen)
             try:
                 kind, payload = events.get(timeout=0.25)
             except queue.Empty:
@@ -205,15 +215,37 @@ class TrainingJob:
         else:
             self._report(payload)
 
+    def _watch(self, last_seen: float) -> float:
+        """Stop a run of the page past its time budget (``limits.RUN_SECONDS``), or left by its
+        visitors for longer than ``limits.RUN_AWAY_SECONDS`` unless it was marked to keep going;
+        returns when one of them was last connected."""
+        if not self.owners or self.stop.is_set():
+            return last_seen
+        now = time.monotonic()
+        if self.present is None or any(self.present(owner) for owner in list(self.owners)):
+            last_seen = now
+        budget, away = limits.RUN_SECONDS, limits.RUN_AWAY_SECONDS
+        if time.time() - self.started > budget.value:
+            self.stopped_because = (f"it reached the time budget of a run started from the page "
+                                    f"({budget.value / 60:,.0f} min; set {budget.variable} to raise it)")
+        elif not self.keep_going and now - last_seen > away.value:
+            self.stopped_because = (f"its visitor left more than {away.value / 60:,.0f} min ago and it was not marked "
+                                    "to keep going")
+        if self.stopped_because:
+            self.stop.set()
+        return last_seen
+
     def _spec(self) -> dict:
         return {"model_type": self.model_type, "model_config": self.model_config, "dataset": self.dataset,
                 "text_config": self.text_config, "config": self.config, "out": str(self.out), "device": self.device}
 
     def _report(self, metrics: dict) -> None:
         if not metrics:
-            self._finish("cancelled", "Cancelled before the first epoch finished: nothing was written.")
+            why = f"Stopped because {self.stopped_because}" if self.stopped_because else "Cancelled"
+            self._finish("cancelled", f"{why} before the first epoch finished: nothing was written.")
         elif self.stop.is_set():
-            self._finish("cancelled", f"Cancelled after epoch {metrics['epochs_run']}. The best epoch so far "
+            why = f"Stopped because {self.stopped_because}" if self.stopped_because else "Cancelled"
+            self._finish("cancelled", f"{why} after epoch {metrics['epochs_run']}. The best epoch so far "
                                       f"(epoch {metrics['best_epoch']}, validation accuracy "
                                       f"{metrics['validation_accuracy']:.1%}) was saved as '{self.name}'.", metrics)
         else:
@@ -241,16 +273,40 @@ class TrainingJob:
 class JobManager:
     """The jobs of one app process, shared by every session (the app holds one in ``st.cache_resource``)."""
 
-    def __init__(self, max_running: int = MAX_RUNNING):
+    def __init__(self, max_running: int = MAX_RUNNING, present=None):
         self.max_running = max_running
+        self.present = present  # session id -> whether that visitor is still connected (the app's)
         self._jobs: dict[str, TrainingJob] = {}
         self._lock = threading.Lock()
 
-    def start(self, job: TrainingJob) -> TrainingJob:
+    def made_by(self, out: Path, session: str | None) -> bool:
+        """Whether a run of ``session`` on this server wrote the checkpoint at ``out``."""
+        return session is not None and any(
+            session in j.owners and j.out.resolve() == out.resolve() and j.metrics for j in self._jobs.values())
+
+    def may_replace(self, out: Path, session: str | None) -> bool:
+        """A visitor of the page replaces only a checkpoint a run of their own session wrote; the
+        shipped ones and other visitors' never (HIERATTN_SINGLE_USER=1: the one person at the
+        browser owns the server, and may replace any)."""
+        return single_user() or not out.exists() or self.made_by(out, session)
+
+    def start(self, job: TrainingJob, session: str | None = None) -> TrainingJob:
+        """Start ``job``; ``session``: the page's visitor who starts it (None for the command line
+        and tests), held to the page's rules: what they may replace, how many runs at once."""
         with self._lock:
             running = [j for j in self._jobs.values() if j.active]
             if any(j.out.resolve() == job.out.resolve() for j in running):
                 raise JobError(f"a run named '{job.name}' is training right now; wait for it or choose another name")
+            if session is not None:
+                if not self.may_replace(job.out, session):
+                    raise JobError(f"'{job.name}' is a checkpoint this session did not train (a shipped one, or "
+                                   "another visitor's): the page never replaces it; choose another name")
+                mine = sum(session in j.owners for j in running)
+                if limits.RUNS_PER_VISITOR.exceeded(mine + 1):
+                    raise JobError(f"you have {mine} run{'s' if mine > 1 else ''} training already: "
+                                   + limits.RUNS_PER_VISITOR.message(mine + 1) + "; wait for it or cancel it")
+                job.owners.add(session)
+                job.present = self.present
             if len(running) >= self.max_running:
                 raise JobError(f"{len(running)} runs are training already (at most {self.max_running} at once); "
                                "wait for one to finish or cancel it")
@@ -266,6 +322,11 @@ class JobManager:
 
     def running(self) -> list[TrainingJob]:
         return [j for j in self.jobs() if j.active]
+
+
+def single_user() -> bool:
+    """HIERATTN_SINGLE_USER=1: a server for one person, who may replace any checkpoint from the page."""
+    return os.environ.get("HIERATTN_SINGLE_USER", "").strip() == "1"
 
 
 def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset: Dataset, text_config: TextConfig,

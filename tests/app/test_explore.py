@@ -334,6 +334,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     shutil.copytree(checkpoint_dir / "tiny-han", root / "tiny-han")
     monkeypatch.setenv("HIERATTN_MAX_WORDS_READ", "6000")  # 200 x 30: over the default limit, as the docs say to
     monkeypatch.setenv("HIERATTN_MAX_EXPLANATION_CELLS", str(150_000_000))  # the flat one's 2 x 2 x 6000^2 cells
+    monkeypatch.setenv("HIERATTN_MAX_WIDTH", "6000")  # and its 6,000-row table of positions
     torch.manual_seed(0)
     for name, config in (("long-hcan", {}), ("long-flat", {"hierarchical": False})):
         config = sized_for_text("hcan", config, 200, 30)  # as training sizes the positional tables
