@@ -66,7 +66,7 @@ for slot, ex in explanations.items():
 for column, (slot, ex) in zip(st.columns(2), explanations.items()):
     with column:
         st.markdown(f"#### {slot}: {models[slot].display_name}")
-        st.metric("Prediction", ex.label, help=f"Checkpoint `{ex.classifier_name}`")
+        st.metric("Prediction", viz.md_text(ex.label), help=f"Checkpoint {viz.md_text(ex.classifier_name)}")
         downloads.chart(viz.probability_chart(ex.labels, ex.probabilities),
                         f"class probabilities, {slot}: {names[slot]}", key=f"probs_{slot}")
 

@@ -61,7 +61,7 @@ slide_subtitle(f"{name} ({classifier.display_name}) · “{widgets.opening(text)
 
 # 1. Prediction
 col_label, col_chart = st.columns([1, 2])
-col_label.metric("Prediction", ex.label)
+col_label.metric("Prediction", viz.md_text(ex.label))
 col_label.caption(f"{max(ex.probabilities):.1%} probability · {len(ex.document.sentences)} sentences · "
                   f"{ex.document.num_tokens} tokens read"
                   + (f" · {ex.unknown_count} unknown to the model" if ex.unknown_count else ""))

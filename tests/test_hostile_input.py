@@ -25,20 +25,56 @@ from tests.conftest import LABELS, REPO, shown
 
 # What would run as HTML, markdown or LaTeX if it reached the page unescaped.
 PAYLOADS = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "**bold** _it_", "$\\frac{1}{2}$",
-            "[click](javascript:alert(3))", "=cmd|' /C calc'!A0"]
-RAW_MARKS = ["<script", "<img", "**bold**", "_it_", "$\\frac", "](javascript:"]
+            "[click](javascript:alert(3))", "=cmd|' /C calc'!A0",
+            "![x](http://127.0.0.1:9/t.png) **TRAINED** [Log in again](http://127.0.0.1:9/phish)",
+            "see http://127.0.0.1:9/x or www.evil.example"]
+RAW_MARKS = ["<script", "<img", "**bold**", "_it_", "$\\frac", "](javascript:", "![x](", "**TRAINED**", "](http",
+             "http://", "www."]
 
 
 # ---- helpers -------------------------------------------------------------------------------
+# Elements whose strings Streamlit does not render as markdown: escaped HTML (checked apart), figures,
+# tables, the text boxes' contents; a select box's options are plain text (its label is markdown).
+NOT_MARKDOWN = {"html", "plotly_chart", "arrow_data_frame", "text_area", "text_input", "code", "json", "iframe",
+                "empty", "progress", "download_button"}
+PLAIN_OPTIONS = {"selectbox", "multiselect"}
+
+
+def _elements(node):
+    children = getattr(node, "children", None)
+    if isinstance(children, dict):
+        for child in children.values():
+            yield from _elements(child)
+    else:
+        yield node
+
+
+def _strings(message, only: set[str] | None = None):
+    from google.protobuf.message import Message
+
+    for field, value in message.ListFields():
+        if only is not None and field.name not in only:
+            continue
+        values = value if isinstance(value, (list, tuple)) or type(value).__name__.startswith("Repeated") else [value]
+        for v in values:
+            if isinstance(v, str):
+                yield v
+            elif isinstance(v, Message):
+                yield from _strings(v)
+
+
 def markdown_strings(at: AppTest) -> list[str]:
-    """Every string the page hands to Streamlit's markdown renderer."""
-    out = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success", "title", "header",
-                                "subheader") for e in getattr(at, kind)]
-    out += [m.label for m in at.metric]  # a metric value is plain text
-    for kind in ("button", "selectbox", "radio", "toggle", "checkbox", "text_area", "text_input", "number_input",
-                 "slider", "select_slider", "multiselect", "expander", "tabs"):
-        out += [getattr(e, "label", "") or "" for e in getattr(at, kind)]
-    return [str(s) for s in out]
+    """Every string the page hands to Streamlit's markdown renderer: every string of every element
+    (labels, values, deltas, options, tooltips, bodies) but those above, which it does not render."""
+    out = []
+    for root in (at.main, at.sidebar):
+        for element in _elements(root):
+            kind = getattr(element, "type", "")
+            proto = getattr(element, "proto", None)
+            if proto is None or kind in NOT_MARKDOWN:
+                continue
+            out += list(_strings(proto, {"label", "help", "placeholder"} if kind in PLAIN_OPTIONS else None))
+    return out
 
 
 def unescaped(markdown: str) -> str:
@@ -68,7 +104,8 @@ def explored_with_a_warning(text: str, warning: str) -> None:
 
 
 def _hostile_checkpoint(root: Path, vocab) -> Path:
-    labels = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "**bold** _it_", "$\\frac{1}{2}$"]
+    labels = ["<script>alert(1)</script> **bold** _it_", "<img src=x onerror=alert(2)> $\\frac{1}{2}$",
+              PAYLOADS[6], PAYLOADS[7]]
     torch.manual_seed(0)
     model = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 4, "d": 16, "heads": 2})
     return save_checkpoint(root / "hostile", model, "hcan", vocab, labels, TextConfig(6, 12), {"test_accuracy": 0.5},
@@ -185,6 +222,20 @@ def test_injection_in_label_and_data_set_names_is_shown_not_run(hostile_env, pag
             boxes[0].set_value("hostile").run()
     if page == "pages/explore.py":
         at.text_area(key="document").input("The team won. " + PAYLOADS[2]).run()
+        assert_nothing_interpreted(at)
+        at.toggle(key="whatif").set_value(True).run()  # the prediction before and after an edit
+        at.text_input(key="whatif_word").input("team").run()
+        at.text_input(key="whatif_by").input("side").run()
+        assert len(at.metric) >= 3
+        assert_nothing_interpreted(at)
+        at.toggle(key="whatif").set_value(False).run()
+        at.toggle(key="trust").set_value(True).run()  # its sentence names the predicted label
+        import time
+
+        deadline = time.time() + 120
+        while at.get("progress") and time.time() < deadline:
+            time.sleep(0.3)
+            at.run()
     assert_nothing_interpreted(at)
     assert "hostile" in str([b.value for b in at.selectbox])
 

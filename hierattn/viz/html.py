@@ -13,13 +13,16 @@ if TYPE_CHECKING:
 
 RGB = (31, 119, 180)
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^@])")
 
 
 def md_text(value) -> str:
-    """``value`` as literal text inside Streamlit markdown (``st.markdown``, ``st.caption``,
+    r"""``value`` as literal text inside Streamlit markdown (``st.markdown``, ``st.caption``,
     ``st.error`` ...): every character markdown, HTML or LaTeX (``$``) would read is backslash-
-    escaped, and line breaks become spaces, so a label such as ``**x**`` or ``$x$`` shows as typed."""
+    escaped, and line breaks become spaces, so a label such as ``**x**`` or ``$x$`` shows as typed.
+    Escaping ``:``, ``.`` and ``@`` also stops autolinks: ``http\://`` and ``www\.`` are no URL to
+    the renderer. Everything a user, an upload or a checkpoint supplies goes through here (or
+    ``md_code``) before Streamlit renders it: labels, names, metric values, options, tooltips."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
 
 

@@ -99,7 +99,7 @@ def _attends(ex: Explanation, branch: str, group: int | None, labels: list[str],
     if len(labels) < 2:
         return
     chosen = st.pills("What does a word attend to? Click one (or a row of the heatmap)", range(len(labels)),
-                      format_func=lambda i: labels[i], key=key)
+                      format_func=lambda i: viz.md_text(labels[i]), key=key)
     if chosen is None:
         return
     lines = [("mean of heads" if heads > 1 else "weights", ex.self_attention(branch, group)[shown, shown][chosen])]

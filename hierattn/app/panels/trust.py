@@ -45,9 +45,9 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
     if rows:
         saturated = result.probability > 0.999
         if saturated:
-            st.info(f"The model gives {result.label} a probability of {result.probability:.4f}: removing or "
-                    "reshuffling anything barely moves a prediction this sure, so the changes below are small "
-                    "for every ranking, random included. Compare each figure with its baseline, not with zero.")
+            st.info(f"The model gives {viz.md_text(result.label)} a probability of {result.probability:.4f}: "
+                    "removing or reshuffling anything barely moves a prediction this sure, so the changes below are "
+                    "small for every ranking, random included. Compare each figure with its baseline, not with zero.")
         st.dataframe([{"test": r["test"], "level": r["level"], "value": _figure(r["value"]),
                        "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
                        "value - baseline": _difference(r), "verdict": verdicts.verdict(r),

@@ -60,8 +60,8 @@ def what_if(path: Path, ex: Explanation, shading: Shading, sentence_labels: list
     before_p = ex.probabilities[ex.labels.index(ex.label)]
     now_p = after.probabilities[after.labels.index(ex.label)]
     m1, m2 = st.columns(2)
-    m1.metric(f"Before · P({viz.md_text(ex.label)}) = {before_p:.1%}", ex.label)
-    m2.metric(f"After · P({viz.md_text(ex.label)}) = {now_p:.1%}", after.label, f"{now_p - before_p:+.1%}")
+    m1.metric(f"Before · P({viz.md_text(ex.label)}) = {before_p:.1%}", viz.md_text(ex.label))
+    m2.metric(f"After · P({viz.md_text(ex.label)}) = {now_p:.1%}", viz.md_text(after.label), f"{now_p - before_p:+.1%}")
     if shading.painted:
         b1, b2 = st.columns(2)
         b1.html(viz.document_html(ex.document.text, ex.document.spans(), shading.words, shading.sentences,
