@@ -11,8 +11,13 @@ def _read_document(path: Path) -> str:
     """A text file for ``explain --file``: binary files (zero bytes) are refused, as uploads are;
     bytes that are not UTF-8 in an otherwise text file are replaced, and the user is told."""
     from hierattn.analysis.explain import ExplainError
+    from hierattn.data.files import read_bytes
+    from hierattn.limits import UPLOAD_MB
 
-    raw = path.read_bytes()
+    try:  # a regular file only, read up to the upload limit: never /dev/zero, a pipe or a 20 GB file
+        raw = read_bytes(path, UPLOAD_MB)
+    except ValueError as exc:
+        raise ExplainError(str(exc)) from None
     if b"\x00" in raw[:4096] and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise ExplainError(f"{path.name} is not a text file (it contains binary bytes)")
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):

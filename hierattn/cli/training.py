@@ -216,7 +216,9 @@ def record_baselines(args) -> int:
     from hierattn.analysis.evaluation import expand
     from hierattn.checkpoint import CheckpointError, load_classifier, write_card
     from hierattn.data.builtin import BUILTIN, load_builtin
+    from hierattn.data.files import read_bytes
     from hierattn.data.split import prepare
+    from hierattn.limits import JSON_MB
     from hierattn.training.baselines import baselines
 
     prepared, failed = {}, 0
@@ -237,7 +239,7 @@ def record_baselines(args) -> int:
         parts = {k: data.part(k) for k in ("train", "validation", "test")}
         recorded = baselines(parts["train"], {k: parts[k] for k in ("validation", "test")}, data.dataset.label_names)
         metrics_path = path / "metrics.json"
-        metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+        metrics = json.loads(read_bytes(metrics_path, JSON_MB)) if metrics_path.exists() else {}
         metrics["baselines"] = recorded
         tmp = metrics_path.with_suffix(".json.part")
         tmp.write_text(json.dumps(metrics, indent=2))

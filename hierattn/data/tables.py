@@ -6,8 +6,9 @@ from collections import Counter
 from pathlib import Path
 
 from hierattn.data.dataset import DataError, Dataset
+from hierattn.data.files import read_bytes
 from hierattn.data.formats import columns, decode_markup, labelled, read_rows
-from hierattn.limits import CLASSES
+from hierattn.limits import CLASSES, UPLOAD_MB
 
 MAX_CLASSES = CLASSES.default  # more distinct labels than this is almost surely a text column, not labels
 MIN_PER_CLASS = 10  # a stratified 80/10/10 split needs a few documents of every label in each part
@@ -44,4 +45,8 @@ def dataset_from_rows(rows: list[dict], text_column: str, label_column: str, nam
 def load_table(path: str | Path, text_column: str = "text", label_column: str = "label") -> Dataset:
     """The user's own CSV / TSV / JSONL file with a text column and a label column."""
     path = Path(path)
-    return dataset_from_rows(read_rows(path.read_bytes(), path.name), text_column, label_column, path.stem)
+    try:  # a regular file only, within the upload limit, as an upload is
+        raw = read_bytes(path, UPLOAD_MB)
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+    return dataset_from_rows(read_rows(raw, path.name), text_column, label_column, path.stem)
