@@ -347,6 +347,9 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
         if v.shape != expected[k].shape:
             raise CheckpointError(f"{directory.name}: weight {k} has shape {tuple(v.shape)}, "
                                   f"the config needs {tuple(expected[k].shape)}")
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):  # else every prediction reads "nan%"
+            raise CheckpointError(f"{directory.name}: weight {k} holds NaN or infinite values; the model cannot "
+                                  "predict (a run that diverged)")
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()})
     device = torch.device(device) if device is not None else best_device()
     model.to(device).eval()

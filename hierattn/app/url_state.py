@@ -8,10 +8,12 @@ from hierattn import viz
 from hierattn.app import documents
 from hierattn.app.samples import samples
 from hierattn.app.widgets import SAMPLE_PROMPT, document_key
+from hierattn.data.builtin import BUILTIN
 from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENTS
 
 PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
 # every page's view parameters: a page writes its own and drops the others', keeping the rest (a job id)
+PASTES_PER_SESSION = 8  # distinct pasted documents a session holds in memory
 VIEW_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence", "a", "b"}
 VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level",
              "selfhead": "self_head"}  # URL -> key
@@ -30,14 +32,18 @@ def document_id(text: str, dataset: str | None) -> tuple[str, str]:
     if digest not in pasted:  # kept on the server once per session, not on every rerun of the page
         pasted[digest] = text
         documents.keep(text, digest)
+        while len(pasted) > PASTES_PER_SESSION:  # the older ones stay on disk (``documents``), not in memory
+            pasted.pop(next(iter(pasted)))
     return "doc", digest
 
 
 def document_from_id(kind: str, value: str) -> str | None:
-    if kind == "sample":
+    if kind == "sample":  # "<built-in data set>:<index>", anything else from the address bar is no sample
         name, _, index = value.partition(":")
+        if name not in BUILTIN or not index.isdigit() or len(index) > 6:
+            return None
         docs = [t for n, _, t in samples(name) if n == name]
-        return docs[int(index)] if index.isdigit() and int(index) < len(docs) else None
+        return docs[int(index)] if int(index) < len(docs) else None
     return st.session_state.get(PASTED, {}).get(value) or documents.find(value)
 
 

@@ -8,6 +8,7 @@ import json
 import streamlit as st
 
 from hierattn.app.samples import corpus_samples, heldout_samples, samples
+from hierattn.limits import CHARACTERS
 
 SAMPLE_PROMPT = "— write or paste your own —"
 
@@ -34,7 +35,8 @@ def document_input(dataset: str | None, sample_key: str, document_key: str, heig
         st.session_state[document_key] = docs[0][2]
         st.session_state[sample_key] = options[1]
     st.selectbox("Sample document (test split)", options, key=sample_key, on_change=use_sample)
-    return st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder)
+    return st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder,
+                        max_chars=CHARACTERS.value)  # what the model would read at most; the box takes no more
 
 
 def opening(text: str, limit: int = 60) -> str:

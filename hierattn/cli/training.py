@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 
@@ -102,10 +102,14 @@ def _model_and_text(args, default_text=None):
         except json.JSONDecodeError:  # a bare word such as pooling=max is meant as a string
             model_config[key] = value
     from hierattn.budget import model_problem
+    from hierattn.models.footprint import config_problems
 
     problem = model_problem(model_type, {"vocab_size": 10, "num_classes": 2, **model_config}, text_config)
     if problem:  # a checkpoint that would be refused when it is opened is not trained
         raise ValueError(f"this model configuration is not valid: {problem}")
+    problems = config_problems(TrainConfig, asdict(config))
+    if problems:
+        raise ValueError("these training settings are not valid: " + "; ".join(problems))
     return model_type, model_config, text_config, config
 
 

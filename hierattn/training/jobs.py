@@ -333,6 +333,7 @@ def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset
              config: TrainConfig, replace_existing: bool = False, device: str | None = None) -> TrainingJob:
     """Validate the name and the model config, and build a job (not started)."""
     from hierattn.budget import model_problem
+    from hierattn.models.footprint import config_problems
 
     out = validate_run_name(name, root, replace_existing)
     try:  # what opening its checkpoint would refuse is not trained
@@ -342,6 +343,9 @@ def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset
         problem = str(exc)
     if problem:
         raise JobError(f"this model configuration is not valid: {problem}")
+    problems = config_problems(TrainConfig, asdict(config))
+    if problems:
+        raise JobError("these training settings are not valid: " + "; ".join(problems))
     return TrainingJob(name, out, model_type, dict(model_config), dataset, text_config, replace(config), device)
 
 

@@ -44,8 +44,9 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
     square cells with a colour bar as tall as they are. The figure on the page is left as it is."""
     out = go.Figure(fig)
     meta = dict(out.layout.meta or {})
-    heading = html.escape(title) + (f"<br><span style='font-size:17px;color:#555'>{html.escape(subtitle)}</span>"
-                                    if subtitle else "")
+    heading = html.escape(title, quote=False)  # plotly's text shows &quot; as typed: quotes stay as they are
+    if subtitle:
+        heading += f"<br><span style='font-size:17px;color:#555'>{html.escape(subtitle, quote=False)}</span>"
     out.update_layout(width=SLIDE[0], height=SLIDE[1], font=dict(size=17),
                       title=dict(text=heading, x=0.5, xanchor="center", y=1, yanchor="top", yref="container",
                                  font=dict(size=26), pad=dict(t=28, b=0)),
@@ -88,7 +89,7 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
 
 def _short(label: str, limit: int = 24) -> str:
     label = " ".join(str(label).split())
-    return html.escape(label if len(label) <= limit else label[: limit - 1] + "…")
+    return html.escape(label if len(label) <= limit else label[: limit - 1] + "…", quote=False)
 
 
 def figure_bytes(fig: go.Figure, fmt: str, title: str = "", subtitle: str = "", scale: float = 2.0) -> bytes:

@@ -116,8 +116,8 @@ def heads_grid(matrices: Sequence, labels: Sequence[str], titles: Sequence[str],
     for k, z in enumerate(grids):
         row, col = k // per_row + 1, k % per_row + 1
         fig.add_trace(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover, coloraxis="coloraxis",
-                                 hovertemplate=f"{html.escape(titles[k])}<br>%{{customdata}}<br>weight %{{z:.3f}}"
-                                               "<extra></extra>"), row=row, col=col)
+                                 hovertemplate=f"{short(titles[k], 200)}<br>%{{customdata}}<br>weight "
+                                               "%{z:.3f}<extra></extra>"), row=row, col=col)
         fig.update_xaxes(side="top", tickangle=-60, tickfont=dict(size=font), showgrid=False, **_ticks(labels),
                          row=row, col=col)
         fig.update_yaxes(autorange="reversed", tickfont=dict(size=font), showgrid=False, **_ticks(labels),
@@ -217,7 +217,7 @@ def metric_boxes(groups: dict[str, Sequence[float]], metric: str) -> go.Figure:
 def short(label: str, limit: int = 18) -> str:
     """A label for plotly, which reads a subset of HTML in text: shortened, then escaped."""
     label = " ".join(str(label).split())
-    return html.escape(label if len(label) <= limit else label[: limit - 1] + "…")
+    return html.escape(label if len(label) <= limit else label[: limit - 1] + "…", quote=False)
 
 
 def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_epoch: int) -> go.Figure:
@@ -281,7 +281,7 @@ def erasure_chart(steps: Sequence[float], drops: dict[str, Sequence[float]], lab
         color, dash = _METHOD_STYLE.get(method, ("#9467bd", "solid"))
         fig.add_trace(go.Scatter(x=list(steps), y=[100 * v for v in values], mode="lines+markers", name=method,
                                  line=dict(color=color, dash=dash), marker=dict(size=5),
-                                 hovertemplate=f"{html.escape(method)}: %{{y:.1f}} points<extra></extra>"))
+                                 hovertemplate=f"{html.escape(method, quote=False)}: %{{y:.1f}} points<extra></extra>"))
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=1.12),
                       xaxis=dict(title=x_title, tickformat=".0%" if percent_x else None),
                       yaxis=dict(title=f"drop in P({short(label, 30)}), points", zeroline=True))
