@@ -1,0 +1,265 @@
+"""A server a class shares (issue 31): no visitor replaces or reads what is not theirs, no upload or
+file name costs the server more than its limits, and one visitor cannot hold the training slots.
+Each test reproduces one finding of the attack on a live server."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from hierattn.checkpoint import load_classifier
+from hierattn.data.dataset import DataError
+from hierattn.data.files import NotAFile, open_text, read_bytes
+from hierattn.data.formats import read_rows
+from hierattn.limits import UPLOAD_MB, LimitExceeded
+from hierattn.training.jobs import JobError, JobManager
+from tests.app.test_train_page import _job, configure, messages, open_train_page, toy_csv, upload, wait_for
+from tests.conftest import REPO, edit_config
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# ---- 3. a wide CSV -----------------------------------------------------------------------------
+@pytest.mark.parametrize("columns", [300_000, 3_000_000])
+def test_a_wide_table_is_refused_before_its_columns_are_built(columns):
+    """300,000 columns in 2.9 MB took 27 s and 2.36 GB; 3 million in 32 MB, over 10 GB. Judged
+    on the raw header line, before the csv module splits it."""
+    import tracemalloc
+
+    raw = (",".join(f"c{i}" for i in range(columns)) + "\n" + "," * (columns - 1) + "\n").encode()
+    tracemalloc.start()
+    start = time.perf_counter()
+    with pytest.raises(DataError, match="header line is .* KB, over the limit of 64 KB"):
+        read_rows(raw, "wide.csv")
+    seconds, peak = time.perf_counter() - start, tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seconds < 5 and peak < 8 * len(raw) + 50 * 2**20  # the decoded text, not the columns
+
+
+def test_many_short_columns_and_wide_json_lines_are_refused():
+    narrow = (",".join("abcdefghij"[i % 10] for i in range(1_500)) + "\nx" + "," * 1_499 + "\n").encode()
+    with pytest.raises(DataError, match="the number of columns is 1,500, over the limit of 1,000"):
+        read_rows(narrow, "narrow.csv")
+    wide_json = (json.dumps({f"k{i}": 1 for i in range(1_500)}) + "\n").encode()
+    with pytest.raises(DataError, match="line 1: the number of fields is 1,500"):
+        read_rows(wide_json, "wide.jsonl")
+    deep = ("[" * 200_000 + "]" * 200_000 + "\n").encode()
+    with pytest.raises(DataError, match="line 1 is nested too deeply"):
+        read_rows(deep, "deep.jsonl")
+
+
+def test_the_train_page_previews_a_bounded_width(train_env):
+    header = ["text", "label"] + [f"extra{i}" for i in range(60)]
+    rows = [",".join(header)] + [",".join([f"film {i} was {'good' if i % 2 else 'bad'}", "ab"[i % 2]] + ["0"] * 60)
+                                 for i in range(40)]
+    at = upload(open_train_page(), ("\n".join(rows) + "\n").encode(), "wide.csv")
+    assert "40 rows and 62 columns. The first ten rows, in the first 30 columns" in messages(at)
+    assert len(at.dataframe[0].value.columns) == 30
+    assert len(at.selectbox(key="text_column").options) == 62  # every column can still be picked
+
+
+# ---- 4. replacing a checkpoint from the page ---------------------------------------------------
+def test_a_visitor_never_replaces_a_shipped_or_anothers_checkpoint(train_env):
+    """On the previous code, "Replace a checkpoint with this name" turned tweets-han into a
+    visitor's 2-epoch Kim CNN. Shipped checkpoints and other visitors' are now never replaced from
+    the page; a run of one's own session is; the command line keeps its explicit flag."""
+    before = _digest(train_env)
+    at = configure(upload(open_train_page(), toy_csv()), "tiny-han", epochs=1)
+    at.checkbox(key="replace").check().run()
+    at.button(key="start").click().run()
+    assert "a checkpoint this session did not train" in messages(at) and "choose another name" in messages(at)
+    assert _digest(train_env) == before
+    # one's own run, replaced by one's own next run
+    at = configure(upload(open_train_page(), toy_csv()), "films-mine", epochs=1)
+    at.button(key="start").click().run()
+    wait_for(at, lambda a: "saved as" in messages(a))
+    at.checkbox(key="replace").check().run()
+    at.button(key="start").click().run()
+    assert "did not train" not in messages(at)
+    wait_for(at, lambda a: "saved as" in messages(a))
+    # another visitor (another session: AppTest gives every script run one id, so named here) may not
+    from hierattn.app.train_form import job_manager
+
+    manager = job_manager()
+    with pytest.raises(JobError, match="a checkpoint this session did not train"):
+        manager.start(_job(train_env, "films-mine", replace_existing=True), session="another visitor")
+    assert manager.made_by(train_env / "films-mine", next(iter(manager.jobs()[0].owners)))
+
+
+def test_a_single_user_server_may_replace_any_checkpoint(tmp_path, monkeypatch):
+    manager = JobManager()
+    (tmp_path / "shipped").mkdir()
+    (tmp_path / "shipped" / "config.json").write_text("{}")
+    job = _job(tmp_path, "shipped", replace_existing=True)
+    with pytest.raises(JobError, match="did not train"):
+        manager.start(job, session="visitor")
+    monkeypatch.setenv("HIERATTN_SINGLE_USER", "1")
+    assert manager.may_replace(tmp_path / "shipped", "visitor")
+
+
+# ---- 5. files a checkpoint names ---------------------------------------------------------------
+def _corpus_entry(path: str) -> dict:
+    return {"format": "csv", "files": {"test": [path, 1, 1]}, "text_column": "text", "label_column": "label"}
+
+
+def test_a_checkpoints_corpus_is_read_only_inside_the_allowed_folders(app_env, tmp_path, monkeypatch):
+    """A metrics.json "corpus" entry with absolute paths made Explore's sample list show the
+    lines of a file outside the checkpoint root (canary secrets); /dev/zero took 3 GB in 6 s; a
+    FIFO hung the page and every later visitor of that checkpoint."""
+    root = Path(os.environ["HIERATTN_CHECKPOINTS"])
+    secret = tmp_path / "outside" / "secrets.csv"
+    secret.parent.mkdir()
+    secret.write_text("text,label\nCANARY-1234 the admin password,x\nCANARY-5678 another secret,y\n")
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    copies = tmp_path / "checkpoints"
+    shutil.copytree(root, copies)
+    for name, target in (("canary", str(secret)), ("zero", "/dev/zero"), ("fifo", str(fifo))):
+        shutil.copytree(copies / "tiny-han", copies / name)
+        (copies / name / "metrics.json").write_text(json.dumps({"corpus": _corpus_entry(target)}))
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(copies))
+    result = {}
+
+    def visit():
+        at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=60).run()
+        for name in ("canary", "zero", "fifo"):
+            at.selectbox(key="model").set_value(name).run()
+            result[name] = list(at.selectbox(key="sample").options)
+        result["exception"] = at.exception
+
+    worker = threading.Thread(target=visit, daemon=True)
+    worker.start()
+    worker.join(90)
+    assert not worker.is_alive(), "the page hung on a checkpoint's corpus entry"
+    assert not result["exception"]
+    assert not any("CANARY" in o for options in (result["canary"], result["zero"], result["fifo"]) for o in options)
+    # Where the server allows that folder (HIERATTN_CORPORA), the same entry is read, as a file
+    monkeypatch.setenv("HIERATTN_CORPORA", str(secret.parent))
+    from hierattn.data.corpora import corpus_roots, from_settings, test_samples
+
+    corpus = from_settings("canary", _corpus_entry(str(secret)), corpus_roots(copies))
+    assert [label for label, _ in test_samples(corpus)] == ["x", "y"]
+    monkeypatch.setenv("HIERATTN_CORPORA", "/dev")
+    with pytest.raises(NotAFile, match="is a device, not a file"):
+        list(test_samples(from_settings("zero", _corpus_entry("/dev/zero"), corpus_roots(copies))))
+
+
+def test_files_are_read_regular_bounded_and_never_blocking(tmp_path, monkeypatch):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, message in ((fifo, "is a named pipe, not a file"), (Path("/dev/zero"), "is a device, not a file"),
+                          (tmp_path, "is a folder, not a file")):
+        with pytest.raises(NotAFile, match=message):
+            read_bytes(path, UPLOAD_MB)
+    monkeypatch.setenv("HIERATTN_MAX_UPLOAD_MB", "0.001")
+    big = tmp_path / "big.txt"
+    big.write_text("x" * 5000)
+    with pytest.raises(LimitExceeded, match="big.txt's size is 0.00 MB, over the limit of 0.001 MB"):
+        read_bytes(big, UPLOAD_MB)
+    with pytest.raises(LimitExceeded, match="over the limit of 0.001 MB"), open_text(big, UPLOAD_MB) as f:
+        f.read()  # one endless line is cut at the limit, not read whole
+
+
+def test_a_checkpoint_file_that_is_a_fifo_is_refused_not_waited_on(checkpoint_dir, tmp_path):
+    path = tmp_path / "han"
+    shutil.copytree(checkpoint_dir / "tiny-han", path)
+    (path / "metrics.json").unlink()
+    os.mkfifo(path / "metrics.json")
+    from hierattn.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match="is a named pipe, not a file"):
+        load_classifier(path, device="cpu")
+
+
+# ---- 9. names a checkpoint gives of its plug-in ------------------------------------------------
+def test_a_checkpoints_plugin_names_are_names_and_never_an_install_command(checkpoint_dir, tmp_path):
+    from hierattn.checkpoint import CheckpointError, card
+
+    path = tmp_path / "evil"
+    shutil.copytree(checkpoint_dir / "tiny-han", path)
+    edit_config(path, lambda c: c.update(model_type="evil_model",
+                                         plugin={"package": "x --index-url http://evil.example/simple",
+                                                 "entry_point": "x"}))
+    with pytest.raises(CheckpointError) as error:
+        load_classifier(path, device="cpu")
+    assert "pip install" not in str(error.value) and "evil.example" not in str(error.value)
+    assert "not a package or file name" in str(error.value)
+    assert "evil.example" not in card(path)
+    edit_config(path, lambda c: c.update(plugin={"package": "good-plugin", "version": "1.2", "entry_point": "x"}))
+    with pytest.raises(CheckpointError, match=r"pip install good-plugin\)"):
+        load_classifier(path, device="cpu")
+
+
+# ---- 10. the training slots ------------------------------------------------------------------
+@pytest.mark.slow
+def test_one_visitor_runs_one_run_at_a_time(tmp_path):
+    manager = JobManager(max_running=2)
+    first = manager.start(_job(tmp_path, "a", epochs=200), session="visitor")
+    try:
+        with pytest.raises(JobError, match="you have 1 run training already"):
+            manager.start(_job(tmp_path, "b"), session="visitor")
+        second = manager.start(_job(tmp_path, "c", epochs=1), session="another visitor")  # the other slot
+        second.cancel()
+    finally:
+        first.cancel()
+    _wait(first)
+
+
+def _wait(job, seconds=60):
+    deadline = time.time() + seconds
+    while job.active and time.time() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting,keep_going,reason", [
+    ("HIERATTN_RUN_AWAY_SECONDS", False, "its visitor left more than"),
+    ("HIERATTN_RUN_SECONDS", True, "it reached the time budget"),
+])
+def test_a_run_is_stopped_when_its_visitor_is_gone_or_its_time_is_up(tmp_path, monkeypatch, setting, keep_going,
+                                                                    reason):
+    """Two 200-epoch HCAN runs, tab closed, held both slots for hours on the previous code."""
+    monkeypatch.setenv(setting, "1")
+    manager = JobManager(present=lambda session: False)  # the visitor's tab is closed
+    job = _job(tmp_path, "long", epochs=500)
+    job.keep_going = keep_going
+    manager.start(job, session="gone")
+    _wait(job, 90)
+    assert job.status == "cancelled" and reason in job.message, job.message
+
+
+def test_a_run_marked_to_keep_going_outlives_its_visitor(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIERATTN_RUN_AWAY_SECONDS", "1")
+    job = _job(tmp_path, "kept", epochs=1)
+    job.owners, job.present, job.keep_going = {"gone"}, (lambda session: False), True
+    job.started -= 100  # as if it had run long without its visitor
+    assert job._watch(time.monotonic() - 100) and not job.stop.is_set()
+    job.keep_going = False
+    job._watch(time.monotonic() - 100)
+    assert job.stop.is_set() and "visitor left" in job.stopped_because
+
+
+# ---- 11. the command line's files --------------------------------------------------------------
+@pytest.mark.parametrize("argv", [["explain", "--checkpoint", "{ckpt}", "--file", "{target}"],
+                                  ["train", "--model", "han", "--file", "{target}", "--epochs", "1"],
+                                  ["evaluate", "--checkpoints", "{ckpt}", "--file", "{target}"]])
+@pytest.mark.parametrize("target,message", [("/dev/zero", "is a device, not a file"),
+                                            ("{fifo}", "is a named pipe, not a file")])
+def test_the_command_line_reads_files_regular_and_bounded(checkpoint_dir, tmp_path, capsys, argv, target, message):
+    """`explain --file /dev/zero` was killed by the kernel at 20.8 GB."""
+    from tests.test_hostile_input import cli_fails
+
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    filled = [a.format(ckpt=checkpoint_dir / "tiny-han", target=target.format(fifo=fifo)) for a in argv]
+    cli_fails(filled, capsys, message)
