@@ -28,6 +28,11 @@ SHIPPED = ("tweets-han", "tweets-hcan", "bbc-news-sanet")
 IDLE_SHARE = 0.05  # of one core, over a second: the server is idle
 NORMAL = "The team won the cup final on Sunday. The fans sang all night. It was a great game!"
 HOSTILE = "<script>alert(1)</script> **bold** $x$ :red[no] " * 2000
+# Issue 31's attacks: a run of punctuation spaCy's tokenizer took quadratic time on (20,000 "!": 25 s
+# of the server's core; this one would take minutes), a table 300,000 columns wide (2.36 GB), a model
+# whose one explanation held 1.95 GB, a visitor replacing a shipped checkpoint from the Train page.
+PATHOLOGICAL = "Breaking news " + "!" * 40_000 + " " + "\U0001F600" * 20_000
+WIDE_COLUMNS = 300_000
 
 
 def _free_port() -> int:
@@ -73,7 +78,57 @@ def _prepare(workdir: Path) -> Path:
     config = json.loads((huge / "config.json").read_text())
     config["text"].update(max_sentences=500, max_words=500)
     (huge / "config.json").write_text(json.dumps(config))
+    _over_budget(root / "flat-16")
     return root
+
+
+def _over_budget(out: Path) -> None:
+    """Flat HCAN, 16 heads, d 64, 80 x 50 words, within the words-read limit: one explanation would
+    hold 512 million attention cells (1.95 GB). Saved directly, as a page's run could before."""
+    import torch
+
+    from hierattn.checkpoint import save_checkpoint
+    from hierattn.data.text import TextConfig, Vocab
+    from hierattn.models import build_model, sized_for_text
+
+    vocab = Vocab(["<pad>", "<unk>", "team", "won"])
+    config = sized_for_text("hcan", {"vocab_size": len(vocab), "num_classes": 2, "hierarchical": False, "heads": 16,
+                                     "d": 64}, 80, 50)
+    torch.manual_seed(0)
+    save_checkpoint(out, build_model("hcan", config), "hcan", vocab, ["a", "b"], TextConfig(80, 50), {})
+
+
+def _upload(page, name: str, raw: bytes) -> None:
+    page.get_by_text("my own file (CSV, TSV or JSONL)").click()
+    page.locator("input[type=file]").set_input_files({"name": name, "mimeType": "text/csv", "buffer": raw})
+
+
+def _shown(page, text: str, timeout: float = 60) -> bool:
+    try:
+        page.get_by_text(text).first.wait_for(timeout=timeout * 1000)
+        return True
+    except Exception:  # noqa: BLE001  a timeout
+        return False
+
+
+def _wide_table() -> bytes:
+    return (",".join(f"c{i}" for i in range(WIDE_COLUMNS)) + "\n" + "," * (WIDE_COLUMNS - 1) + "\n").encode()
+
+
+def _replace_attempt(page, url: str) -> bool:
+    """A visitor names their run after a shipped checkpoint and ticks "replace": refused?"""
+    page.goto(f"{url}/train")
+    _upload(page, "films.csv", ("text,label\n" + "".join(f"film {i} was {['good', 'bad'][i % 2]},{'ab'[i % 2]}\n"
+                                                         for i in range(40))).encode())
+    page.get_by_text("Text column").first.wait_for(timeout=60_000)
+    name = page.get_by_role("textbox", name="Run name")
+    name.fill("tweets-han")
+    name.press("Enter")
+    time.sleep(1)
+    page.get_by_text("Replace my checkpoint of this name").click()
+    time.sleep(1)
+    page.get_by_role("button", name="Start training").click()
+    return _shown(page, "a checkpoint this session did not train")
 
 
 def start_server(env: dict) -> tuple[subprocess.Popen, str]:
@@ -145,13 +200,20 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
             stays = browser.new_context().new_page()
             stays.goto(f"{url}/?model=tweets-han")
             figures["warm"] = _answered(stays, 120)
+            stays.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
+            start = time.monotonic()  # the pathological paste, answered (it froze the server for minutes)
+            _paste(stays, PATHOLOGICAL)
+            time.sleep(0.5)
+            figures["pathological_answered"] = _shown(stays, "Breaking", 120) and _answered(stays, 120)
+            figures["pathological_seconds"] = time.monotonic() - start
             time.sleep(2)
             figures["rss_start_mb"] = rss_mb(server.pid)
             training = _training(workdir, root)
             refused = True
             for _ in range(rounds):
                 leaving = []
-                for path, text in (("/?model=tweets-hcan", "w\n" * 200_000), ("/?model=tweets-han", HOSTILE)):
+                for path, text in (("/?model=tweets-hcan", "w\n" * 200_000), ("/?model=tweets-han", HOSTILE),
+                                   ("/?model=tweets-han", PATHOLOGICAL)):
                     page = browser.new_context().new_page()
                     page.goto(url + path)
                     page.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
@@ -172,6 +234,19 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
                 except Exception:  # noqa: BLE001
                     refused = False
                 leaving.append(huge)
+                over = browser.new_context().new_page()  # the model whose explanation would hold 1.95 GB
+                over.goto(f"{url}/?model=flat-16")
+                figures.setdefault("refused_the_over_budget_model", []).append(
+                    _shown(over, "HIERATTN_MAX_EXPLANATION_CELLS"))
+                leaving.append(over)
+                wide = browser.new_context().new_page()
+                wide.goto(f"{url}/train")
+                _upload(wide, "wide.csv", _wide_table())
+                figures.setdefault("refused_the_wide_table", []).append(_shown(wide, "HIERATTN_MAX_HEADER_KB"))
+                leaving.append(wide)
+                replacing = browser.new_context().new_page()
+                figures.setdefault("refused_the_replacement", []).append(_replace_attempt(replacing, url))
+                leaving.append(replacing)
                 time.sleep(2)  # mid-computation
                 for page in leaving:  # they leave, some of them mid-computation
                     page.context.close()
@@ -191,6 +266,8 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
         figures["rss_end_mb"] = rss_mb(server.pid)
         figures["rss_growth_mb"] = figures["rss_end_mb"] - figures["rss_start_mb"]
         figures["answered"] = all(figures.get("answers", [])) and bool(figures.get("answers"))
+        for attack in ("refused_the_over_budget_model", "refused_the_wide_table", "refused_the_replacement"):
+            figures[attack] = all(figures.get(attack, [False]))
     finally:
         if training is not None and training.poll() is None:
             training.kill()
