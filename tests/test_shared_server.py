@@ -263,3 +263,72 @@ def test_the_command_line_reads_files_regular_and_bounded(checkpoint_dir, tmp_pa
     os.mkfifo(fifo)
     filled = [a.format(ckpt=checkpoint_dir / "tiny-han", target=target.format(fifo=fifo)) for a in argv]
     cli_fails(filled, capsys, message)
+
+
+# ---- explanations kept by memory -----------------------------------------------------------------
+def test_explanations_are_kept_within_their_memory_budget(checkpoint_dir, monkeypatch):
+    """Explanations were kept up to 64, whatever their size (one was 1.95 GB): now by their size
+    in memory, the least recently used let go first, one larger than the whole budget not kept."""
+    from hierattn.analysis.explain import explain
+    from hierattn.app.loading import _Explanations
+
+    classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
+    texts = [f"The team won match {i}. The fans sang. " * (1 + i % 3) for i in range(12)]
+    made = [explain(classifier, t) for t in texts]
+    sizes = [e.nbytes for e in made]
+    assert min(sizes) > 1000 and all(e.nbytes >= sum(a.weights.numel() * 4 for a in e.attentions.values())
+                                     for e in made)
+    budget_mb = 3.5 * max(sizes) / 2**20
+    monkeypatch.setenv("HIERATTN_EXPLANATION_MEMORY_MB", str(budget_mb))
+    kept = _Explanations()
+    for i, e in enumerate(made):
+        kept.keep(("tiny-hcan", 0.0, texts[i]), e)
+        assert kept.held_bytes <= budget_mb * 2**20
+    assert kept.find(("tiny-hcan", 0.0, texts[-1])) is made[-1] and kept.find(("tiny-hcan", 0.0, texts[0])) is None
+    monkeypatch.setenv("HIERATTN_EXPLANATION_MEMORY_MB", str(min(sizes) / 2 / 2**20))
+    alone = _Explanations()
+    alone.keep(("tiny-hcan", 0.0, texts[0]), made[0])
+    assert alone.held_bytes == 0
+
+
+# ---- low ---------------------------------------------------------------------------------------
+def test_low_findings(checkpoint_dir, tmp_path, capsys, tiny_vocab):
+    import torch
+
+    from hierattn.checkpoint import CheckpointError, save_checkpoint
+    from hierattn.data.text import TextConfig
+    from hierattn.models import build_model
+    from tests.conftest import LABELS
+    from tests.test_hostile_input import cli_fails
+
+    for flag, message in ((["--batch-size", "0"], "batch_size must be a whole number of at least 1, not 0"),
+                          (["--lr", "nan"], "lr must be a number of at least 0, not nan"),
+                          (["--set", "embed_dim=-1"], "embed_dim must be a whole number of at least 1, not -1")):
+        cli_fails(["train", "--model", "han", "--dataset", "tweets", *flag], capsys, message)
+    model = build_model("han", {"vocab_size": len(tiny_vocab), "num_classes": 4, "embed_dim": 8, "hidden": 4})
+    with torch.no_grad():
+        model.embedding.weight[3, 0] = float("nan")
+    save_checkpoint(tmp_path / "nan", model, "han", tiny_vocab, LABELS, TextConfig(4, 8), {})
+    with pytest.raises(CheckpointError, match="holds NaN or infinite values"):
+        load_classifier(tmp_path / "nan", device="cpu")
+
+
+def test_a_sample_id_from_the_address_bar_is_a_built_in_one(app_env):
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=60)
+    at.query_params["sample"] = "bbc-news:" + "9" * 5000
+    at.run()
+    assert not at.exception and "there is no sample" in str([e.value for e in [*at.warning, *at.error]])
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=60)
+    at.query_params["sample"] = "not-a-data-set:0"
+    at.run()
+    assert not at.exception
+
+
+def test_a_session_holds_its_latest_pastes_and_the_rest_stay_on_disk(app_env):
+    from hierattn.app.url_state import PASTED, PASTES_PER_SESSION
+
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=60).run()
+    for i in range(PASTES_PER_SESSION + 4):
+        at.text_area(key="document").input(f"The team won match number {i} on Sunday.").run()
+    assert len(at.session_state[PASTED]) == PASTES_PER_SESSION
+    assert not at.exception
