@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from hierattn.analysis.explain import Explanation
 
 RGB = (31, 119, 180)
+# Text kept as typed (spaces, line breaks), and broken anywhere when a run has no space to break
+# at (a pasted URL or 40,000 "!"), so it never runs out of its column.
+_WRAPS = "white-space:pre-wrap;overflow-wrap:anywhere"
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^@])")
 
@@ -86,19 +89,20 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
             parts.append(_unread(cut))
         if sentence_weights:
             sw = sentence_weights[s]
-            bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;display:flex;align-items:center;'
-                   f'gap:4px;font-size:0.75em;color:#555"><div style="background:#ff7f0e;height:10px;'
-                   f'width:{50 * sw / (top_sentence or 1):.0f}px;border-radius:2px"></div>{sw:.2f}</div>')
+            bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;align-self:flex-start;'
+                   'height:1.7em;display:flex;align-items:center;gap:4px;font-size:0.75em;color:#555">'
+                   f'<div style="background:#ff7f0e;height:10px;width:{50 * sw / (top_sentence or 1):.0f}px;'
+                   f'border-radius:2px"></div>{sw:.2f}</div>')
         else:  # no sentence weights (a flat model): the text uses the full width
             bar = ""
         gone = ";text-decoration:line-through;opacity:0.45" if s in struck else ""
         rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
-                    f'<div style="flex:1;white-space:pre-wrap{gone}">{"".join(parts)}</div></div>')
+                    f'<div style="flex:1;{_WRAPS};min-width:0{gone}">{"".join(parts)}</div></div>')
         if cut and last:  # the sentences beyond the caps, after the last one read
             label = ('<div style="flex:0 0 90px;font-size:0.75em;color:#999">not read</div>' if sentence_weights
                      else "")
             rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{label}'
-                        f'<div style="flex:1;white-space:pre-wrap">{_unread(cut.lstrip())}</div></div>')
+                        f'<div style="flex:1;{_WRAPS};min-width:0">{_unread(cut.lstrip())}</div></div>')
     return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
 
 
@@ -201,7 +205,7 @@ def difference_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tupl
                 parts.append(_shaded(word, alpha, rgb, f"A − B = {d:+.4f}"))
             cursor = w_end
         parts.append(html.escape(text[cursor:end]))
-        rows.append(f'<div style="margin:2px 0;line-height:1.7;white-space:pre-wrap">{"".join(parts)}</div>')
+        rows.append(f'<div style="margin:2px 0;line-height:1.7;{_WRAPS}">{"".join(parts)}</div>')
     return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
 
 
