@@ -373,14 +373,20 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
         soak = results["soak"]
         idle = soak["seconds_to_idle"]
         out.append(("soak: server back to idle after visitors leave mid-computation (worst of "
-                    f"{soak['rounds']} rounds)", "<= 5 s", "never (over 120 s)" if idle is None else f"{idle:.1f} s",
-                    idle is not None and idle <= 5))
+                    f"{soak['rounds']} rounds)", "<= 2 s", "never (over 120 s)" if idle is None else f"{idle:.1f} s",
+                    idle is not None and idle <= 2))
         out.append(("soak: server resident memory after it, growth from its start", "<= 500 MB",
                     f"{soak['rss_end_mb']:.0f} MB (+{soak['rss_growth_mb']:.0f} MB)", soak["rss_growth_mb"] <= 500))
         out.append(("soak: every session that stayed answered, checkpoints intact, over-limit checkpoint refused",
                     "all", "yes" if soak["answered"] and soak["checkpoints_intact"] and
                     soak["refused_the_huge_checkpoint"] else "no",
                     soak["answered"] and soak["checkpoints_intact"] and soak["refused_the_huge_checkpoint"]))
+        attacks = ("pathological_answered", "refused_the_over_budget_model", "refused_the_wide_table",
+                   "refused_the_replacement")
+        out.append(("soak: issue 31's attacks (a 60,000-character run of '!' and emoji answered; an over-budget "
+                    "model, a 300,000-column table and a replace attempt refused)", "all",
+                    f"{'yes' if all(soak.get(a) for a in attacks) else 'no'} (the paste answered in "
+                    f"{soak.get('pathological_seconds', float('nan')):.1f} s)", all(soak.get(a) for a in attacks)))
     if "explore_rerun_seconds" in results:
         t = results["explore_rerun_seconds"]
         out.append(("Explore page rerun, ~1,000 tokens, median", "<= 300 ms", f"{1000 * t:.0f} ms", t <= 0.3))
