@@ -31,11 +31,11 @@ st.header("3. Training")
 text_config, train_config = training.training_section(dataset, model_type)
 
 st.header("4. Run")
-r1, r2 = st.columns([2, 1])
-run_name = r1.text_input("Run name", value=train_form.suggest_run_name(dataset.name, model_type),
+run_name = st.text_input("Run name", value=train_form.suggest_run_name(dataset.name, model_type),
                          key=f"run_name_{dataset.name}_{model_type}",  # the suggestion follows the choices
                          max_chars=64, help="Letters, digits, '-' and '_'. The checkpoint is saved under this name.")
-replace_existing = r2.checkbox("Replace my checkpoint of this name" if not single_user() else
+r1, r2 = st.columns(2)
+replace_existing = r1.checkbox("Replace my checkpoint of this name" if not single_user() else
                                "Replace a checkpoint of this name", key="replace",
                                help="Only a checkpoint that a run of yours trained in this session; the shipped "
                                     "ones and other visitors' are never replaced from this page." if not single_user()
