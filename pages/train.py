@@ -7,7 +7,6 @@ from hierattn.app import tasks, train_form
 from hierattn.app.panels import training
 from hierattn.app.routing import run_through_app
 from hierattn.checkpoint import checkpoint_root
-from hierattn.limits import RUN_AWAY_SECONDS
 from hierattn.training.jobs import MAX_RUNNING, JobError, make_job, single_user
 
 run_through_app()
@@ -41,8 +40,7 @@ replace_existing = r1.checkbox("Replace my checkpoint of this name" if not singl
                                     "ones and other visitors' are never replaced from this page." if not single_user()
                                else "Any checkpoint: this server is set up for one person (HIERATTN_SINGLE_USER=1).")
 keep_going = r2.checkbox("Keep training after I leave", key="keep_going",
-                         help=f"Otherwise the run stops {RUN_AWAY_SECONDS.value / 60:g} min after you close the tab "
-                              "(the best epoch so far is saved).")
+                         help=train_form.keep_going_help())
 st.caption(f"Device: {train_form.device_label()} · {len(jobs.running())} of at most {MAX_RUNNING} runs training now")
 if st.button("Start training", type="primary", key="start"):
     try:

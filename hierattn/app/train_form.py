@@ -106,3 +106,10 @@ def device_label() -> str:
 
     device = best_device()
     return f"{'CUDA' if device.type == 'cuda' else 'CPU'} ({hardware()})"
+
+
+def keep_going_help() -> str:
+    from hierattn.limits import RUN_AWAY_SECONDS
+
+    return (f"Otherwise the run stops {RUN_AWAY_SECONDS.value / 60:g} min after you close the tab (the best epoch so "
+            "far is saved).")
