@@ -35,8 +35,12 @@ def document_input(dataset: str | None, sample_key: str, document_key: str, heig
         st.session_state[document_key] = docs[0][2]
         st.session_state[sample_key] = options[1]
     st.selectbox("Sample document (test split)", options, key=sample_key, on_change=use_sample)
-    return st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder,
+    text = st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder,
                         max_chars=CHARACTERS.value)  # what the model would read at most; the box takes no more
+    if len(text or "") >= CHARACTERS.value:  # a longer paste was cut by the box itself: say so
+        st.warning(f"The box holds at most {CHARACTERS.value:,} characters ({CHARACTERS.variable} on the server): "
+                   "a longer paste was cut there, and the model reads its first sentences up to its caps.")
+    return text
 
 
 def opening(text: str, limit: int = 60) -> str:
