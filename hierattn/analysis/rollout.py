@@ -37,9 +37,17 @@ def _head_mean(a: AttentionMap) -> AttentionMap:
 
 
 def stacked_layers(ex: Explanation) -> list[str]:
-    """Names of word self-attention maps that stack over the same positions (SANet's blocks)."""
-    return sorted(n for n in ex.self_attention_names if ".block" in n and ex.attentions[n].axes == ("batch", "query",
-                                                                                                     "key"))
+    """Names of word self-attention maps that stack over the same positions (SANet's blocks), in
+    the order the model applies them: by block number, so block10 comes after block2 (sorted as
+    text, it came before)."""
+    names = [n for n in ex.self_attention_names if ".block" in n and ex.attentions[n].axes == ("batch", "query",
+                                                                                                 "key")]
+    return sorted(names, key=_block_number)
+
+
+def _block_number(name: str) -> tuple[str, int]:
+    head, _, number = name.rpartition(".block")
+    return head, int(number) if number.isdigit() else -1
 
 
 def rollout(maps: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:

@@ -61,8 +61,11 @@ class HCANConfig:
     word_positions: int = 128  # positional table rows; training sets them from the text caps
     sentence_positions: int = 128
     clamp_positions: bool = False  # True: positions past the table reuse its last row (checkpoints before the fix)
+    # How the target vector T starts ("scaled": N(0, 1/d), "normal": N(0, 1); layers.ConvMultiHeadTargetAttention).
+    # The weights of a checkpoint replace it, so this records how the model was trained, nothing more.
+    target_start: str = "scaled"
     # What a config.json written before a key existed means by its absence.
-    LEGACY: ClassVar[dict] = {"clamp_positions": True}
+    LEGACY: ClassVar[dict] = {"clamp_positions": True, "target_start": "scaled"}
 
     @staticmethod
     def sized_for_text(config: dict, max_sentences: int, max_words: int) -> dict:
@@ -102,7 +105,8 @@ class HCANLevel(nn.Module):
         self.branch_b = ConvMultiHeadSelfAttention(c.d, c.heads, c.kernel, torch.tanh, c.dropout,
                                                    f"{level}.self.b") if c.parallel else None
         self.norm = nn.LayerNorm(c.d)
-        self.target = (ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout, f"{level}.target")
+        self.target = (ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout, f"{level}.target",
+                                                    c.target_start)
                        if c.pooling == "target" else None)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):

@@ -251,3 +251,16 @@ def test_each_row_gets_a_verdict_from_its_value_and_baseline(row, expected):
     from hierattn.analysis.verdicts import verdict
 
     assert verdict(row) == expected
+
+
+def test_stacked_layers_come_in_the_order_the_model_applies_them():
+    """Issue 32 (9): the block names were sorted as text, so a 12-block model rolled out block10
+    and block11 before block2."""
+    from types import SimpleNamespace
+
+    from hierattn.analysis.rollout import stacked_layers
+
+    names = [f"word.self.block{i}" for i in (1, 10, 11, 12, 2, 3, 4, 5, 6, 7, 8, 9)]
+    stacked = SimpleNamespace(axes=("batch", "query", "key"))
+    ex = SimpleNamespace(self_attention_names=names, attentions=dict.fromkeys(names, stacked))
+    assert stacked_layers(ex) == [f"word.self.block{i}" for i in range(1, 13)]
