@@ -17,13 +17,13 @@ from hierattn.experiments.figures import FIGURES, curves, curves_table, figures,
 from hierattn.experiments.results import RESULTS, SeedResult, read_test_labels, read_timing, recorded
 from hierattn.experiments.spec import EXPERIMENTS, Experiment, load_experiments, load_orderings
 from hierattn.experiments.tables import duration, markdown, mean, mean_sd
-from hierattn.experiments.verdict import paired_bootstrap
+from hierattn.experiments.verdict import seeds_and_documents
 from hierattn.models import REGISTRY
 
 README = EXPERIMENTS.parent / "docs" / "RESULTS.md"  # the file whose generated sections report writes
 BEGIN = re.compile(r"<!-- report:(?!end -->)(?P<key>[\w:-]+) -->\n")
 END = "<!-- report:end -->"
-DIFFERENCE = "difference, paired bootstrap 95% interval"
+DIFFERENCE = "difference, 95% interval (seeds and documents)"
 
 
 
@@ -155,7 +155,7 @@ def ordering_rows(dataset: str, experiments: dict[str, Experiment], root: Path =
                "worse (paper) %": worse.label, DIFFERENCE: "—", "verdict": "not recorded yet", "recipes": recipes}
         if found_better and found_worse and labels is not None:
             right_better, right_worse = _correct(found_better, labels), _correct(found_worse, labels)
-            c = paired_bootstrap(right_better, right_worse)
+            c = seeds_and_documents(right_better, right_worse)
             fewest = min(c.better_seeds, c.worse_seeds)
             seeds = "" if fewest >= 3 else f" ({c.better_seeds} vs {c.worse_seeds} seeds" + (
                 ", seed noise not measured)" if fewest < 2 else ")")
