@@ -332,17 +332,20 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
     trained from different seeds (the experiments registry's seeds of a row), for seed variance:
     the JSD between the first one's attention and each other's on the same documents. Leave-one-out
     reads at most ``max_loo_words`` words of a document (a random sample), the permutation test
-    ``permutations`` shuffles; the adversarial search (slow) runs on the first
-    ``adversarial_documents`` documents (default: all, when ``adversarial``)."""
+    ``permutations`` shuffles; the adversarial search (slow) runs on ``adversarial_documents``
+    documents spread evenly through ``texts`` (default: all, when ``adversarial``): ``texts`` may be
+    sorted by class, and its first documents were once all of one class (issue 32)."""
     per_test: dict[tuple, list[tuple[float | None, float | None]]] = {}
     correct: dict[str, list[tuple[bool, bool]]] = {}
     seeds: dict[str, list[tuple[float, float]]] = {}
     not_applicable: list[str] = []
     used = 0
+    searched_at = set(range(len(texts)) if adversarial_documents is None
+                      else evenly_spaced(range(len(texts)), adversarial_documents))
     for i, ex in explained(classifier, texts):
         text = texts[i]
         if ex is not None:
-            searched = adversarial and (adversarial_documents is None or i < adversarial_documents)
+            searched = adversarial and i in searched_at
             b = document_battery(classifier, ex, permutations=permutations, adversarial=searched,
                                  max_loo_words=max_loo_words, seed=i)
             used += 1

@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--split", default="test", choices=["train", "validation", "test"])
     s.add_argument("--level", default="word", choices=["word", "sentence", "all"],
                    help="the matrices measured: words attending to words (default), sentences, or all")
-    s.add_argument("--documents", type=int, help="the first N documents of the split (default: all)")
+    s.add_argument("--documents", type=int, help="N documents spread evenly through the split, which is sorted by "
+                   "class, so every class has its share (default: all)")
     s.add_argument("--versus", metavar="DIR2", help="a second checkpoint: adds the topic-versus-sentiment verdict "
                                                      "(the task of each side is its data set's: bbc-news topic, "
                                                      "tweets sentiment; else --checkpoint is the topic side)")

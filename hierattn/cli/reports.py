@@ -94,7 +94,8 @@ TASKS = {"bbc-news": "topic", "tweets": "sentiment"}
 
 
 def _split_statistics(checkpoint: str, dataset: str | None, split: str, documents: int | None, device):
-    """(classifier, data set name, statistics rows) for the first ``documents`` of a split."""
+    """(classifier, data set name, statistics rows) for ``documents`` spread through a split."""
+    from hierattn.analysis.battery import evenly_spaced
     from hierattn.analysis.stats import split_statistics
     from hierattn.checkpoint import load_classifier
     from hierattn.data.builtin import load_builtin
@@ -105,7 +106,8 @@ def _split_statistics(checkpoint: str, dataset: str | None, split: str, document
     if name is None:
         raise ValueError(f"{classifier.name} records no data set: give --dataset")
     ds = load_builtin(name)
-    indices = stratified_split(ds.labels)[split][:documents]
+    indices = stratified_split(ds.labels)[split]  # sorted by class: a sample of it spreads through it
+    indices = evenly_spaced(indices, documents) if documents else indices
     texts, labels = [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices]
     return classifier, name, split_statistics(classifier, texts, labels)
 

@@ -264,3 +264,36 @@ def test_stacked_layers_come_in_the_order_the_model_applies_them():
     stacked = SimpleNamespace(axes=("batch", "query", "key"))
     ex = SimpleNamespace(self_attention_names=names, attentions=dict.fromkeys(names, stacked))
     assert stacked_layers(ex) == [f"word.self.block{i}" for i in range(1, 13)]
+
+
+def test_every_sample_of_a_class_sorted_split_spans_the_classes(checkpoint_dir, monkeypatch):
+    """Issue 32 (3): the adversarial search ran on the first N of a class-sorted sample (the
+    README's 100 tweets were 100 negative ones), and `stats --documents N` took the first N of the
+    class-sorted split. Each class now gets its share (within one document), and the search runs
+    on documents of every class."""
+    from hierattn.analysis import battery as battery_module
+    from hierattn.analysis.battery import evenly_spaced, split_battery
+    from hierattn.data.split import stratified_split
+
+    labels = [0] * 500 + [1] * 300 + [2] * 200  # sorted by class, as a split is
+    test = stratified_split(labels)["test"]
+    assert [labels[i] for i in test] == sorted(labels[i] for i in test)  # the split is sorted by class
+    for count in (10, 30, 99):
+        picked = [labels[i] for i in evenly_spaced(test, count)]
+        for label, share in ((0, 0.5), (1, 0.3), (2, 0.2)):
+            assert abs(picked.count(label) - share * count) <= 1, (count, label, picked)
+    classifier = load_classifier(checkpoint_dir / "tiny-han", device="cpu")
+    texts = [f"{word} match {i}. The fans sang." for word, n in (("won", 12), ("lost", 12), ("drew", 6))
+             for i in range(n)]
+    searched = []
+    real = battery_module.document_battery
+
+    def spy(classifier, ex, **kw):
+        if kw.get("adversarial"):
+            searched.append(ex.document.text.split()[0])
+        kw["adversarial"] = False  # the search itself is not what this test measures
+        return real(classifier, ex, **kw)
+
+    monkeypatch.setattr(battery_module, "document_battery", spy)
+    split_battery(classifier, texts, adversarial=True, adversarial_documents=10, permutations=2)
+    assert len(searched) == 10 and set(searched) == {"won", "lost", "drew"}, searched

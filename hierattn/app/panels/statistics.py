@@ -10,6 +10,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import stats
+from hierattn.analysis.battery import evenly_spaced
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.loading import checkpoint_key, load, loadable
 from hierattn.app.samples import split_part
@@ -20,14 +21,16 @@ from hierattn.data.formats import csv_bytes
 
 def split_statistics(checkpoints: dict[str, Path], name: str, dataset: str, split: str, count: int,
                      corpus: dict | None, own: str | None = None):
-    """(rows, seconds) for a checkpoint on the first ``count`` documents of a split, computed once
+    """(rows, seconds) for a checkpoint on ``count`` documents spread through a split, computed once
     for the whole app in the background; None while it runs (a progress bar shows instead)."""
     classifier = load(checkpoints[name])
     texts, true, _ = split_part(dataset, split, corpus, own)
 
     def compute(progress):
         start = time.perf_counter()
-        rows = stats.split_statistics(classifier, texts[:count], true[:count], progress=progress)
+        # documents spread through the split, which is sorted by class: its first ones are one class
+        rows = stats.split_statistics(classifier, evenly_spaced(texts, count), evenly_spaced(true, count),
+                                      progress=progress)
         return rows, time.perf_counter() - start
 
     return computed(statistics_key(checkpoints[name], dataset, split, count), compute,
