@@ -10,7 +10,9 @@ Readings (each tested in tests/analysis/test_attention_tests.py):
   it is |p_1 - q_1|, their binary |delta y|).
 - **Kendall tau** is tau-b (ties counted as Kendall's tau-b counts them), between the attention
   and (a) gradient importance: |d y / d x_t| for the one-hot input x_t of word t, which is
-  |gradient . embedding| of the predicted class's logit (``faithfulness.gradient_times_input``),
+  |gradient . embedding| of the predicted class's probability with every attention weight held
+  constant (detached), as Jain & Wallace compute it (``faithfulness.gradient_times_input`` with
+  ``jain_wallace=True``; until issue 32 the gradient flowed through the attention and was of the logit),
   and (b) leave-one-out: TVD between the output with and without unit t.
 - **Permutation**: each real position's weight goes to another real position of the same
   distribution (a random permutation per distribution: every sentence's word attention, every head,

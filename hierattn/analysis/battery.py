@@ -176,7 +176,7 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
     tick(1)
 
     # Kendall tau with gradient importance and leave-one-out, per level
-    gradient = gradient_times_input(classifier, document, label)
+    gradient = gradient_times_input(classifier, document, label, jain_wallace=True)  # their tau's gradient
     rng = random.Random(seed)
     word_attention = ranked.get(TWO_STAGE, ranked.get(WORD_ATTENTION))
     if word_attention is not None:

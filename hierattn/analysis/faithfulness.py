@@ -20,6 +20,7 @@ each attribution ranking over the document's words.
 from __future__ import annotations
 
 import random
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import torch
@@ -30,7 +31,7 @@ from hierattn.analysis.explain import Explanation
 from hierattn.checkpoint import Classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
-from hierattn.models.intervention import ObservedEmbedding, embedding_lookups
+from hierattn.models.intervention import ObservedEmbedding, attention_override, embedding_lookups
 
 METHODS = ("attention", "gradient × input", "leave-one-out", "random")
 MAX_K = 20
@@ -101,19 +102,28 @@ def probabilities(classifier: Classifier, documents: list[Document], label: int)
     return output_distributions(classifier, documents)[:, label].tolist()
 
 
-def gradient_times_input(classifier: Classifier, document: Document, label: int) -> list[float] | None:
+def gradient_times_input(classifier: Classifier, document: Document, label: int,
+                         jain_wallace: bool = False) -> list[float] | None:
     """|gradient . embedding| per word (reading order), or None for a model without an embedding
-    table looked up once per word in reading order (TF-IDF)."""
+    table looked up once per word in reading order (TF-IDF). As an attribution beside attention
+    (the ERASER curves), the gradient is of the label's logit and flows through everything,
+    attention included. With ``jain_wallace``, as Jain & Wallace (2019, section 4.1) compute the
+    gradient importance they rank attention against: the attention weights are held constant
+    (detached at every attention site, so the gradient does not flow through the very weights it is
+    compared with) and the label's probability (the softmax output) is differentiated."""
     embedding = getattr(classifier.model, "embedding", None)
     if not isinstance(embedding, ObservedEmbedding):  # the loader makes every plain nn.Embedding one
         return None
     batch = encode_documents([document], classifier.vocab).to(classifier.device)
-    with embedding_lookups() as lookups, torch.enable_grad():
+    held = attention_override(lambda site, weights, mask: weights.detach(), in_order=False) if jain_wallace \
+        else nullcontext()
+    with embedding_lookups() as lookups, torch.enable_grad(), held:
         logits = classifier.model(batch, return_attentions=False).logits
         ids, vectors = lookups[0]
+        target = torch.softmax(logits[0].float(), -1)[label] if jain_wallace else logits[0, label]
         # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
         # cached model shared by other sessions is left exactly as it was
-        (grad,) = torch.autograd.grad(logits[0, label], vectors)
+        (grad,) = torch.autograd.grad(target, vectors)
     scores = (grad * vectors).sum(-1).abs()[ids != 0]  # real words, row-major = reading order
     n = sum(len(s.tokens) for s in document.sentences)
     return scores.detach().cpu().tolist() if len(scores) == n else None

@@ -129,3 +129,40 @@ def test_split_erasure_averages_documents_on_shares_of_their_words(checkpoint_di
     for method in ("attention", "leave-one-out"):
         mean = [(a + b) / 2 for a, b in zip(one.drops[method], two.drops[method])]
         assert result.drops[method] == pytest.approx(mean, abs=1e-9)
+
+
+@pytest.mark.parametrize("name", ["tiny-han", "tiny-hcan", "tiny-sanet"])
+def test_jain_and_wallaces_gradient_holds_the_attention_and_differentiates_the_probability(checkpoint_dir, name):
+    """Issue 32 (6): their gradient importance treats the attention as constants and
+    differentiates the softmax output. Reference: capture every site's weights in one pass, then
+    replay them as constants in a second pass (another mechanism, the same mathematics), and take
+    the gradient of the label's probability by hand. It differs from the attribution beside
+    attention (through the attention, of the logit)."""
+    from hierattn.analysis.faithfulness import gradient_times_input
+    from hierattn.data.batches import encode_documents
+    from hierattn.data.text import tokenize
+    from hierattn.models.intervention import attention_override, embedding_lookups
+
+    classifier = load_classifier(checkpoint_dir / name, device="cpu")
+    document = tokenize("The team won the cup. The fans sang all night long.", classifier.text_config)
+    label = 1
+    ours = gradient_times_input(classifier, document, label, jain_wallace=True)
+    captured: dict[str, list] = {}
+
+    def capture(site, weights, mask):
+        captured.setdefault(site, []).append(weights.detach().clone())
+        return weights
+
+    batch = encode_documents([document], classifier.vocab)
+    with torch.no_grad(), attention_override(capture, in_order=False):
+        classifier.model(batch, return_attentions=False)
+    replayed = {site: iter(values) for site, values in captured.items()}
+    with embedding_lookups() as lookups, torch.enable_grad(), attention_override(
+            lambda site, weights, mask: next(replayed[site]), in_order=False):
+        logits = classifier.model(batch, return_attentions=False).logits
+        ids, vectors = lookups[0]
+        (grad,) = torch.autograd.grad(torch.softmax(logits[0], -1)[label], vectors)
+    reference = (grad * vectors).sum(-1).abs()[ids != 0].tolist()
+    assert captured and ours == pytest.approx(reference, rel=1e-5, abs=1e-9)
+    through = gradient_times_input(classifier, document, label)
+    assert through != pytest.approx(ours, rel=1e-3)
