@@ -32,7 +32,7 @@ with st.sidebar:
         st.caption(f"Test accuracy {classifier.metrics['test_accuracy']:.1%} · classes: "
                    f"{viz.md_text(', '.join(classifier.labels))}")
     st.caption(f"Reads up to {classifier.text_config.max_sentences} sentences × "
-               f"{classifier.text_config.max_words} words.")
+               f"{classifier.text_config.max_words} words." + loading.untested_length(classifier))
 
 text = widgets.document_input(classifier.dataset, "sample", "document", 180, "Paste a news article, a review or a "
                                                                              "tweet…",

@@ -15,6 +15,10 @@ Readings, where the paper leaves room:
 
 Every figure comes with its baseline: the value an even spread gives a matrix of the same size
 (``metrics.even_spread``, one per matrix, so means are length-matched), and the excess over it.
+An even spread's Gini is 0 at every size, so Gini's "excess" is the Gini itself: it says the map
+is not even, not that it is sharper than a map of no meaning would be (a random Dirichlet(1) map
+over 100 keys already has Gini about 0.5, and Gini grows with the number of cells); compare Gini
+across models or data sets only at matched lengths (``versus`` does), or against a random map.
 Verdicts (``summary``, ``versus``) are decided on the excess, never on raw means: an even spread
 over a 15-word tweet already has 41% of its weight within 3 positions of the diagonal, over a
 1,000-word article under 1%, so raw means of data sets of different lengths differ whatever the

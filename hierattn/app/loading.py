@@ -180,3 +180,16 @@ def checkpoint_options(checkpoints: dict[str, Path]) -> dict[str, str]:
 def checkpoint_key(path: Path) -> tuple[str, float]:
     """What a result computed from a checkpoint depends on: its path and its files' time stamp."""
     return str(path), _stamp(path)
+
+
+def untested_length(classifier: Classifier) -> str:
+    """A sentence, when the model reads texts far longer (over 4 times) than its paper ever tested
+    it on (MahNN, the flat recurrent models); else ''."""
+    from hierattn.limits import words_read
+
+    tested = classifier.spec.tested_words if classifier.spec else None
+    text = classifier.text_config
+    reads = words_read(text.max_sentences, text.max_words, text.max_tokens)
+    if not tested or reads <= 4 * tested[0]:
+        return ""
+    return f" {tested[1]}: it was never tested on texts as long as the {reads:,} words this one reads."

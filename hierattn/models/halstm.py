@@ -107,4 +107,5 @@ SPEC = ModelSpec(
              (4, 8, 12)),
     ),
     maps="at each time step, the cell's attention among its window of the last N hidden states (ON-LSTM: its "
-         "master forget gate over the ordered hidden units, a gate rather than attention)")
+         "master forget gate over the ordered hidden units, a gate rather than attention)",
+    tested_words=(120, "HA-LSTM's paper read at most 120 words of a text (q in its Tables 2-5)"))

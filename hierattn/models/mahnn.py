@@ -170,4 +170,5 @@ SPEC = ModelSpec(
         Knob("semantic", "Semantical attention", "Off: MahNN-rv.", "bool"),
     ),
     maps="per channel, syntactical attention over the words, and semantical attention over each word's "
-         "hidden dimensions")
+         "hidden dimensions",
+    tested_words=(23, "MahNN's paper tested it on data sets whose texts average 3 to 23 words"))

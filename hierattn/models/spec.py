@@ -43,6 +43,8 @@ class ModelSpec:
     models with equal places are listed by name.
     ``plugin``: None for a model of this package; for a plug-in's, where it came from (set by
     ``hierattn.models.plugins`` when it loads the plug-in, and recorded in its checkpoints).
+    ``tested_words``: (words, sentence) when its paper tested it only on texts of about that many
+    words or fewer, a sentence saying so; the app says it when a model reads far longer texts.
     """
 
     name: str
@@ -55,6 +57,7 @@ class ModelSpec:
     maps: str = ""
     listed: int = 100
     plugin: dict | None = field(default=None, compare=False)
+    tested_words: tuple[int, str] | None = None
 
     @property
     def fitted(self) -> bool:

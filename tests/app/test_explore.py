@@ -406,3 +406,24 @@ def test_the_first_screen_welcomes_and_points_to_the_tour(app_env):
     assert any("Tour" in link.proto.label for link in links) or "Tour" in words
     at.button(key="welcome_hide").click().run()
     assert "Welcome to hierattn" not in texts(at) and not at.exception
+
+
+def test_a_model_read_far_beyond_the_lengths_its_paper_tested_says_so(checkpoint_dir, tmp_path, monkeypatch):
+    """Issue 32 (9): MahNN's data sets average 3-23 words a text; trained to read articles of up to
+    1,000 words, the app says the paper never tested it there. At tweet caps it says nothing."""
+    import shutil
+
+    from hierattn.app.loading import untested_length
+    from hierattn.checkpoint import load_classifier
+    from tests.conftest import edit_config
+
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir / "tiny-mahnn", root / "long-mahnn")
+    edit_config(root / "long-mahnn", lambda c: c["text"].update(max_sentences=25, max_words=40))
+    assert untested_length(load_classifier(checkpoint_dir / "tiny-mahnn", device="cpu")) == ""  # 72 words read
+    assert untested_length(load_classifier(checkpoint_dir / "tiny-han", device="cpu")) == ""  # no such bound
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    at = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=60).run()
+    assert not at.exception
+    notes = " ".join(c.value for c in at.sidebar.caption)
+    assert "average 3 to 23 words: it was never tested on texts as long as the 1,000 words this one reads" in notes

@@ -57,8 +57,9 @@ def table(rows: pd.DataFrame, seconds: float, name: str, dataset: str, split: st
         compact = stats.table2_by_group(table2)
         st.dataframe(compact.style.format("{:.2f}", subset=["Gini"])
                      .format("{:+.2f}", subset=[c for c in compact.columns if c.endswith("excess")]), width="stretch")
-        st.caption("One row per group: the measured Gini (an even spread's is 0) and each diagonality's excess over "
-                   "an even spread, in points. The measured and even-spread values are in the table's download.")
+        st.caption("One row per group: the measured Gini (an even spread's is 0, so its excess is the Gini itself) "
+                   "and each diagonality's excess over an even spread, in points. The measured and even-spread "
+                   "values are in the table's download.")
     else:
         st.dataframe(metrics_part.style.format("{:+.2f}", subset=excess)
                      .format("{:.2f}", subset=[c for c in table2.columns if c not in excess]), width="stretch")
