@@ -27,9 +27,12 @@ def verdict(row: dict) -> str:
         return ("the weights' order does not matter" if value < SMALL_CHANGE else
                 "the weights' order matters" if value > LARGE_CHANGE else "a small effect")
     if test.startswith("uniform attention"):
+        # An intervention at inference, not Wiegreffe & Pinter's test (they train a model whose
+        # attention is frozen to uniform): it says whether this model relies on its weights as
+        # trained, not whether attention is needed for the task (issue 32).
         if "predicts" in test:
-            return "needed: an even spread flips it"
-        return ("not needed here" if value < SMALL_CHANGE else
+            return "an even spread at inference flips it"
+        return ("an even spread at inference barely moves it" if value < SMALL_CHANGE else
                 "output moves, prediction stays" if value > LARGE_CHANGE else "a small effect")
     if test == "adversarial attention":
         if base is None:

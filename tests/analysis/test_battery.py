@@ -242,8 +242,8 @@ def test_a_split_sample_is_spread_through_it_not_its_head():
     ({"test": "permutation", "value": 0.001, "baseline": None}, "the weights' order does not matter"),
     ({"test": "permutation", "value": 0.4, "baseline": None}, "the weights' order matters"),
     ({"test": "uniform attention (predicts sport)", "value": 0.6, "baseline": None},
-     "needed: an even spread flips it"),
-    ({"test": "uniform attention", "value": 0.002, "baseline": None}, "not needed here"),
+     "an even spread at inference flips it"),
+    ({"test": "uniform attention", "value": 0.002, "baseline": None}, "an even spread at inference barely moves it"),
     ({"test": "adversarial attention", "value": 0.5, "baseline": 0.1},
      "other attention, same output"),
 ])
