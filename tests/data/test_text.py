@@ -135,7 +135,7 @@ CHARACTER_RUNS = {
 def test_runs_of_every_character_class_are_read_in_linear_time():
     """Each run at 10,000 and 100,000 characters after "Breaking news ", by tokenize and by
     tokenize_many, in a process with a time bound (a runaway, not a speed goal). Linear growth: the
-    100k run costs at most 25 times the 10k one plus a second (quadratic was 100 times: 20,000 "!"
+    100k run costs at most 25 times the 10k one plus 3 s (quadratic was 100 times: 20,000 "!"
     took 25 s, so 100,000 would take over ten minutes). spaCy never sees a space-free run longer
     than MAX_RUN."""
     import subprocess
@@ -163,7 +163,7 @@ print(json.dumps({{"times": out, "longest": _nlp().tokenizer.longest_piece, "lim
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout.strip().splitlines()[-1])
     for name, (short, long) in record["times"].items():
-        assert long <= 25 * short + 1.0, f"{name}: 10k took {short:.3f} s, 100k {long:.3f} s"
+        assert long <= 25 * short + 3.0, f"{name}: 10k took {short:.3f} s, 100k {long:.3f} s"
     assert 0 < record["longest"] <= record["limit"]
 
 
