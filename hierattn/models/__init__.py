@@ -59,8 +59,25 @@ def build_model(model_type: str, config: dict) -> nn.Module:
     return build_from_spec(REGISTRY[model_type], config)
 
 
+# A key every model's config dict may carry: "uniform" trains and runs the model with every
+# attention site frozen to an even spread (Wiegreffe & Pinter's test; ``intervention.FrozenUniform``).
+ATTENTION = "attention_weights"
+ATTENTION_KINDS = ("learned", "uniform")
+
+
 def build_from_spec(spec: ModelSpec, config: dict) -> nn.Module:
     """The spec's model from a config dict (as config.json stores it), unknown keys refused."""
+    from hierattn.models.intervention import freeze_to_uniform
+
+    config = dict(config)
+    attention = config.pop(ATTENTION, "learned")
+    if attention not in ATTENTION_KINDS:
+        raise ValueError(f"{ATTENTION} must be one of {', '.join(ATTENTION_KINDS)}, not {attention!r}")
+    model = _build(spec, config)
+    return freeze_to_uniform(model) if attention == "uniform" else model
+
+
+def _build(spec: ModelSpec, config: dict) -> nn.Module:
     model_type, model_cls, config_cls = spec.name, spec.model, spec.config
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
     unknown = set(config) - set(fields)
@@ -97,7 +114,8 @@ def text_problem(model_type: str, config: dict, max_sentences: int, max_words: i
 
 
 def model_config_dict(model: nn.Module) -> dict:
-    return dataclasses.asdict(model.config)
+    out = dataclasses.asdict(model.config)
+    return {**out, ATTENTION: "uniform"} if getattr(model, "frozen_uniform", False) else out
 
 
 def is_attention_free(model: nn.Module) -> bool:
@@ -108,7 +126,8 @@ def is_attention_free(model: nn.Module) -> bool:
 def display_name(model_type: str, config: dict) -> str:
     """The name the papers use for a model type and config, e.g. "HA-LSTM-4", "MahNN-rv", "SANet big"."""
     spec = REGISTRY.get(model_type)
-    return spec.display_name(config) if spec else model_type
+    name = spec.display_name(config) if spec else model_type
+    return f"{name} (attention frozen uniform)" if config.get(ATTENTION) == "uniform" else name
 
 
 load_plugins()  # the installed entry points and HIERATTN_PLUGINS: what the person running hierattn named

@@ -97,3 +97,50 @@ def embedding_lookups():
         yield _EMBEDDED.get()
     finally:
         _EMBEDDED.reset(token)
+
+
+def even_weights(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """An even spread over each distribution's real keys: the override of a frozen-uniform model."""
+    real = mask.to(weights.dtype)
+    return real / real.sum(-1, keepdim=True).clamp_min(1.0)
+
+
+class FrozenUniform:
+    """Mixed into a model's class (``freeze_to_uniform``): every attention site of every forward
+    pass, in training and at inference, uses an even spread over its real keys instead of its
+    computed weights. Wiegreffe & Pinter (2019, section 3.1) train such a model to ask whether a
+    task needs attention at all: if it does as well as its trained twin, attention was not needed.
+    The parameters that computed the weights stay (and get no gradient through them), so the
+    checkpoint has the twin's layout."""
+
+    frozen_uniform = True
+
+    def forward(self, *args, **kwargs):
+        with attention_override(even_weights, in_order=False):
+            return super().forward(*args, **kwargs)
+
+
+def freeze_to_uniform(model: torch.nn.Module) -> torch.nn.Module:
+    """``model``, its class swapped for one with ``FrozenUniform`` mixed in (state dict unchanged).
+    ValueError for a model whose attention no override reaches (HA-LSTM's window attention inside
+    its cell, the attention-free baselines): freezing it would silently change nothing."""
+    from hierattn.contract import Batch
+
+    on_meta = any(p.is_meta for p in model.parameters())  # counted, not run (``footprint.parameter_count``)
+    reached = [] if not on_meta else ["meta"]
+
+    def count(site, weights, mask):
+        reached.append(site)
+        return weights
+
+    ids = torch.ones(1, 2, 3, dtype=torch.long)
+    was_training = model.training
+    if not on_meta:
+        with torch.no_grad(), attention_override(count, in_order=False):
+            model.eval()(Batch(ids, ids.bool(), ids.bool().any(-1), None))
+    model.train(was_training)
+    if not reached:
+        raise ValueError(f"{type(model).__name__} has no attention site that can be frozen to uniform")
+    cls = type(model)
+    model.__class__ = type(f"FrozenUniform{cls.__name__}", (FrozenUniform, cls), {})
+    return model

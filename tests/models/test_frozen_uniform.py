@@ -1,0 +1,63 @@
+"""Wiegreffe & Pinter's frozen-uniform models (issue 32, finding 2): trained and run with every
+attention site frozen to an even spread, recorded in config.json, loaded as such."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hierattn.checkpoint import load_classifier, save_checkpoint
+from hierattn.contract import Batch
+from hierattn.data.text import TextConfig
+from hierattn.models import REGISTRY, build_model, display_name, model_config_dict
+from tests.conftest import LABELS
+
+FREEZABLE = ["han", "hcan", "sanet", "mahnn"]  # their attention goes through an intervention site
+
+
+def _batch(vocab_size: int = 40) -> Batch:
+    torch.manual_seed(0)
+    ids = torch.randint(2, vocab_size, (2, 3, 7))
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 2, 4:] = False
+    mask[0, 2, :] = False
+    return Batch(ids * mask, mask, mask.any(-1), torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("model_type", FREEZABLE)
+def test_every_attention_site_is_an_even_spread_in_training_and_at_inference(model_type):
+    model = build_model(model_type, {"vocab_size": 40, "num_classes": 3, "attention_weights": "uniform"})
+    batch = _batch()
+    for training in (True, False):
+        model.train(training)
+        out = model(batch)
+        for name, a in out.attentions.items():
+            if name.endswith(".semantic"):  # MahNN's semantical attention is over hidden units, not keys
+                continue
+            real = a.mask.to(a.weights.dtype)
+            even = real / real.sum(-1, keepdim=True).clamp_min(1.0)
+            torch.testing.assert_close(a.weights * real, even * (real.sum(-1, keepdim=True) > 0), msg=name)
+    out.logits.sum().backward()  # it trains: the rest of the model gets gradients
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+@pytest.mark.parametrize("model_type", sorted(set(REGISTRY) - set(FREEZABLE)))
+def test_a_model_whose_attention_cannot_be_frozen_is_refused(model_type):
+    """HA-LSTM's window attention lives inside its cell, where no override reaches; the baselines
+    have none: "frozen" would silently change nothing."""
+    with pytest.raises(ValueError, match="no attention site that can be frozen"):
+        build_model(model_type, {"vocab_size": 40, "num_classes": 3, "attention_weights": "uniform"})
+
+
+def test_a_frozen_uniform_checkpoint_says_so_and_loads_frozen(tmp_path, tiny_vocab):
+    model = build_model("han", {"vocab_size": len(tiny_vocab), "num_classes": 4, "embed_dim": 8, "hidden": 4,
+                                "attention_weights": "uniform"})
+    assert model_config_dict(model)["attention_weights"] == "uniform"
+    assert display_name("han", model_config_dict(model)) == "HAN (attention frozen uniform)"
+    path = save_checkpoint(tmp_path / "han-uniform", model, "han", tiny_vocab, LABELS, TextConfig(4, 8), {})
+    loaded = load_classifier(path, device="cpu")
+    assert getattr(loaded.model, "frozen_uniform", False) and loaded.display_name.startswith("HAN (attention frozen")
+    learned = build_model("han", {"vocab_size": len(tiny_vocab), "num_classes": 4, "embed_dim": 8, "hidden": 4})
+    assert set(learned.state_dict()) == set(model.state_dict())  # the twin's layout
+    assert "attention_weights" not in model_config_dict(learned)
+    with pytest.raises(ValueError, match="attention_weights must be one of learned, uniform"):
+        build_model("han", {"vocab_size": 10, "num_classes": 2, "attention_weights": "frozen"})
