@@ -52,10 +52,9 @@ READING = {
                "the units differently (Jain & Wallace found 0.1-0.4 for BiLSTM attention).",
     "permutation": "Permutation: the median change in the output (total variation, 0..1) when the attention weights "
                    "are shuffled. Near 0: which unit gets which weight does not matter to this prediction.",
-    "uniform": "Uniform attention at inference: the change in the output when the trained model's attention is "
-               "replaced by an even spread, an intervention. Near 0: this model does not rely on its weights as "
-               "trained. Whether the task needs attention is Wiegreffe & Pinter's question, which they answer by "
-               "training a model with its attention frozen to uniform: this row is not that test.",
+    "uniform": "Uniform attention at inference (an intervention): the output's change when the trained weights "
+               "become an even spread. Near 0: the model does not rely on them as trained. Wiegreffe & Pinter's "
+               "'is attention needed' trains a frozen-uniform twin instead (the registry's orderings).",
     "adversarial": "Adversarial attention: the largest Jensen-Shannon divergence (0..ln 2 = 0.69) of another "
                    "attention that leaves the output within 0.01. Large: very different shadings, same prediction.",
     "seeds": "Seed variance: the Jensen-Shannon divergence between the attention of models trained from other "
