@@ -3,7 +3,6 @@ file name costs the server more than its limits, and one visitor cannot hold the
 Each test reproduces one finding of the attack on a live server."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from bench.soak import _hashes as _digest  # the soak's own check of checkpoint bytes
 from hierattn.checkpoint import load_classifier
 from hierattn.data.dataset import DataError
 from hierattn.data.files import NotAFile, open_text, read_bytes
@@ -22,11 +22,6 @@ from hierattn.limits import UPLOAD_MB, LimitExceeded
 from hierattn.training.jobs import JobError, JobManager
 from tests.app.test_train_page import _job, configure, messages, open_train_page, toy_csv, upload, wait_for
 from tests.conftest import REPO, edit_config
-
-
-def _digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 # ---- 3. a wide CSV -----------------------------------------------------------------------------

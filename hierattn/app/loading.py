@@ -116,26 +116,28 @@ class _Explanations:
         from collections import OrderedDict
 
         self.lock = threading.Lock()
-        self.items: OrderedDict[tuple[str, float, str], Explanation] = OrderedDict()
+        self.items: OrderedDict[tuple[str, float, str], tuple[Explanation, int]] = OrderedDict()  # with its size
 
     def find(self, key: tuple[str, float, str]) -> Explanation | None:
         with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-            return self.items.get(key)
+            if key not in self.items:
+                return None
+            self.items.move_to_end(key)
+            return self.items[key][0]
 
     def keep(self, key: tuple[str, float, str], explanation: Explanation) -> None:
         budget = EXPLANATION_MEMORY_MB.value * 2**20
-        if explanation.nbytes > budget:
+        size = explanation.nbytes  # measured once: it sums every map's tensors
+        if size > budget:
             return
         with self.lock:
-            self.items[key] = explanation
-            while sum(e.nbytes for e in self.items.values()) > budget:
+            self.items[key] = (explanation, size)
+            while self.held_bytes > budget:
                 self.items.popitem(last=False)
 
     @property
     def held_bytes(self) -> int:
-        return sum(e.nbytes for e in self.items.values())
+        return sum(size for _, size in self.items.values())
 
 
 @st.cache_resource

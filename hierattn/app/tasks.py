@@ -26,22 +26,13 @@ class Cancelled(Exception):
 
 def session_id() -> str | None:
     """This page run's session (None outside a running page)."""
-    return _session()
-
-
-def connected(session: str | None) -> bool:
-    """Whether the visitor of ``session`` still has the app open."""
-    return _connected(session)
-
-
-def _session() -> str | None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx(suppress_warning=True)
     return ctx.session_id if ctx else None
 
 
-def _connected(session: str | None) -> bool:
+def connected(session: str | None) -> bool:
     """Whether a visitor's tab is still open (always, outside a running server: AppTest, tests)."""
     from streamlit import runtime
 
@@ -85,11 +76,11 @@ class _Task:
         self.claim()
 
     def claim(self) -> None:
-        self.claims[_session()] = time.monotonic()
+        self.claims[session_id()] = time.monotonic()
 
     def wanted(self) -> bool:
         now = time.monotonic()
-        return not self.stop.is_set() and any(now - at < LEASE and _connected(session)
+        return not self.stop.is_set() and any(now - at < LEASE and connected(session)
                                               for session, at in list(self.claims.items()))
 
     def _run(self, compute):

@@ -46,9 +46,9 @@ def test_a_computation_no_session_claims_any_more_stops(monkeypatch):
 
 def test_a_closed_tab_stops_its_computation_at_once_and_another_tab_keeps_it(monkeypatch):
     closed: set[str] = set()
-    monkeypatch.setattr(tasks, "_connected", lambda session: session not in closed)
+    monkeypatch.setattr(tasks, "connected", lambda session: session not in closed)
     sessions = iter(["tab-1", "tab-2"])
-    monkeypatch.setattr(tasks, "_session", lambda: current[0])
+    monkeypatch.setattr(tasks, "session_id", lambda: current[0])
     current = [next(sessions)]
     store = tasks._ResultStore()
     task = store.task(("k",), _slow())
