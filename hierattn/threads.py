@@ -176,28 +176,33 @@ _serving_now = 0  # computations of this process under way (sessions' reruns, ba
 
 
 @contextmanager
-def serving(root: Path | None = None, available: int | None = None):
+def serving(root: Path | None = None, available: int | None = None, shared_by: int = 1):
     """Around a computation the server does for a visitor: take the server's share of the cores,
     and hold it (for the running trainings to see) while any computation of this process runs
-    and for ``SERVE_LEASE`` seconds after the last one ends."""
+    and for ``SERVE_LEASE`` seconds after the last one ends. ``shared_by``: how many computations
+    may run at once in this share (the background tasks: one a core), each taking its part of the
+    threads, so that they do not oversubscribe the cores (OpenMP teams of two on each of two busy
+    cores wait on each other at every operation). The thread count is the calling thread's own:
+    OpenMP keeps it per thread."""
     global _serving_now
     import torch  # here, not at the top: importing this module must not start OpenMP (prepare_environment)
 
     root = root or runtime_dir()
-    threads = fixed_threads() or serving_budget(census(root), available or cores())
+    share = fixed_threads() or serving_budget(census(root), available or cores())
+    threads = max(1, share // shared_by)
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     path = root / f"serve-{os.getpid()}.json"
     with _serving_lock:
         _serving_now += 1
-        _lease(path, threads, float("inf"))
+        _lease(path, share, float("inf"))
     try:
         yield threads
     finally:
         with _serving_lock:
             _serving_now -= 1
             if _serving_now == 0:  # the lease runs from the end of the last computation
-                _lease(path, threads, time.time() + SERVE_LEASE)
+                _lease(path, share, time.time() + SERVE_LEASE)
 
 
 def _lease(path: Path, threads: int, until: float) -> None:

@@ -74,7 +74,9 @@ def settle(page, limit: float = 240) -> None:
             if not page.evaluate("() => !!document.querySelector('[data-testid=stStatusWidget]')"):
                 return
         time.sleep(0.3)
-    raise AssertionError("the page never settled")
+    shown = page.evaluate("() => [...document.querySelectorAll('[data-testid=stProgress], "
+                          "[data-testid=stStatusWidget]')].map(e => e.innerText.trim()).join(' | ')")
+    raise AssertionError(f"the page never settled in {limit:.0f} s; still showing: {shown!r}")
 
 
 def no_exception(page) -> None:
@@ -271,6 +273,7 @@ def test_three_analyses_toggled_at_once_in_two_tabs(app_url, browser):
     second.wait_for_timeout(300)
     _toggle(second, "Can I trust this shading")
     for tab in tabs:
+        tab.bring_to_front()  # a tab behind another may have its timers (the progress poll) throttled
         settle(tab, 480)  # the adversarial search is minutes of one core on a loaded 2-core machine
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for i, tab in enumerate(tabs):

@@ -84,6 +84,27 @@ def test_the_server_holds_its_share_while_it_computes_and_a_lease_after(tmp_path
         other.kill()
 
 
+def test_background_computations_split_the_servers_share_in_their_own_threads(tmp_path, monkeypatch):
+    """Issue 31's CI: two background analyses, each with the server's whole share of a 2-core
+    machine, put four OpenMP threads on two cores. Each now takes its part, in its own thread only
+    (OpenMP keeps the count per thread), and the census still sees the server's whole share."""
+    import threading
+
+    monkeypatch.delenv("HIERATTN_THREADS", raising=False)
+    before, seen = torch.get_num_threads(), {}
+
+    def background():
+        with serving(tmp_path, available=4, shared_by=4) as granted:
+            seen["granted"], seen["torch"] = granted, torch.get_num_threads()
+            seen["lease"] = json.loads((tmp_path / f"serve-{os.getpid()}.json").read_text())["threads"]
+
+    worker = threading.Thread(target=background)
+    worker.start()
+    worker.join()
+    assert seen == {"granted": 1, "torch": 1, "lease": 4}
+    assert torch.get_num_threads() == before  # the page's thread keeps its own count
+
+
 @pytest.mark.slow
 def test_a_started_training_job_reports_the_budget_it_set(tmp_path, monkeypatch):
     """A Train-page job in its own process, four cores between it and a computing server: the

@@ -86,7 +86,7 @@ class _Task:
     def _run(self, compute):
         try:
             with _workers(self):  # waits its turn: never more computations at once than the cores
-                with serving():  # the server's share of the cores, beside any run training now
+                with serving(shared_by=cores()):  # its part of the server's share, beside any training
                     self.result = compute(self._progress)
         except Exception as exc:  # handed to the page that asked, which shows it
             self.error = exc
