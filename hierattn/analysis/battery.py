@@ -4,22 +4,19 @@ One interface: a ranking of a document's units goes in (``eraser.eraser_scores``
 the interventions (``attention_tests``) take the sites of a level. This module picks, for a model,
 which rankings and sites exist, runs every test that applies, and says which do not and why:
 
-- ERASER comprehensiveness and sufficiency (AOPC over 1-50%) for the word attention, and for
-  hierarchical models the sentence attention and the two-stage ranking (sentence weight x word
-  weight), each beside random rankings of the same units;
-- Kendall tau of the attention with gradient importance and with leave-one-out, per level (at the
-  word level of a hierarchical model the two-stage ranking: its raw word weights sum to 1 within
-  each sentence and do not compare across sentences; a sentence's gradient importance is the sum of
-  its words');
+- ERASER comprehensiveness and sufficiency (AOPC over 1-50%) for the word attention of a flat
+  model; for a hierarchical one the two-stage ranking (sentence weight x word weight: its raw word
+  weights sum to 1 within each sentence and do not compare across sentences) and the sentence
+  attention; each beside random rankings of the same units and, where words are ranked across
+  sentences, beside the structural null 1 / sentence length;
+- Kendall tau of the same rankings with gradient importance (Jain & Wallace's: attention held
+  constant) and with leave-one-out, per level, beside a random ranking's and 1 / sentence length's
+  (a sentence's gradient importance is the sum of its words');
 - the permutation and uniform tests, per level; the adversarial search, on request;
-- over a split, each figure's mean with a bootstrap 95% interval over documents, beside the random
-  ranking's (or, for the interventions, the scale that makes them readable), and the accuracy with
-  uniform attention against the trained attention's (Wiegreffe & Pinter's baseline), and seed
-  variance where other seeds' checkpoints are given.
+- over a split (``battery_split``), each figure's mean with a bootstrap 95% interval over documents.
 """
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +27,7 @@ import torch
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis import eraser
 from hierattn.analysis.compare import importance
-from hierattn.analysis.explain import ExplainError, Explanation, explain, explained
+from hierattn.analysis.explain import Explanation
 from hierattn.analysis.faithfulness import gradient_times_input, without
 from hierattn.checkpoint import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
@@ -38,6 +35,9 @@ from hierattn.contract import ATTENTION, SENTENCE, WORD
 LEVELS = (WORD, SENTENCE)
 WORD_ATTENTION, TWO_STAGE, SENTENCE_ATTENTION = "word attention", "two-stage", "sentence attention"
 RANDOM = {eraser.WORD_UNITS: "random words", eraser.SENTENCE_UNITS: "random sentences"}
+# The structural null of a ranking of words across sentences (issue 32): each word scored 1 / the
+# length of its sentence, which is what per-sentence weights that sum to 1 give with no attention.
+STRUCTURAL = "1 / sentence length"
 UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENTENCE_ATTENTION: eraser.SENTENCE_UNITS}
 PERMUTATIONS = 100
 RANDOM_DRAWS = 5
@@ -57,8 +57,6 @@ READING = {
                "'is attention needed' trains a frozen-uniform twin instead (the registry's orderings).",
     "adversarial": "Adversarial attention: the largest Jensen-Shannon divergence (0..ln 2 = 0.69) of another "
                    "attention that leaves the output within 0.01. Large: very different shadings, same prediction.",
-    "seeds": "Seed variance: the Jensen-Shannon divergence between the attention of models trained from other "
-             "seeds (0..0.69). Compare with the divergence from an even spread.",
 }
 
 
@@ -71,6 +69,7 @@ class DocumentBattery:
     eraser: dict[str, eraser.EraserScores] = field(default_factory=dict)  # ranking -> scores (incl. random)
     kendall: dict[tuple[str, str], float | None] = field(default_factory=dict)  # (level, "gradient"/"leave-one-out")
     kendall_random: dict[tuple[str, str], float | None] = field(default_factory=dict)  # a random ranking's tau
+    kendall_structural: dict[tuple[str, str], float | None] = field(default_factory=dict)  # 1 / sentence length's
     permutation: dict[str, float] = field(default_factory=dict)  # level -> median TVD
     uniform: dict[str, tuple[float, str]] = field(default_factory=dict)  # level (or "both") -> (TVD, class predicted)
     adversarial: dict[str, tests.Adversarial] = field(default_factory=dict)  # level -> search
@@ -81,20 +80,24 @@ class DocumentBattery:
     def rows(self) -> list[dict]:
         """One row per figure: test, level, value, baseline (what it must beat), how to read it."""
         out = []
+        structural = self.eraser.get(STRUCTURAL)
         for name, s in self.eraser.items():
-            if name in RANDOM.values():
+            if name in RANDOM.values() or name == STRUCTURAL:
                 continue
             r = self.eraser[RANDOM[s.unit]]
             level = SENTENCE if s.unit == eraser.SENTENCE_UNITS else WORD
+            null = structural if s.unit == eraser.WORD_UNITS else None
             out.append({"test": f"comprehensiveness ({name})", "level": level, "value": s.aopc_comprehensiveness,
                         "baseline": r.aopc_comprehensiveness, "baseline is": RANDOM[s.unit],
+                        "structural": null and null.aopc_comprehensiveness,
                         "how to read": READING["comprehensiveness"]})
             out.append({"test": f"sufficiency ({name})", "level": level, "value": s.aopc_sufficiency,
                         "baseline": r.aopc_sufficiency, "baseline is": RANDOM[s.unit],
-                        "how to read": READING["sufficiency"]})
+                        "structural": null and null.aopc_sufficiency, "how to read": READING["sufficiency"]})
         for (level, against), tau in self.kendall.items():
             out.append({"test": f"Kendall tau with {against}", "level": level, "value": tau,
                         "baseline": self.kendall_random.get((level, against)), "baseline is": "a random ranking",
+                        "structural": self.kendall_structural.get((level, against)),
                         "how to read": READING["kendall"]})
         for level, change in self.permutation.items():
             out.append({"test": "permutation", "level": level, "value": change, "baseline": None,
@@ -114,12 +117,26 @@ def _flat(per_sentence: list[list[float]]) -> list[float]:
     return [w for ws in per_sentence for w in ws]
 
 
+def sentence_length_scores(document, seed: int = 0) -> list[float]:
+    """Each word's 1 / (its sentence's length), ties broken at random (a jitter far below the gap
+    between two lengths): the structural null beside a ranking of words across sentences."""
+    rng = random.Random(seed)
+    return [1.0 / len(s.tokens) + 1e-7 * rng.random() for s in document.sentences for _ in s.tokens]
+
+
 def rankings(ex: Explanation) -> tuple[dict[str, list[float]], list[str]]:
     """The attention rankings this model's maps give (name -> one score per unit), and lines for
-    those that do not apply."""
+    those that do not apply. A hierarchical model's word weights sum to 1 within each sentence, so
+    ranked across sentences they mostly order words by 1 / sentence length (Spearman 0.97 with it
+    for bbc-news-hcan): its words are ranked by the two-stage product only (issue 32)."""
     out, missing = {}, []
     word_name = ex.target_name(WORD)
-    if word_name is not None and ex.attentions[word_name].kind == ATTENTION:
+    hierarchical = word_name is not None and "sentence" in ex.attentions[word_name].axes
+    if word_name is not None and ex.attentions[word_name].kind == ATTENTION and hierarchical:
+        if ex.target_name(SENTENCE) is None:
+            missing.append("word-level ERASER and Kendall tau: the word weights sum to 1 within each sentence and "
+                           "there is no sentence attention to weigh the sentences by")
+    elif word_name is not None and ex.attentions[word_name].kind == ATTENTION:
         out[WORD_ATTENTION] = _flat(ex.target_attention(WORD))
     elif word_name is not None:
         missing.append(f"ERASER, Kendall tau: {ex.classifier_name}'s word map is "
@@ -128,11 +145,10 @@ def rankings(ex: Explanation) -> tuple[dict[str, list[float]], list[str]]:
         imp = importance(ex)
         if imp is not None and any(ex.attentions[n].kind == ATTENTION for n in ex.self_attention_names):
             out[WORD_ATTENTION] = list(imp.words.values())  # self-attention received: the proxy the shading shows
-    hierarchical = word_name is not None and "sentence" in ex.attentions[word_name].axes
     sentence_name = ex.target_name(SENTENCE)
     if sentence_name is not None:
         out[SENTENCE_ATTENTION] = list(ex.target_attention(SENTENCE))
-        if hierarchical and WORD_ATTENTION in out:
+        if hierarchical and ex.attentions[word_name].kind == ATTENTION:
             out[TWO_STAGE] = list(importance(ex).words.values())
     else:
         missing.append("sentence-level ERASER and Kendall tau: no sentence attention")
@@ -171,7 +187,10 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
             continue
         n = eraser.unit_count(document, unit)
         randoms = eraser.random_rankings(n, random_draws, seed)
-        scores = eraser.eraser_scores(classifier, document, [ranked[m] for m in names] + randoms, unit, label, base)
+        scored = [ranked[m] for m in names]
+        if unit == eraser.WORD_UNITS and len(document.sentences) >= 2:  # words ranked across sentences
+            names, scored = names + [STRUCTURAL], scored + [sentence_length_scores(document, seed)]
+        scores = eraser.eraser_scores(classifier, document, scored + randoms, unit, label, base)
         battery.eraser.update(zip(names, scores))
         battery.eraser[RANDOM[unit]] = eraser.mean_scores(scores[len(names):])
     tick(1)
@@ -187,12 +206,19 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
             battery.sampled_words = max_loo_words
         loo = _loo(classifier, ex, reference, eraser.WORD_UNITS, positions)
         shuffled = [[rng.random() for _ in range(words)] for _ in range(random_draws)]
+        lengths = [1.0 / len(s.tokens) for s in document.sentences for _ in s.tokens]  # tau-b counts the ties
+        spans = len(document.sentences) >= 2
         if gradient is not None:
             battery.kendall[(WORD, "gradient")] = tests.kendall_tau(word_attention, gradient)
             battery.kendall_random[(WORD, "gradient")] = _mean_tau([(r, gradient) for r in shuffled])
+            if spans:
+                battery.kendall_structural[(WORD, "gradient")] = tests.kendall_tau(lengths, gradient)
         battery.kendall[(WORD, "leave-one-out")] = tests.kendall_tau([word_attention[i] for i in positions], loo)
         battery.kendall_random[(WORD, "leave-one-out")] = _mean_tau([([r[i] for i in positions], loo)
                                                                      for r in shuffled])
+        if spans:
+            battery.kendall_structural[(WORD, "leave-one-out")] = tests.kendall_tau([lengths[i] for i in positions],
+                                                                                    loo)
     if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
         sentence_attention = ranked[SENTENCE_ATTENTION]
         loo = _loo(classifier, ex, reference, eraser.SENTENCE_UNITS, range(len(document.sentences)))
@@ -279,122 +305,3 @@ def divergence_from_even(ex: Explanation, name: str) -> float:
     d = tests.jsd(w, tests.even_spread(w, m))
     keep = m.sum(-1) >= 2
     return float(d[keep].mean()) if keep.any() else 0.0
-
-
-def document_distributions(ex: Explanation) -> dict[str, list[float]]:
-    """The attention as distributions over the document's units, for seed variance: words (the
-    two-stage or flat word importance) and sentences."""
-    out = {}
-    imp = importance(ex)
-    if imp is not None:
-        out[WORD] = list(imp.words.values())
-        if ex.target_name(SENTENCE) is not None:
-            out[SENTENCE] = list(imp.sentences.values())
-    return out
-
-
-# ---- over a split -------------------------------------------------------------------------------
-
-def evenly_spaced(items: list, count: int) -> list:
-    """``count`` items spread evenly through ``items``: a split is in data set order, which may be
-    sorted by class (the first 500 tweets of the test split are all negative), so its first
-    documents are not a sample of it."""
-    if count >= len(items):
-        return list(items)
-    return [items[i * len(items) // count] for i in range(count)]
-
-
-def bootstrap(values: list[float], replicates: int = 1000, seed: int = 0) -> tuple[float, float, float]:
-    """(mean, 2.5%, 97.5%) of the mean over documents, resampled with replacement."""
-    x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
-    if len(x) == 0:
-        return (math.nan, math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), (replicates, len(x)))].mean(1)
-    return float(x.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
-
-
-@dataclass
-class SplitBattery:
-    checkpoint: str
-    documents: int
-    rows: list[dict]  # test, level, value [low, high], baseline [low, high], difference [low, high]
-    accuracy: dict[str, dict] = field(default_factory=dict)  # level -> trained / uniform accuracy with intervals
-    not_applicable: list[str] = field(default_factory=list)
-
-
-def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | None = None,
-                  adversarial: bool = False, permutations: int = 20, seed_classifiers: list[Classifier] = (),
-                  max_loo_words: int = 200, adversarial_documents: int | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> SplitBattery:
-    """The battery over ``texts`` (each document's own predicted class), means with bootstrap 95%
-    intervals over documents, each beside its baseline. ``labels``: the true classes, for the
-    accuracy with trained and with uniform attention. ``seed_classifiers``: models of one recipe
-    trained from different seeds (the experiments registry's seeds of a row), for seed variance:
-    the JSD between the first one's attention and each other's on the same documents. Leave-one-out
-    reads at most ``max_loo_words`` words of a document (a random sample), the permutation test
-    ``permutations`` shuffles; the adversarial search (slow) runs on ``adversarial_documents``
-    documents spread evenly through ``texts`` (default: all, when ``adversarial``): ``texts`` may be
-    sorted by class, and its first documents were once all of one class (issue 32)."""
-    per_test: dict[tuple, list[tuple[float | None, float | None]]] = {}
-    correct: dict[str, list[tuple[bool, bool]]] = {}
-    seeds: dict[str, list[tuple[float, float]]] = {}
-    not_applicable: list[str] = []
-    used = 0
-    searched_at = set(range(len(texts)) if adversarial_documents is None
-                      else evenly_spaced(range(len(texts)), adversarial_documents))
-    for i, ex in explained(classifier, texts):
-        text = texts[i]
-        if ex is not None:
-            searched = adversarial and i in searched_at
-            b = document_battery(classifier, ex, permutations=permutations, adversarial=searched,
-                                 max_loo_words=max_loo_words, seed=i)
-            used += 1
-            not_applicable = b.not_applicable
-            for row in b.rows():
-                key = (row["test"].split(" (predicts")[0], row["level"], row["baseline is"])
-                per_test.setdefault(key, []).append((row["value"], row["baseline"]))
-            if labels is not None:
-                for level, (_, predicted) in b.uniform.items():
-                    correct.setdefault(level, []).append((ex.label == labels[i], predicted == labels[i]))
-            seed_explanations, pairs = [], {}
-            for other in seed_classifiers:
-                try:
-                    seed_explanations.append(explain(other, text))
-                except ExplainError:
-                    break
-            for theirs in seed_explanations[1:] if len(seed_explanations) == len(seed_classifiers) else ():
-                mine, them = document_distributions(seed_explanations[0]), document_distributions(theirs)
-                for level in mine.keys() & them.keys():
-                    p, q = torch.tensor(mine[level]), torch.tensor(them[level])
-                    if len(p) == len(q) and len(p) >= 2:
-                        even = torch.full_like(p, 1.0 / len(p))
-                        pairs.setdefault(level, []).append((float(tests.jsd(p, q)), float(tests.jsd(p, even))))
-            for level, found in pairs.items():  # one figure per document: the mean over the other seeds
-                seeds.setdefault(level, []).append(tuple(sum(x) / len(found) for x in zip(*found)))
-        if progress:
-            progress(i + 1, len(texts))
-    rows = []
-    for (test, level, baseline_is), pairs in per_test.items():
-        values = [v for v, _ in pairs]
-        baselines = [b for _, b in pairs]
-        row = {"test": test, "level": level, "documents": sum(v is not None for v in values),
-               "value": bootstrap(values), "baseline is": baseline_is, "baseline": None, "difference": None}
-        if any(b is not None for b in baselines):
-            row["baseline"] = bootstrap(baselines)
-            paired = [v - b for v, b in pairs if v is not None and b is not None]
-            row["difference"] = bootstrap(paired)
-        rows.append(row)
-    for level, pairs in seeds.items():
-        rows.append({"test": "seed variance (JSD)", "level": level, "documents": len(pairs),
-                     "value": bootstrap([a for a, _ in pairs]), "baseline is": "JSD from an even spread",
-                     "baseline": bootstrap([b for _, b in pairs]),
-                     "difference": bootstrap([a - b for a, b in pairs])})
-    accuracy = {}
-    for level, pairs in correct.items():
-        trained = [float(a) for a, _ in pairs]
-        uniform = [float(b) for _, b in pairs]
-        accuracy[level] = {"trained": bootstrap(trained), "uniform": bootstrap(uniform),
-                           "difference": bootstrap([a - b for a, b in zip(trained, uniform)]), "documents": len(pairs)}
-    return SplitBattery(classifier.name, used, rows, accuracy, not_applicable)
-

@@ -8,6 +8,9 @@ the probability of the class the model predicted on the whole document fall.
 - ``gradient × input``: |(d logit / d embedding) . embedding| per word, the logit of the predicted
   class, one backward pass (Simonyan et al. 2014; Shrikumar et al. 2017);
 - ``leave-one-out``: the drop in that probability when the word alone is removed (occlusion);
+- ``1 / sentence length``: each word scored by the inverse length of its sentence, ties broken at
+  random; the structural null of a ranking of words across sentences (a hierarchical model's word
+  weights sum to 1 within each sentence), on documents of two or more sentences;
 - ``random``: the mean over several random orders, the baseline every method should beat.
 
 Removing a word takes its token out of the model's input (its sentence closes up; a sentence
@@ -33,7 +36,8 @@ from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
 from hierattn.models.intervention import ObservedEmbedding, attention_override, embedding_lookups
 
-METHODS = ("attention", "gradient × input", "leave-one-out", "random")
+STRUCTURAL = "1 / sentence length"  # the ranking per-sentence weights give with no attention (issue 32)
+METHODS = ("attention", "gradient × input", "leave-one-out", STRUCTURAL, "random")
 MAX_K = 20
 RANDOM_DRAWS = 5
 MIN_WORDS = 4  # a split's documents shorter than this are left out of its mean curves
@@ -76,6 +80,10 @@ class ErasureCurves:
                 gap = auc[method] - base
                 line += (f", {100 * gap:.1f} points more than random" if gap > 0.005 else
                          f", no more than random ({100 * gap:+.1f} points)")
+            if method == "attention" and STRUCTURAL in auc:
+                gap = auc[method] - auc[STRUCTURAL]
+                line += (f", {100 * gap:.1f} more than {STRUCTURAL}" if gap > 0.005 else
+                         f", no more than {STRUCTURAL} ({100 * gap:+.1f})")
             lines.append(line + ".")
         return lines
 
@@ -180,6 +188,9 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
         scores["gradient × input"] = gradient
     if "leave-one-out" in methods:
         scores["leave-one-out"] = leave_one_out(classifier, document, label, base)
+    if STRUCTURAL in methods and len(document.sentences) >= 2:
+        rng = random.Random(seed)
+        scores[STRUCTURAL] = [1.0 / len(s.tokens) + 1e-7 * rng.random() for s in document.sentences for _ in s.tokens]
     drops = {}
     for method, s in scores.items():
         ranked = sorted(range(n), key=lambda i: -s[i])
@@ -224,6 +235,7 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
     from hierattn.analysis.explain import explained
 
     sums: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}  # documents of one sentence have no 1 / sentence length curve
     agreement: dict[str, list[float]] = {}
     used = 0
     for i, ex in explained(classifier, texts):
@@ -231,6 +243,7 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
             curves = erasure_curves(classifier, ex, steps, seed=i, fractions=True, methods=methods)
             for method, d in curves.drops.items():
                 sums[method] = [a + b for a, b in zip(sums.get(method, [0.0] * len(d)), d)]
+                counts[method] = counts.get(method, 0) + 1
             for method, rho in curves.agreement.items():
                 if rho is not None:
                     agreement.setdefault(method, []).append(rho)
@@ -238,5 +251,5 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
         if progress:
             progress(i + 1, len(texts))
     shares = [j / (2 * steps) for j in range(1, steps + 1)]
-    return SplitErasure(shares, {m: [v / used for v in s] for m, s in sums.items()} if used else {}, used,
+    return SplitErasure(shares, {m: [v / counts[m] for v in s] for m, s in sums.items()}, used,
                         {m: sum(v) / len(v) for m, v in agreement.items()})

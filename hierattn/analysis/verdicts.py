@@ -17,10 +17,15 @@ def verdict(row: dict) -> str:
         if base is None:
             return "no baseline"
         kind = "kendall" if test.startswith("Kendall") else test.split(" ")[0]
-        gap = (base - value) if kind == "sufficiency" else (value - base)  # sufficiency: lower is better
-        if gap > MARGIN[kind]:
+        def gap(other):
+            return (other - value) if kind == "sufficiency" else (value - other)  # sufficiency: lower is better
+
+        if gap(base) > MARGIN[kind]:
+            structural = row.get("structural")  # words ranked across sentences (issue 32)
+            if structural is not None and gap(structural) <= MARGIN[kind]:
+                return "beats random, not 1 / sentence length"
             return "agrees more than random" if kind == "kendall" else "beats random"
-        if gap < -MARGIN[kind] and kind != "kendall":
+        if gap(base) < -MARGIN[kind] and kind != "kendall":
             return "worse than random"
         return "no better than random"
     if test == "permutation":

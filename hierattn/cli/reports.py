@@ -95,7 +95,7 @@ TASKS = {"bbc-news": "topic", "tweets": "sentiment"}
 
 def _split_statistics(checkpoint: str, dataset: str | None, split: str, documents: int | None, device):
     """(classifier, data set name, statistics rows) for ``documents`` spread through a split."""
-    from hierattn.analysis.battery import evenly_spaced
+    from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.stats import split_statistics
     from hierattn.checkpoint import load_classifier
     from hierattn.data.builtin import load_builtin
@@ -187,7 +187,7 @@ def tour_rates(args) -> int:
     from pathlib import Path
 
     from hierattn.analysis import tour_split
-    from hierattn.analysis.battery import evenly_spaced
+    from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.checkpoint import CheckpointError, checkpoint_root, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split

@@ -243,6 +243,9 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
                 cell += f"<br>{row['baseline is']}: {_interval(row['baseline'])}"
             if row.get("difference"):  # paired by document: the figure that says whether it beats the baseline
                 cell += f"<br>difference: {_signed(row['difference'])}"
+            if row.get("structural"):  # words ranked across sentences: the structural null (issue 32)
+                cell += (f"<br>1 / sentence length: {_interval(row['structural'])}"
+                         f"<br>difference: {_signed(row['structural difference'])}")
             if row["documents"] != r["documents"]:  # one-sentence documents have no sentence-level figure
                 cell += f"<br>({row['documents']} documents)"
             cells.append(cell)
@@ -264,10 +267,30 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
                  f"{r['permutations']} permutations each"]
         if r.get("adversarial"):
             parts.append(f"the adversarial search on {r['adversarial']} of them")
-        if r["seeds"]:
-            parts.append(f"seed variance over {len(r['seeds'])} seeds of its registry row")
         notes.append(f"`{r['checkpoint']}`: " + ", ".join(parts) + f" ({r['seconds']:.0f} s).")
     return "\n".join(lines) + "\n\n" + " ".join(notes) + "\n"
+
+
+def spread_table(dataset: str, root: Path = RESULTS) -> str | None:
+    """How far each recorded checkpoint's pooling attention is from an even spread over the whole
+    split (``python -m hierattn spread ... --json results/spread/DATASET.json``): the mean over
+    documents of each document's mean per-head, per-sentence Jensen-Shannon divergence, with its
+    bootstrap 95% interval, beside the checkpoint's accuracy."""
+    path = root / "spread" / f"{dataset}.json"
+    if not path.exists():
+        return None
+    recorded = json.loads(path.read_text())
+    lines = ["| checkpoint | model | target vector starts | word attention: JSD from even | "
+             "sentence attention: JSD from even | validation | test |", "|---|---|---|---|---|---|---|"]
+    for r in recorded["checkpoints"]:
+        cells = [_interval(r["levels"][level]["jsd"]) if level in r["levels"] else "n/a"
+                 for level in ("word", "sentence")]
+        start = {"normal": "N(0, 1)", "scaled": "N(0, 1/d)"}.get(r["target_start"], "")
+        accuracy = [f"{100 * r[k]:.2f}" if r.get(k) is not None else "" for k in ("validation_accuracy",
+                                                                                "test_accuracy")]
+        lines.append(f"| `{r['checkpoint']}` | {r['model']} | {start} | " + " | ".join(cells + accuracy) + " |")
+    return "\n".join(lines) + (f"\n\nOver the {recorded['documents']:,} documents of the {recorded['split']} split "
+                               "(a sentence-level figure reads the documents of two or more sentences).\n")
 
 
 def readme_sections(root: Path = RESULTS) -> dict[str, str]:
@@ -287,6 +310,9 @@ def readme_sections(root: Path = RESULTS) -> dict[str, str]:
         table = faithfulness_table(dataset, root)
         if table:
             sections[f"faithfulness:{dataset}"] = table
+        table = spread_table(dataset, root)
+        if table:
+            sections[f"spread:{dataset}"] = table
     timing = batch_one_markdown(root)
     missing = "Not measured yet: `python -m hierattn bench --only batch-one --json bench.json`.\n"
     sections["timing:batch-one"] = timing + "\n" if timing else missing

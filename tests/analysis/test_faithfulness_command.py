@@ -8,19 +8,18 @@ from hierattn.experiments.report import faithfulness_table
 def test_the_command_writes_the_split_table_the_readme_shows(checkpoint_dir, tmp_path, capsys):
     out = tmp_path / "faithfulness" / "tiny-han.json"
     code = main(["faithfulness", "--checkpoint", str(checkpoint_dir / "tiny-han"), "--dataset", "tweets",
-                 "--documents", "6", "--permutations", "3", "--adversarial", "2", "--seed-checkpoints",
-                 str(checkpoint_dir / "tiny-han"), str(checkpoint_dir / "tiny-han-cached"), "--json", str(out)])
+                 "--documents", "6", "--permutations", "3", "--adversarial", "2", "--json", str(out)])
     assert code == 0, capsys.readouterr().err
     result = json.loads(out.read_text())
     assert result["documents"] == 6 and result["adversarial"] == 2 and result["dataset"] == "tweets"
     tests = {(r["test"], r["level"]): r for r in result["rows"]}
     assert tests[("adversarial attention", "word")]["documents"] == 2
-    assert ("seed variance (JSD)", "word") in tests
-    comprehensiveness = tests[("comprehensiveness (word attention)", "word")]
+    comprehensiveness = tests[("comprehensiveness (two-stage)", "word")]
     mean, low, high = comprehensiveness["value"]
     assert low <= mean <= high and comprehensiveness["baseline is"] == "random words"
     table = faithfulness_table("tweets", tmp_path)
-    assert "| comprehensiveness (word attention) | word |" in table and "random words:" in table
+    assert "| comprehensiveness (two-stage) | word |" in table and "random words:" in table
+    assert "1 / sentence length:" in table  # words ranked across sentences face the structural null
     assert "| accuracy with uniform attention | word |" in table and "`tiny-han`: 6 documents" in table
     assert faithfulness_table("bbc-news", tmp_path) is None
 

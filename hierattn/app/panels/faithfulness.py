@@ -8,7 +8,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import faithfulness
-from hierattn.analysis.battery import evenly_spaced
+from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.explain import Explanation
 from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key

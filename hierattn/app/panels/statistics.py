@@ -10,7 +10,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import stats
-from hierattn.analysis.battery import evenly_spaced
+from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.loading import checkpoint_key, load, loadable
 from hierattn.app.samples import split_part

@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis import battery, rollout, verdicts
+from hierattn.analysis import battery, battery_split, rollout, verdicts
 from hierattn.analysis.explain import Explanation, map_title
 from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
@@ -48,10 +48,13 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
             st.info(f"The model gives {viz.md_text(result.label)} a probability of {result.probability:.4f}: "
                     "removing or reshuffling anything barely moves a prediction this sure, so the changes below are "
                     "small for every ranking, random included. Compare each figure with its baseline, not with zero.")
+        structural = any(r.get("structural") is not None for r in rows)
         st.dataframe([{"test": r["test"], "level": r["level"], "value": _figure(r["value"]),
                        "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
                        "value - baseline": _difference(r), "verdict": verdicts.verdict(r),
-                       "baseline is": r["baseline is"]} for r in rows],
+                       "baseline is": r["baseline is"]}
+                      | ({"1 / sentence length": "" if r.get("structural") is None else _figure(r["structural"])}
+                         if structural else {}) for r in rows],
                      hide_index=True, width="stretch", height=38 + 35 * len(rows),
                      column_config={"test": st.column_config.TextColumn(width="large"),
                                     "level": st.column_config.TextColumn(width="small"),
@@ -61,7 +64,9 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
         st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
                    f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
                    f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
-                   "Dataset statistics runs the same tests over a split, with intervals.")
+                   "Dataset statistics runs the same tests over a split, with intervals."
+                   + (" Words ranked across sentences also face 1 / sentence length: the ranking per-sentence "
+                      "weights would give with no attention at all." if structural else ""))
         readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
         st.markdown("**How to read them**\n" + "\n".join(f"- {viz.md_text(line)}" for line in readings))
         if result.sampled_words:
@@ -135,9 +140,9 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
             or st.session_state.get("battery_shown") == asked):
         return
     st.session_state["battery_shown"] = asked
-    part, labels = battery.evenly_spaced(texts, count), battery.evenly_spaced(truth, count)
+    part, labels = battery_split.evenly_spaced(texts, count), battery_split.evenly_spaced(truth, count)
     result = computed(("split-battery", *checkpoint_key(path), dataset, split, count),
-                      lambda progress: battery.split_battery(classifier, part, labels, progress=progress),
+                      lambda progress: battery_split.split_battery(classifier, part, labels, progress=progress),
                       f"Tests, {name} on {dataset} ({split}):")
     if result is None:
         return
