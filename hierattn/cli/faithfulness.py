@@ -1,4 +1,5 @@
-"""``faithfulness``: the battery of issue 20 over a split, as JSON (and the README's table)."""
+"""``faithfulness``: the battery of issue 20 over a split, as JSON (and the README's table);
+``spread``: how far checkpoints' pooling attention is from an even spread over a whole split."""
 from __future__ import annotations
 
 import json
@@ -18,24 +19,31 @@ def add_parser(sub, plugin_argument) -> None:
     f.add_argument("--permutations", type=int, default=20, help="shuffles per document in the permutation test")
     f.add_argument("--adversarial", type=int, nargs="?", const=-1, metavar="N",
                    help="also run the adversarial search (slow), on the first N documents (default: all)")
-    f.add_argument("--seed-checkpoints", nargs="+", metavar="DIR",
-                   help="checkpoints of one recipe from different seeds (e.g. runs/experiments/tweets/han/seed-*): "
-                        "seed variance is the JSD between the first one's attention and each other's")
     f.add_argument("--json", required=True, help="write the table here")
     f.add_argument("--device")
     plugin_argument(f)
     f.set_defaults(func=run)
 
+    s = sub.add_parser("spread", help="each checkpoint's pooling (target) attention: its mean Jensen-Shannon "
+                                      "divergence from an even spread over a whole split, with a bootstrap interval")
+    s.add_argument("--checkpoint", required=True, nargs="+", metavar="DIR")
+    s.add_argument("--dataset", required=True, help="built-in data set: bbc-news or tweets")
+    s.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    s.add_argument("--label", nargs="+", metavar="TEXT", help="a label for each checkpoint (default its folder name)")
+    s.add_argument("--json", required=True, help="write the figures here (report reads results/spread/)")
+    s.add_argument("--device")
+    plugin_argument(s)
+    s.set_defaults(func=spread)
+
 
 def run(args) -> int:
-    from hierattn.analysis.battery import evenly_spaced, split_battery
+    from hierattn.analysis.battery_split import evenly_spaced, split_battery
     from hierattn.checkpoint import CheckpointError, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
 
     try:
         classifier = load_classifier(args.checkpoint, device=args.device)
-        seeds = [load_classifier(p, device=args.device) for p in args.seed_checkpoints or ()]
         dataset = args.dataset or classifier.dataset
         if dataset is None:
             print("error: the checkpoint names no data set: pass --dataset", file=sys.stderr)
@@ -55,17 +63,51 @@ def run(args) -> int:
 
     searched = None if args.adversarial in (None, -1) else args.adversarial
     result = split_battery(classifier, texts, truth, adversarial=args.adversarial is not None,
-                           adversarial_documents=searched, permutations=args.permutations, seed_classifiers=seeds,
+                           adversarial_documents=searched, permutations=args.permutations,
                            progress=progress)
     out = {"checkpoint": Path(args.checkpoint).name, "model": classifier.display_name, "dataset": dataset,
            "split": args.split, "documents": result.documents, "permutations": args.permutations,
            "adversarial": None if args.adversarial is None else searched or len(texts),
-           "seeds": ["/".join(Path(p).resolve().parts[-3:]) for p in args.seed_checkpoints or ()],
            "seconds": round(time.perf_counter() - start, 1), "rows": result.rows, "accuracy": result.accuracy,
            "not_applicable": result.not_applicable}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=1, default=_rounded) + "\n")
     print(f"wrote {args.json}: {result.documents} documents in {out['seconds']} s", file=sys.stderr)
+    return 0
+
+
+def spread(args) -> int:
+    from hierattn.analysis.battery_split import pooling_spread
+    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+
+    labels = args.label or [Path(p).name for p in args.checkpoint]
+    if len(labels) != len(args.checkpoint):
+        print("error: give one --label per checkpoint", file=sys.stderr)
+        return 2
+    try:
+        classifiers = [load_classifier(p, device=args.device) for p in args.checkpoint]
+        ds = load_builtin(args.dataset)
+    except (CheckpointError, KeyError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    indices = stratified_split(ds.labels)[args.split]
+    texts = [ds.texts[i] for i in indices]
+    rows = []
+    for label, classifier in zip(labels, classifiers):
+        start = time.perf_counter()
+        config = classifier.model.config
+        rows.append({"checkpoint": label, "model": classifier.display_name,
+                     "target_start": getattr(config, "target_start", None),
+                     "test_accuracy": classifier.metrics.get("test_accuracy"),
+                     "validation_accuracy": classifier.metrics.get("validation_accuracy"),
+                     "levels": pooling_spread(classifier, texts),
+                     "seconds": round(time.perf_counter() - start, 1)})
+        print(f"{label}: {rows[-1]['levels']}", file=sys.stderr)
+    out = {"dataset": args.dataset, "split": args.split, "documents": len(texts), "checkpoints": rows}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 
