@@ -9,8 +9,9 @@ from hierattn.app.routing import run_through_app
 run_through_app()
 st.title("A tour of attention in text classifiers")
 st.caption("Four ideas from the HCAN and SANet papers, each with what to notice and a live check on our own "
-           "models. A claim holds on a document only when the model beats what an even spread and random attention "
-           "(every distribution drawn at random) give on the same document. The numbers are computed on the "
+           "models. A claim holds on a document only when the model beats a baseline that keeps what the claim is "
+           "not about (an even spread of the same structure; the heads of one branch; random attention of the same "
+           "size), on the same document. The numbers are computed on the "
            "document shown, not written in advance, and each step says how often its claim holds over the whole "
            "test split. Where it does not hold for our models, the step says so: that is a lesson too.")
 

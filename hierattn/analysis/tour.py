@@ -10,13 +10,23 @@ Steps:
 4. HAN against HCAN (HCAN Figures 6-8): HAN's target attention is more focused on keywords;
    HCAN's self-attention first spreads keyword content over other words.
 
-Every claim is judged against the baseline that would make it fail, on maps of the same shape as
-the document's: an even spread (every weight equal), and random attention, each distribution drawn
-uniformly from the simplex (Dirichlet(1): attention with no preference at all). A step says
-"holds" only when the measured figure is beyond the 95th percentile of ``DRAWS`` random maps
-(and, for a comparison, beyond what two random maps differ by); uniform or random attention
-therefore never holds (tests/analysis/test_tour.py feeds both through every check). Each verdict
-is (holds, the figures in a sentence); the page says which, in a sentence of its own.
+Every claim is judged against a baseline that keeps what the claim is not about (issue 32: a
+null of Dirichlet(1) maps rewarded sharpness, and its alpha set the bar of steps 1 and 4):
+
+1. "most of the weight": the top 10% of words hold more than half of it (the claim's own words),
+   and at least ``MIN_SHARE`` more than an even spread of the same structure gives (a hierarchical
+   model's even spread weighs each sentence equally, so a short sentence's words weigh more);
+2. the branches differ more than the heads of one branch differ among themselves: the heads'
+   branch labels are exchangeable under the null, so each word's rows are re-split into two groups
+   of heads at random (``DRAWS`` times), which keeps every head's sharpness; and for most words the
+   most-attended other word differs (a sharper copy of one branch, same top words, is not shown);
+3. shapes beyond random attention (Dirichlet(1) rows) of the same size, and beyond the other
+   document's shape (diagonality and columns are shares, not sharpness);
+4. HAN's Gini above HCAN's by at least ``MIN_GINI_GAP``, on the same document.
+
+Uniform and random attention therefore never hold (tests/analysis/test_tour.py feeds both through
+every check). Each verdict is (holds, the figures in a sentence); the page says which, in a sentence
+of its own.
 """
 from __future__ import annotations
 
@@ -30,8 +40,16 @@ from hierattn.analysis.compare import importance, word_self_attention
 from hierattn.analysis.explain import Explanation, head_axis
 from hierattn.analysis.metrics import diagonality, even_spread, gini, gini_of_values
 
-DRAWS = 200  # random maps per check
-QUANTILE = 95  # a figure is "beyond random" above this percentile of the random maps'
+DRAWS = 200  # random maps (or re-splits of the heads) per check
+QUANTILE = 95  # a figure is "beyond" its null above this percentile of the null's draws
+MOST = 0.5  # step 1: "most of the weight" on the top 10% of words
+MIN_SHARE = 0.2  # step 1: and this much more of it than an even spread of the same structure gives
+# Step 4: HAN's Gini above HCAN's by this much on one document. Two random maps of the shipped
+# models' shapes differ by up to 0.19 (95th percentile, 200 draws on 40 tweets), so a smaller gap on
+# one document is noise. The direction does not hang on it: on 96 tweets spread through the test
+# split HAN's Gini is the higher on 94%, by 0.1 or more on 77%, 0.2 on 53%, 0.3 on 29% (issue 32).
+MIN_GINI_GAP = 0.2
+TOP_WORDS_DIFFER = 0.5  # step 2: the most-attended other word differs for most words
 
 # HCAN Supplementary A: Amazon/Yelp reviews that one self-attention misclassified and two parallel
 # self-attentions got right ("one section of the review negates or scales the meaning in another").
@@ -71,32 +89,31 @@ def _top_share(values: np.ndarray, k: int) -> np.ndarray:
 
 @dataclass
 class Concentration:
-    """Steps 1 and 4: how concentrated a document's word importance is, beside what an even
-    spread and random attention of the same structure (per-sentence word weights x sentence
-    weights for a hierarchical model) give."""
+    """Steps 1 and 4: how concentrated a document's word importance is, beside an even spread of the
+    same structure (every sentence weighed equally, every word within its sentence, for a
+    hierarchical model; every word for a flat one)."""
 
     words: int
     top_share: float  # share of the importance held by the top 10% of words
     gini: float  # Gini coefficient of the word importances (0 even .. 1 on one word)
     top_words: list[str]
-    even_top_share: float = 0.0  # the top 10% of an even spread: k / n
-    random_top_share: float = 1.0  # 95th percentile over random maps
-    random_gini: float = 1.0  # 95th percentile over random maps
-    random_ginis: tuple[float, ...] = ()  # every random map's Gini (step 4 compares two models' noise)
+    even_top_share: float = 0.0  # the top 10% of words' share under an even spread of the same structure
+    even_gini: float = 0.0  # that even spread's Gini (0 for a flat model or sentences of one length)
+    head_gini: float = 0.0  # the mean over heads of each head's own Gini (the Gini, for one head)
 
     @property
     def focused(self) -> bool:
-        """Beyond random attention on both figures: a few words really do carry the weight."""
-        return self.top_share > self.random_top_share and self.gini > self.random_gini
+        """Most of the weight on a tenth of the words, well beyond an even spread's share."""
+        return self.top_share > MOST and self.top_share - self.even_top_share >= MIN_SHARE
 
 
-def _random_importance(lengths: list[int], hierarchical: bool, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """(draws, words): importance from random attention: Dirichlet(1) word weights in each sentence
-    times Dirichlet(1) sentence weights (hierarchical), or Dirichlet(1) over the document's words."""
+def _even_importance(lengths: list[int], hierarchical: bool) -> np.ndarray:
+    """The word importance an even spread gives: 1 / (sentences x length) a word (hierarchical),
+    1 / words (flat)."""
     if not hierarchical:
-        return rng.dirichlet(np.ones(sum(lengths)), size=draws)
-    sentences = rng.dirichlet(np.ones(len(lengths)), size=draws)
-    return np.concatenate([rng.dirichlet(np.ones(n), size=draws) * sentences[:, [s]] for s, n in enumerate(lengths)], 1)
+        total = sum(lengths)
+        return np.full(total, 1.0 / total)
+    return np.concatenate([np.full(n, 1.0 / (len(lengths) * n)) for n in lengths])
 
 
 def concentration(ex: Explanation, top: float = 0.1) -> Concentration | None:
@@ -110,22 +127,38 @@ def concentration(ex: Explanation, top: float = 0.1) -> Concentration | None:
     word_map = ex.target_name("word")
     hierarchical = (ex.target_name("sentence") is not None and word_map is not None
                     and "sentence" in ex.attentions[word_map].axes)
-    lengths = ex.sentence_lengths
-    random = _random_importance(lengths, hierarchical, DRAWS, _rng(hierarchical, *lengths))
-    random_ginis = _gini_rows(random)
-    return Concentration(len(values), sum(values[i] for i in order[:k]),
-                         gini_of_values(torch.tensor(values, dtype=torch.float64)),  # of the word weights, as a vector
-                         [tokens[i].text for i in order[:5]], k / len(values),
-                         float(np.percentile(_top_share(random, k), QUANTILE)),
-                         float(np.percentile(random_ginis, QUANTILE)), tuple(random_ginis.tolist()))
+    even = _even_importance(ex.sentence_lengths, hierarchical)
+    gini = gini_of_values(torch.tensor(values, dtype=torch.float64))  # of the word weights, as a vector
+    return Concentration(len(values), sum(values[i] for i in order[:k]), gini, [tokens[i].text for i in order[:5]],
+                         float(_top_share(even[None], k)[0]), float(_gini_rows(even[None])[0]),
+                         _head_gini(ex, hierarchical) if word_map is not None else gini)
+
+
+def _head_gini(ex: Explanation, hierarchical: bool) -> float:
+    """The mean of each head's own Gini (word weight x its sentence weight, in the same head): an
+    average over heads is smoother than any one head, so a multi-head model's averaged weights
+    are not compared with a one-head model's (random attention averaged over two heads has a lower
+    Gini than over one)."""
+    a = ex.attentions[ex.target_name("word")]
+    axis = head_axis(a)
+    heads = a.weights.shape[a.axis(axis)] if axis else 1
+    ginis = []
+    for h in range(heads):
+        head = h if axis else None
+        words = ex.target_attention("word", head)
+        sentences = ex.target_attention("sentence", head) if hierarchical else None
+        flat = ([w * sentences[s] for s, ws in enumerate(words) for w in ws] if sentences is not None
+                else [w for ws in words for w in ws])
+        ginis.append(gini_of_values(torch.tensor(flat, dtype=torch.float64)))
+    return float(np.mean(ginis))
 
 
 def concentration_verdict(c: Concentration) -> tuple[bool, str]:
     """Step 1: (shown, sentence) for "a few words carry most of the weight"."""
     return c.focused, (
         f"Here the top 10% of words hold {100 * c.top_share:.0f}% of the document's weight; an even spread gives "
-        f"{100 * c.even_top_share:.0f}%, and random attention up to {100 * c.random_top_share:.0f}% (Gini "
-        f"{c.gini:.2f} against up to {c.random_gini:.2f}).")
+        f"{100 * c.even_top_share:.0f}% (Gini {c.gini:.2f} against {c.even_gini:.2f}). The claim asks for more than "
+        f"{100 * MOST:.0f}%, and {100 * MIN_SHARE:.0f} points more than the even spread.")
 
 
 def _jsd_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -146,33 +179,63 @@ class BranchContrast:
     words: int
     different_top: float  # share of words whose most-attended other word differs between branch a and b
     examples: list[tuple[str, str, str]]  # (word, branch a's top, branch b's top), first few that differ
-    divergence: float = 0.0  # mean Jensen-Shannon divergence between a word's rows in branch a and b
-    random_divergence: float = math.log(2)  # 95th percentile for two independent random maps of the same shape
+    divergence: float = 0.0  # mean Jensen-Shannon divergence between a word's rows in branch a and b, heads averaged
+    between_heads: float = 0.0  # mean JSD between a head of branch a and a head of branch b, per word
+    within_heads: float = 0.0  # mean JSD between two heads of one branch, per word
+    null_gap: float = math.log(2)  # 95th percentile of (between - within) with the heads re-split at random
 
     @property
     def different(self) -> bool:
-        return self.divergence > self.random_divergence
+        return (self.between_heads - self.within_heads > self.null_gap
+                and self.different_top > TOP_WORDS_DIFFER)
+
+
+def _pairwise_jsd(rows: np.ndarray) -> np.ndarray:
+    """(..., m, n) distributions -> (..., m, m) Jensen-Shannon divergences between every two."""
+    return _jsd_rows(rows[..., :, None, :], rows[..., None, :, :])
+
+
+def _split_gaps(divergences: np.ndarray, heads: int) -> np.ndarray:
+    """(words, 2h, 2h) divergences between the rows of 2h heads -> (words, splits): for each way to
+    split the heads into two groups of h (the first is branch a against branch b), the mean
+    divergence between the groups minus the mean within them."""
+    from itertools import combinations
+
+    everyone = range(2 * heads)
+    splits = [set(c) for c in combinations(everyone, heads) if 0 in c]  # each split once
+    out = []
+    for group in splits:
+        other = [i for i in everyone if i not in group]
+        group = sorted(group)
+        between = divergences[:, group][:, :, other].mean((1, 2))
+        within = [divergences[:, g][:, :, g].sum((1, 2)) / (heads * (heads - 1)) for g in (group, other)]
+        out.append(between - (within[0] + within[1]) / 2)
+    return np.stack(out, 1)
 
 
 def branch_contrast(ex: Explanation) -> BranchContrast | None:
-    """Per-sentence word-level maps with branches a and b (hierarchical HCAN), heads averaged; a
-    word's own position is left out of its top, since attending to itself says nothing of relations.
-    The divergence between the branches is judged against two independent random maps of the same
-    shape (Dirichlet(1) rows per head, heads averaged as the page shows them): identical branches
-    give 0, unrelated random ones the baseline."""
+    """Per-sentence word-level maps with branches a and b (hierarchical HCAN); a word's own position
+    is left out of its top, since attending to itself says nothing of relations. The branches
+    differ when their heads differ more than the heads of one branch do: under the null the heads'
+    branch labels are exchangeable, so each word's 2h rows are re-split into two groups at random
+    (every head keeps its sharpness), and the real split must beat the 95th percentile of those.
+    Needs two or more heads a branch (with one, there is nothing within a branch to compare)."""
     if not {"word.self.a", "word.self.b"} <= set(ex.attentions):
         return None
     a_map = ex.attentions["word.self.a"]
     heads = a_map.weights.shape[a_map.axis(head_axis(a_map))] if head_axis(a_map) else 1
-    differ, total, examples, divergences, lengths = 0, 0, [], [], []
+    differ, total, examples, divergences, pairs = 0, 0, [], [], []
     for s, sentence in enumerate(ex.document.sentences):
         n = len(sentence.tokens)
         if n < 3:
             continue
-        lengths.append(n)
         a = ex.self_attention("word.self.a", s, None).to(torch.float64)
         b = ex.self_attention("word.self.b", s, None).to(torch.float64)
         divergences += _jsd_rows(a.numpy(), b.numpy()).tolist()
+        if heads >= 2:
+            rows = np.stack([ex.self_attention(name, s, h).to(torch.float64).numpy()
+                             for name in ("word.self.a", "word.self.b") for h in range(heads)], 1)  # (n, 2h, n)
+            pairs.append(_pairwise_jsd(rows))  # (n, 2h, 2h)
         top_a = a.clone().fill_diagonal_(-1.0).argmax(-1).tolist()
         top_b = b.clone().fill_diagonal_(-1.0).argmax(-1).tolist()
         for i in range(n):
@@ -184,24 +247,27 @@ def branch_contrast(ex: Explanation) -> BranchContrast | None:
                                      sentence.tokens[top_b[i]].text))
     if not total:
         return None
-    rng = _rng(heads, *lengths)
-    random = np.zeros(DRAWS)
-    for n in lengths:  # the mean over the document's words, per draw
-        pair = [rng.dirichlet(np.ones(n), size=(DRAWS, heads, n)).mean(1) for _ in range(2)]
-        random += _jsd_rows(*pair).sum(1)
-    random /= total
-    return BranchContrast(total, differ / total, examples, float(np.mean(divergences)),
-                          float(np.percentile(random, QUANTILE)))
+    contrast = BranchContrast(total, differ / total, examples, float(np.mean(divergences)))
+    if pairs:
+        d = np.concatenate(pairs)  # (words, 2h, 2h)
+        gap = _split_gaps(d, heads)  # (words, splits); split 0 is the real one
+        picks = _rng(heads, *gap.shape).integers(0, gap.shape[1], size=(DRAWS, gap.shape[0]))
+        null = gap[np.arange(gap.shape[0]), picks].mean(1)
+        branch_a, branch_b = list(range(heads)), list(range(heads, 2 * heads))
+        contrast.between_heads = float(d[:, branch_a][:, :, branch_b].mean())
+        contrast.within_heads = float(np.mean([d[:, g][:, :, g].sum((1, 2)) / (heads * (heads - 1))
+                                               for g in (branch_a, branch_b)]))
+        contrast.null_gap = float(np.percentile(null, QUANTILE))
+    return contrast
 
 
 def branch_verdict(c: BranchContrast) -> tuple[bool, str]:
     """Step 2: (shown, sentence) for "the branches relate a word to different words"."""
     return c.different, (
-        f"In this review the two branches' attention differs by a Jensen–Shannon divergence of {c.divergence:.3f} "
-        f"per word (0 for identical branches, or an even spread in both; {math.log(2):.3f} at most), against up to "
-        f"{c.random_divergence:.3f} for "
-        f"two unrelated random maps of the same shape; for {100 * c.different_top:.0f}% of the {c.words} words the "
-        "most-attended other word differs.")
+        f"In this review a head of one branch and a head of the other differ by a Jensen–Shannon divergence of "
+        f"{c.between_heads:.3f} per word, two heads of one branch by {c.within_heads:.3f} (heads re-split at random: "
+        f"a gap of up to {c.null_gap:.3f}); for {100 * c.different_top:.0f}% of the {c.words} words the most-attended "
+        f"other word differs between the branches (the claim asks for more than {100 * TOP_WORDS_DIFFER:.0f}%).")
 
 
 @dataclass
@@ -291,20 +357,15 @@ def sanet_verdict(sentiment: MatrixShape, topic: MatrixShape) -> list[tuple[bool
 
 
 def han_hcan_verdict(han: Concentration, hcan: Concentration) -> tuple[bool, str]:
-    """HCAN Supplementary B: HAN's weights are more focused on keywords than HCAN's. Shown only
-    when HAN's weights are focused beyond random attention and their Gini exceeds HCAN's by more
-    than the Gini of two random maps of these shapes differs (95th percentile)."""
-    han_draws, hcan_draws = np.asarray(han.random_ginis), np.asarray(hcan.random_ginis)
-    # Pairs of independent draws: the two models read the same text, so their random maps may be the
-    # same draws; offsetting one list by half pairs each draw with another one.
-    noise = float(np.percentile(han_draws - np.roll(hcan_draws, len(hcan_draws) // 2), QUANTILE)) \
-        if len(han_draws) and len(hcan_draws) else 0.0
-    holds = han.focused and han.gini - hcan.gini > noise
+    """HCAN Supplementary B: HAN's weights are more focused on keywords than HCAN's. Shown when
+    HAN's Gini exceeds HCAN's on the same document by ``MIN_GINI_GAP``: a comparison of the two
+    models, which asks neither to beat random attention outright. Each head's Gini, averaged over
+    heads (``Concentration.head_gini``): HCAN's heads averaged would look flatter than any of them."""
+    holds = han.head_gini - hcan.head_gini >= MIN_GINI_GAP
     return holds, (
-        f"HAN's word weights have Gini {han.gini:.2f} (top 10% of words: {100 * han.top_share:.0f}% of the weight), "
-        f"HCAN's {hcan.gini:.2f} ({100 * hcan.top_share:.0f}%); an even spread has Gini 0, random attention reaches "
-        f"{han.random_gini:.2f} "
-        f"on this document, and two random maps differ by up to {noise:.2f}.")
+        f"HAN's word weights have Gini {han.head_gini:.2f} (top 10% of words: {100 * han.top_share:.0f}% of the "
+        f"weight), HCAN's {hcan.head_gini:.2f} a head ({100 * hcan.top_share:.0f}%, heads averaged); an even spread "
+        f"has Gini {han.even_gini:.2f} here, and the claim asks HAN's to be {MIN_GINI_GAP:.2f} above HCAN's.")
 
 
 def branch_lines(ex: Explanation, sentence_start: int, word: tuple[int, int]) -> list[tuple[str, list[float]]]:

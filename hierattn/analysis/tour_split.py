@@ -2,8 +2,8 @@
 typically and worst: one document chosen for its effect would hide the rate, so the Tour shows the
 rate beside it, and lets the reader open a typical document and one where the claim fails.
 
-Each step's check is the one ``analysis.tour`` makes on one document (beyond random attention of
-the same shape, at its 95th percentile); here it runs on every test document. ``record`` writes the
+Each step's check is the one ``analysis.tour`` makes on one document (against the null its docstring
+gives for that step); here it runs on every test document. ``record`` writes the
 figures to ``results/tour.json`` (``python -m hierattn tour``); the Tour page reads them, and says
 so when the file is missing or its checkpoints changed since.
 """
@@ -22,13 +22,15 @@ from hierattn.checkpoint import Classifier
 
 # The step -> (the claim in a sentence, the checkpoints and data set it is checked on)
 CLAIMS = {
-    1: ("a few words carry most of the document's weight (top 10% of words and Gini beyond random attention)",
+    1: ("a few words carry most of the document's weight (the top 10% of words hold over half of it, 20 points "
+        "more than an even spread)",
         ("bbc-news-hcan",), "bbc-news"),
-    2: ("the two self-attention branches relate a word to different words (divergence beyond two random maps)",
+    2: ("the two self-attention branches relate a word to different words (their heads differ more than the heads "
+        "of one branch do, and most words' top word differs)",
         ("tweets-hcan",), "tweets"),
     3: ("sentiment attention is band-diagonal and topic attention columnar (each beyond random attention)",
         ("tweets-sanet", "bbc-news-sanet"), "tweets and bbc-news"),
-    4: ("HAN's word weights are more focused than HCAN's (by more than two random maps differ)",
+    4: ("HAN's word weights are more focused than HCAN's (Gini at least 0.2 higher on the same document)",
         ("tweets-han", "tweets-hcan"), "tweets"),
 }
 PICKS = ("strongest", "typical", "weakest")
@@ -91,12 +93,12 @@ def _rate(step: int, dataset: str, rows, kept) -> StepRate:
 
 def _concentrated(ex):
     c = tour.concentration(ex)
-    return None if c is None else (c.focused, c.gini - c.random_gini)
+    return None if c is None else (c.focused, c.top_share - c.even_top_share)
 
 
 def _branches(ex):
     c = tour.branch_contrast(ex)
-    return None if c is None else (c.different, c.divergence - c.random_divergence)
+    return None if c is None else (c.different, c.between_heads - c.within_heads - c.null_gap)
 
 
 def _han_against_hcan(han, hcan):
@@ -104,7 +106,7 @@ def _han_against_hcan(han, hcan):
     if a is None or b is None:
         return None
     holds, _ = tour.han_hcan_verdict(a, b)
-    return holds, a.gini - b.gini
+    return holds, a.head_gini - b.head_gini
 
 
 def step_rate(step: int, models: list[Classifier], split: dict[str, tuple[list[str], list[str]]],

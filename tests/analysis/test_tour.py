@@ -1,5 +1,6 @@
-"""The tour's checks: computed from the document, judged against an even spread and random
-attention, so that uniform or random attention is never reported as the papers' finding."""
+"""The tour's checks: computed from the document, judged against nulls that keep what each claim is
+not about, so that uniform or random attention, or a sharper copy of one branch, is never reported
+as the papers' finding."""
 from dataclasses import replace
 
 import pytest
@@ -37,10 +38,14 @@ def _with_attention(ex, kind: str, seed: int = 0):
 def test_concentration_of_word_importance(checkpoint_dir):
     ex = _explained(checkpoint_dir, "tiny-han")
     c = tour.concentration(ex)
-    assert c.words == ex.document.num_tokens and 0 < c.gini < 1
-    assert c.top_share >= 0.1 - 1e-9  # the top 10% hold at least their even share
-    assert c.even_top_share == pytest.approx(2 / c.words) and c.random_top_share > c.even_top_share
-    assert len(c.random_ginis) == tour.DRAWS
+    assert c.words == ex.document.num_tokens and 0 < c.gini < 1 and c.head_gini == pytest.approx(c.gini)  # one head
+    # an even spread of HAN's structure: each sentence 1/3, each word 1/(3 n); the top 10% of words (2 here)
+    # are in the shortest sentence
+    lengths = ex.sentence_lengths
+    assert c.even_top_share == pytest.approx(2 / (len(lengths) * min(lengths)))
+    uniform = tour.concentration(_with_attention(ex, "uniform"))
+    assert uniform.top_share == pytest.approx(uniform.even_top_share)
+    assert uniform.gini == pytest.approx(uniform.even_gini, abs=1e-6) and not uniform.focused
 
 
 def test_branch_contrast_counts_words_whose_top_differs(checkpoint_dir):
@@ -81,10 +86,13 @@ def test_sanet_verdict_follows_the_numbers():
 
 
 def test_han_hcan_verdict_follows_the_numbers():
-    focused = tour.Concentration(20, 0.6, 0.8, [], 0.1, 0.3, 0.5, (0.4,) * 10)
-    spread = tour.Concentration(20, 0.2, 0.2, [], 0.1, 0.3, 0.5, (0.4,) * 10)
+    focused = tour.Concentration(20, 0.6, 0.8, [], 0.1, 0.0, 0.8)
+    spread = tour.Concentration(20, 0.2, 0.2, [], 0.1, 0.0, 0.2)
+    close = tour.Concentration(20, 0.55, 0.65, [], 0.1, 0.0, 0.65)
     assert tour.han_hcan_verdict(focused, spread)[0]
     assert not tour.han_hcan_verdict(spread, focused)[0]
+    assert not tour.han_hcan_verdict(focused, close)[0]  # 0.15 apart: below the minimum effect
+    assert focused.focused and close.focused and not spread.focused  # step 1: over half, 20 points above even
     assert "—" not in tour.han_hcan_verdict(spread, focused)[1]  # the figures; the page says holds or not apart
 
 
@@ -163,6 +171,23 @@ def test_every_step_can_report_the_finding(checkpoint_dir):
     article = sanet(LONG, column)
     shapes = [tour.matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
     assert [shown for shown, _ in tour.sanet_verdict(*shapes)] == [True, True]
+
+
+def test_a_sharper_copy_of_one_branch_is_not_shown(checkpoint_dir):
+    """Issue 32 (8): branch b made a sharper copy of branch a (every row's weights raised to a power
+    and renormalised, so no top word differs) passed the old null of two random maps (0.064 against
+    a bar of 0.060): sharpness alone raised the divergence. Against re-splits of the heads, and
+    asking that most words' top word differ, it is not shown."""
+    hcan = _explained(checkpoint_dir, "tiny-hcan", LONG)
+    maps = dict(hcan.attentions)
+    a = maps["word.self.a"]
+    sharper = (a.weights.double() ** 4) * a.mask
+    maps["word.self.b"] = replace(maps["word.self.b"],
+                                  weights=(sharper / sharper.sum(-1, keepdim=True).clamp(min=1e-30)).float())
+    copy = tour.branch_contrast(replace(hcan, attentions=maps))
+    assert copy.different_top < tour.TOP_WORDS_DIFFER and copy.divergence > 0  # sharper, mostly the same top words
+    shown, text = tour.branch_verdict(copy)
+    assert not shown and not _claims_it(text)
 
 
 def test_the_rates_over_a_split_on_a_quick_budget(tmp_path, capsys):
