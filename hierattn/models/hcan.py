@@ -61,9 +61,10 @@ class HCANConfig:
     word_positions: int = 128  # positional table rows; training sets them from the text caps
     sentence_positions: int = 128
     clamp_positions: bool = False  # True: positions past the table reuse its last row (checkpoints before the fix)
-    # How the target vector T starts ("scaled": N(0, 1/d), "normal": N(0, 1); layers.ConvMultiHeadTargetAttention).
-    # The weights of a checkpoint replace it, so this records how the model was trained, nothing more.
-    target_start: str = "scaled"
+    # How the target vector T starts ("normal": N(0, 1), the scale of a learned query; "scaled": N(0, 1/d),
+    # every checkpoint before issue 32; layers.ConvMultiHeadTargetAttention). A checkpoint's weights replace
+    # it, so this records how the model was trained, nothing more.
+    target_start: str = "normal"
     # What a config.json written before a key existed means by its absence.
     LEGACY: ClassVar[dict] = {"clamp_positions": True, "target_start": "scaled"}
 

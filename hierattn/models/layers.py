@@ -207,7 +207,7 @@ class ConvMultiHeadTargetAttention(nn.Module):
     either."""
 
     def __init__(self, d: int, heads: int, kernel: int, dropout: float, site: str | None = None,
-                 start: str = "scaled"):
+                 start: str = "normal"):
         super().__init__()
         if start not in TARGET_STARTS:
             raise ValueError(f"target_start must be one of {', '.join(TARGET_STARTS)}, not {start!r}")
