@@ -49,18 +49,23 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
                     "removing or reshuffling anything barely moves a prediction this sure, so the changes below are "
                     "small for every ranking, random included. Compare each figure with its baseline, not with zero.")
         structural = any(r.get("structural") is not None for r in rows)
+        # Numbers first, then the verdict; at 1024 px every column shows without scrolling sideways.
         st.dataframe([{"test": r["test"], "level": r["level"], "value": _figure(r["value"]),
                        "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
-                       "value - baseline": _difference(r), "verdict": verdicts.verdict(r),
-                       "baseline is": r["baseline is"]}
+                       "value - baseline": _difference(r)}
                       | ({"1 / sentence length": "" if r.get("structural") is None else _figure(r["structural"])}
-                         if structural else {}) for r in rows],
+                         if structural else {})
+                      | {"verdict": verdicts.verdict(r), "baseline is": r["baseline is"]} for r in rows],
                      hide_index=True, width="stretch", height=38 + 35 * len(rows),
-                     column_config={"test": st.column_config.TextColumn(width="large"),
+                     column_config={"test": st.column_config.TextColumn(width="medium"),
                                     "level": st.column_config.TextColumn(width="small"),
                                     "value": st.column_config.TextColumn(width="small"),
                                     "baseline": st.column_config.TextColumn(width="small"),
-                                    "value - baseline": st.column_config.TextColumn(width="small")})
+                                    "value - baseline": st.column_config.TextColumn("− baseline", width="small"),
+                                    "1 / sentence length": st.column_config.TextColumn("1/sent. len",
+                                                                                       width="small"),
+                                    "verdict": st.column_config.TextColumn(width="medium"),
+                                    "baseline is": st.column_config.TextColumn(width="small")})
         st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
                    f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
                    f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
