@@ -269,8 +269,9 @@ def test_statistics_battery_over_a_split_with_intervals():
     settle(at)
     assert not at.exception, at.exception
     table = next(d.value for d in at.dataframe if "mean [95% interval]" in d.value.columns)
-    row = table[table["test"] == "comprehensiveness (word attention)"].iloc[0]
-    assert row["baseline"] == "random words" and row["difference [95%]"].count("[") == 1
+    row = table[table["test"] == "comprehensiveness (two-stage)"].iloc[0]  # HAN's words: the two-stage product
+    assert row["baseline [95%]"].startswith("random words: ") and row["difference [95%]"].count("[") == 1
+    assert row["difference from it [95%]"].count("[") == 1  # beside 1 / sentence length too (issue 32)
     accuracy = next(d.value for d in at.dataframe if "accuracy, uniform attention" in d.value.columns)
     assert set(accuracy["attention replaced at"]) == {"word", "sentence", "both"}
     at.run()  # kept: the result stays on the page after another rerun

@@ -61,9 +61,10 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
     """Dataset statistics' erasure over documents spread evenly through a split, on request."""
     st.subheader("Is the attention faithful? Erasure over the split")
     st.caption("For each document: remove the top words by attention, by gradient × input, by leave-one-out "
-               "occlusion and in random orders (1/40 up to half of its words), and measure the drop in the "
-               "probability of the class the model predicted. Curves are means over documents; the area is the "
-               "mean drop. Leave-one-out needs one forward pass per word: slow on long articles.")
+               "occlusion, by 1 / sentence length (what per-sentence weights give with no attention at all) and in "
+               "random orders (1/40 up to half of its words), and measure the drop in the probability of the class "
+               "the model predicted. Curves are means over documents; the area is the mean drop. Leave-one-out "
+               "needs one forward pass per word: slow on long articles.")
     left, middle, right = st.columns([2, 3, 3])  # the toggle's label whole at 1024 px
     count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
                               key="erasure_documents")
