@@ -299,3 +299,24 @@ def test_nothing_is_fetched_from_outside_the_server(app_url, browser):
         settle(page)
     page.close()
     assert not outside, outside
+
+
+def test_a_fresh_servers_first_visitor_opens_a_shared_link_without_a_missing_page(browser):
+    """A shared link to Dataset statistics, opened by a fresh server's first visitor, showed "Page
+    not found" before the page: that first run is served in the pages-folder mode (app/routing.py),
+    which knows a page by its file's name, and the page's URL path was not its file's name. Every
+    page's file name is now its URL path."""
+    from bench.soak import start_server
+
+    env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}
+    server, url = start_server(env)  # its own server: the first visit is the point
+    try:
+        page = browser.new_page(viewport={"width": 1024, "height": 900})
+        page.goto(f"{url}/statistics")
+        settle(page)
+        assert "Page not found" not in page.content()
+        assert page.get_by_role("heading", name="Attention statistics over a data set").count() == 1
+        page.close()
+    finally:
+        server.terminate()
+        server.wait(10)
