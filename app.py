@@ -20,9 +20,10 @@ else:  # every page run of every session
     st.html("<style>[data-testid=stMetricValue]{font-size:clamp(1.3rem,2.3vw,2.25rem)}</style>")
     page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":material/search:", default=True),
                           st.Page("pages/compare.py", title="Compare", icon=":material/compare:"),
-                          # The file's name is its URL path: a fresh server's first visitor is served in the
-                          # pages-folder mode (hierattn/app/routing.py), which knows pages by file name only.
-                          st.Page("pages/statistics.py", title="Dataset statistics", icon=":material/bar_chart:"),
+                          # A fresh server's first visitor is served in the pages-folder mode
+                          # (hierattn/app/routing.py), which knows a page by its file's name, "1_" stripped:
+                          # the URL path /statistics, without a file that shadows the statistics module.
+                          st.Page("pages/1_statistics.py", title="Dataset statistics", icon=":material/bar_chart:"),
                           st.Page("pages/evaluation.py", title="Evaluation", icon=":material/fact_check:"),
                           st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
                           st.Page("pages/tour.py", title="Tour", icon=":material/school:")])

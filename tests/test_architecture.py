@@ -201,9 +201,9 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
 
 def test_no_page_file_shadows_a_standard_library_module():
     """Streamlit puts a page's folder on sys.path while the page runs (AppTest of a page file), so
-    pages/statistics.py once replaced the standard library's statistics for everything imported then."""
+    pages/1_statistics.py once replaced the standard library's statistics for everything imported then."""
     import sys
 
     root = Path(__file__).resolve().parent.parent
     clashes = [p.name for p in (root / "pages").glob("*.py") if p.stem in sys.stdlib_module_names]
-    assert not clashes, f"rename these pages (keep their URL with st.Page(..., url_path=...)): {clashes}"
+    assert not clashes, f"rename these pages (keep their URL with a '1_' prefix, which Streamlit strips): {clashes}"

@@ -169,7 +169,7 @@ MALFORMED = {
 }
 
 
-@pytest.mark.parametrize("page", ["pages/compare.py", "pages/evaluation.py", "pages/statistics.py",
+@pytest.mark.parametrize("page", ["pages/compare.py", "pages/evaluation.py", "pages/1_statistics.py",
                                   "pages/explore.py"])
 def test_one_malformed_checkpoint_breaks_no_page(checkpoint_dir, tmp_path, monkeypatch, page):
     """Four malformed checkpoints beside the good ones (a RecursionError, a RuntimeError, a

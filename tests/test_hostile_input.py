@@ -209,7 +209,7 @@ def test_injection_in_a_document_is_shown_not_run(hostile_env):
                for e in at.get("html"))
 
 
-@pytest.mark.parametrize("page", ["pages/explore.py", "pages/compare.py", "pages/statistics.py",
+@pytest.mark.parametrize("page", ["pages/explore.py", "pages/compare.py", "pages/1_statistics.py",
                                   "pages/evaluation.py"])
 def test_injection_in_label_and_data_set_names_is_shown_not_run(hostile_env, page):
     """A checkpoint whose labels and data set name are HTML, markdown and LaTeX: every page that

@@ -37,7 +37,7 @@ def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, mo
     assert options[1].startswith("ag_news · World · ") and at.text_area(key="document").value == first_test_document
     assert sum(o.startswith("ag_news · ") for o in options) == 8  # two of each of the four classes
     # Dataset statistics: the corpus's test file is a data set to measure the model on
-    stats_page = AppTest.from_file(str(ROOT / "pages/statistics.py"), default_timeout=60).run()
+    stats_page = AppTest.from_file(str(ROOT / "pages/1_statistics.py"), default_timeout=60).run()
     import time
 
     deadline = time.time() + 60

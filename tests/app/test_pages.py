@@ -67,7 +67,7 @@ def test_compare_two_self_attention_models_and_the_difference_map():
 
 
 def test_statistics_table_for_a_few_documents():
-    at = open_page("pages/statistics.py", stats_documents=12)
+    at = open_page("pages/1_statistics.py", stats_documents=12)
     assert at.selectbox(key="stats_model").value == "bbc-news-hcan"
     table = at.dataframe[0].value
     assert list(table.index) == ["Gini coefficient"] + [f"Diagonality (bandwidth = {b})" for b in range(1, 6)]
@@ -89,13 +89,13 @@ def test_statistics_table_for_a_few_documents():
 
 
 def test_statistics_page_says_when_a_model_has_no_self_attention():
-    at = open_page("pages/statistics.py", stats_model="bbc-news-han", stats_documents=5)
+    at = open_page("pages/1_statistics.py", stats_model="bbc-news-han", stats_documents=5)
     assert any("has no self-attention" in i.value for i in at.info)
 
 
 @pytest.mark.slow
 def test_topic_versus_sentiment_panel():
-    at = open_page("pages/statistics.py", stats_model="bbc-news-sanet", stats_documents=3,
+    at = open_page("pages/1_statistics.py", stats_model="bbc-news-sanet", stats_documents=3,
                    stats_topic="bbc-news-sanet", stats_sentiment="tweets-sanet")
     at.button(key="stats_pair_go").click().run()
     settle(at)
@@ -155,14 +155,14 @@ def test_statistics_page_survives_a_corrupted_checkpoint(checkpoint_dir, tmp_pat
     shutil.copytree(checkpoint_dir, root)
     (root / "tiny-sanet" / "model.safetensors").write_bytes(b"not a safetensors file")
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
-    at = open_page("pages/statistics.py", stats_model="tiny-hcan", stats_documents=5)
+    at = open_page("pages/1_statistics.py", stats_model="tiny-hcan", stats_documents=5)
     options = at.selectbox(key="stats_topic").options
     assert "tiny-hcan · HCAN" in options and not any(o.startswith("tiny-sanet") for o in options)
 
 
 @pytest.mark.slow
 def test_statistics_erasure_curves_over_a_split():
-    at = open_page("pages/statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=20,
+    at = open_page("pages/1_statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=20,
                    erasure_documents=10)
     assert at.toggle(key="erasure_occlusion").value  # tweets are short: leave-one-out is on by default
     at.button(key="erasure_go").click().run()
@@ -239,7 +239,7 @@ def test_a_compare_link_reopens_the_comparison():
 def test_topic_versus_sentiment_at_matched_lengths():
     """Two hierarchical models, whose word-level matrices (sentences) share lengths: the panel
     compares them within length buckets, with the interval, and lists the buckets."""
-    at = open_page("pages/statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=3,
+    at = open_page("pages/1_statistics.py", stats_model="tweets-hcan", stats_dataset="tweets", stats_documents=3,
                    stats_topic="bbc-news-hcan", stats_sentiment="tweets-hcan")
     at.button(key="stats_pair_go").click().run()
     settle(at)
@@ -263,7 +263,7 @@ def test_compare_with_on_lstm_says_it_has_no_word_weights(app_env):
 
 @pytest.mark.slow
 def test_statistics_battery_over_a_split_with_intervals():
-    at = open_page("pages/statistics.py", stats_model="tweets-han", stats_dataset="tweets", stats_documents=20,
+    at = open_page("pages/1_statistics.py", stats_model="tweets-han", stats_dataset="tweets", stats_documents=20,
                    battery_documents=10)
     at.button(key="battery_go").click().run()
     settle(at)
@@ -280,7 +280,8 @@ def test_statistics_battery_over_a_split_with_intervals():
 
 def test_every_page_is_served_at_its_files_name():
     """A fresh server's first visitor is served in the pages-folder mode (hierattn/app/routing.py),
-    which finds a page by its file's name: a url_path of another name opened "Page not found"."""
+    which finds a page by its file's name (a leading "1_" stripped): a url_path of another name
+    opened "Page not found"."""
     import ast
 
     calls = [n for n in ast.walk(ast.parse((REPO / "app.py").read_text()))

@@ -88,7 +88,7 @@ def test_the_process_exits_cleanly_while_a_page_computes():
     code = textwrap.dedent(f"""
         import time
         from streamlit.testing.v1 import AppTest
-        at = AppTest.from_file({str(REPO / "pages" / "statistics.py")!r}, default_timeout=120).run()
+        at = AppTest.from_file({str(REPO / "pages" / "1_statistics.py")!r}, default_timeout=120).run()
         assert at.get("progress"), "the page did not start its computation"
         time.sleep(2)  # inside the computation
         print("leaving", flush=True)

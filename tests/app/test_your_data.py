@@ -55,7 +55,7 @@ def test_evaluation_runs_on_its_own_data_beside_the_baselines(own_model):
 
 
 def test_dataset_statistics_offers_its_own_data(own_model):
-    at = AppTest.from_file(str(REPO / "pages/statistics.py"), default_timeout=120)
+    at = AppTest.from_file(str(REPO / "pages/1_statistics.py"), default_timeout=120)
     at.session_state["stats_model"] = "mine"
     at = settle(at.run())
     picker = at.selectbox(key="stats_dataset")
