@@ -28,16 +28,13 @@ from hierattn.analysis import attention_tests as tests
 from hierattn.analysis import eraser
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import Explanation
-from hierattn.analysis.faithfulness import gradient_times_input, without
+from hierattn.analysis.faithfulness import STRUCTURAL, gradient_times_input, sentence_length_scores, without
 from hierattn.checkpoint import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
 
 LEVELS = (WORD, SENTENCE)
 WORD_ATTENTION, TWO_STAGE, SENTENCE_ATTENTION = "word attention", "two-stage", "sentence attention"
 RANDOM = {eraser.WORD_UNITS: "random words", eraser.SENTENCE_UNITS: "random sentences"}
-# The structural null of a ranking of words across sentences (issue 32): each word scored 1 / the
-# length of its sentence, which is what per-sentence weights that sum to 1 give with no attention.
-STRUCTURAL = "1 / sentence length"
 UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENTENCE_ATTENTION: eraser.SENTENCE_UNITS}
 PERMUTATIONS = 100
 RANDOM_DRAWS = 5
@@ -115,13 +112,6 @@ class DocumentBattery:
 
 def _flat(per_sentence: list[list[float]]) -> list[float]:
     return [w for ws in per_sentence for w in ws]
-
-
-def sentence_length_scores(document, seed: int = 0) -> list[float]:
-    """Each word's 1 / (its sentence's length), ties broken at random (a jitter far below the gap
-    between two lengths): the structural null beside a ranking of words across sentences."""
-    rng = random.Random(seed)
-    return [1.0 / len(s.tokens) + 1e-7 * rng.random() for s in document.sentences for _ in s.tokens]
 
 
 def rankings(ex: Explanation) -> tuple[dict[str, list[float]], list[str]]:

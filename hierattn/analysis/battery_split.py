@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hierattn.analysis.battery import document_battery
+from hierattn.analysis.battery import LEVELS, divergence_from_even, document_battery
 from hierattn.analysis.explain import explained
 from hierattn.checkpoint import Classifier
 from hierattn.contract import ATTENTION
@@ -113,8 +113,6 @@ def pooling_spread(classifier: Classifier, texts: list[str],
     interval. Level -> {"jsd": (mean, low, high), "documents": n}; levels without pooling
     attention, or whose every distribution has one key, are absent. Issue 32 measured HCAN's
     target attention with it before and after the start of its target vector changed."""
-    from hierattn.analysis.battery import LEVELS, divergence_from_even
-
     found: dict[str, list[float]] = {}
     for i, ex in explained(classifier, texts):
         if ex is not None:

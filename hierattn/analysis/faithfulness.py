@@ -88,6 +88,14 @@ class ErasureCurves:
         return lines
 
 
+def sentence_length_scores(document: Document, seed: int = 0) -> list[float]:
+    """Each word's 1 / (its sentence's length), ties broken at random (a jitter far below the gap
+    between two lengths): the structural null beside a ranking of words across sentences (what
+    per-sentence weights that sum to 1 give with no attention; issue 32)."""
+    rng = random.Random(seed)
+    return [1.0 / len(s.tokens) + 1e-7 * rng.random() for s in document.sentences for _ in s.tokens]
+
+
 def _words(document: Document) -> list[tuple[int, int]]:
     """(sentence, token) of every word the model reads, in reading order."""
     return [(s, t) for s, sentence in enumerate(document.sentences) for t in range(len(sentence.tokens))]
@@ -189,8 +197,7 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
     if "leave-one-out" in methods:
         scores["leave-one-out"] = leave_one_out(classifier, document, label, base)
     if STRUCTURAL in methods and len(document.sentences) >= 2:
-        rng = random.Random(seed)
-        scores[STRUCTURAL] = [1.0 / len(s.tokens) + 1e-7 * rng.random() for s in document.sentences for _ in s.tokens]
+        scores[STRUCTURAL] = sentence_length_scores(document, seed)
     drops = {}
     for method, s in scores.items():
         ranked = sorted(range(n), key=lambda i: -s[i])
