@@ -33,8 +33,10 @@ def within(path: Path, limit: limits.Limit, subject: str) -> str | None:
 
 
 def files_problem(directory: Path) -> str | None:
-    """A checkpoint's vocabulary or weights file larger than its limit, judged by size on disk."""
+    """A checkpoint's vocabulary (vocab.json, or a subword model's tokenizer.json) or weights file
+    larger than its limit, judged by size on disk."""
     return (within(directory / "vocab.json", limits.VOCAB_MB, directory.name)
+            or within(directory / "tokenizer.json", limits.VOCAB_MB, directory.name)
             or within(directory / "model.safetensors", limits.WEIGHTS_MB, directory.name))
 
 

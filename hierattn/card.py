@@ -63,21 +63,28 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
     model_config = config.get("model_config", {})
     settings = ", ".join(f"`{k}={v}`" for k, v in model_config.items() if k not in ("vocab_size", "num_classes"))
     parameters = metrics.get("num_parameters")
+    subwords = config.get("vocabulary") == "subword"  # a Hugging Face folder (``ModelSpec.folder``)
+    trained = (f"trained on `{dataset}` with hierattn" if config.get("origin", "hierattn") == "hierattn" else
+               "trained elsewhere and opened from its Hugging Face folder")
     lines = [f"# {name}", "",
-             f"**{display_name}**, a text classifier over {len(labels)} classes trained on `{dataset}` with "
-             f"hierattn. Its attention: {maps or 'none'}.", "",
+             f"**{display_name}**, a text classifier over {len(labels)} classes {trained}. Its attention: "
+             f"{maps or 'none'}.", "",
              "## Model", "",
              f"- Architecture: {label}; model type `{model_type}`, from {source}.",
              f"- Configuration: {settings or 'the defaults'}.",
-             f"- Vocabulary of {model_config.get('vocab_size', '?'):,} words from the training split "
-             "(other words read as `<unk>`)." if isinstance(model_config.get("vocab_size"), int) else
+             (f"- Subword vocabulary of {model_config.get('vocab_size', 0):,} tokens (its `tokenizer.json`): every "
+              "word is read, as one or more pieces." if subwords else
+              f"- Vocabulary of {model_config.get('vocab_size', '?'):,} words from the training split "
+              "(other words read as `<unk>`).") if isinstance(model_config.get("vocab_size"), int) else
              "- Vocabulary: not recorded.",
              (f"- {parameters:,} parameters" if isinstance(parameters, int) else "- Parameters: not recorded")
              + ("; weights stored in fp16 in `model.safetensors`"
                 + (f" ({weights_bytes / 2**20:.1f} MB)" if weights_bytes else "") + "."),
              f"- Reads at most {text.get('max_sentences', '?')} sentences of {text.get('max_words', '?')} words"
              + (f", {text['max_tokens']} words in all" if text.get("max_tokens") else "")
-             + ("; lower-cased" if text.get("lowercase", True) else "") + "; the rest of a document is cut.",
+             + (f", and at most {config['window']:,} subword tokens" if isinstance(config.get("window"), int) else "")
+             + ("; lower-cased" if text.get("lowercase", True) and not subwords else "")
+             + "; the rest of a document is cut.",
              f"- Labels: {', '.join(f'`{_cell(x)}`' for x in labels) or 'not recorded'}.", "",
              "## Data set", ""]
     splits = metrics.get("split_sizes") or {}

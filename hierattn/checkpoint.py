@@ -8,12 +8,10 @@ say) are never opened. See docs/RELIABILITY.md.
 """
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import math
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass
@@ -25,7 +23,7 @@ from safetensors.torch import load_file, save_file
 
 from hierattn import budget, limits
 from hierattn.card import model_card
-from hierattn.data.files import NotAFile, read_bytes
+from hierattn.data.files import NotAFile, exchange, fsync, is_replaceable, read_bytes, remove_stale_temporaries
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.limits import LimitExceeded
 from hierattn.models import (
@@ -38,7 +36,9 @@ from hierattn.models import (
     plugins,
     text_problem,
 )
+from hierattn.models.footprint import parameter_count
 from hierattn.models.intervention import observe_embedding
+from hierattn.models.spec import ModelSpec
 
 FORMAT_VERSION = 1
 FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json", "README.md")  # README.md: the card
@@ -110,7 +110,7 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
     except OSError as exc:
         raise CheckpointError(f"cannot create {directory.parent}: {exc.strerror or exc}") from None
     refuse_to_replace(directory)
-    _remove_stale_temporaries(directory)
+    remove_stale_temporaries(directory)
     config = {
         "format_version": FORMAT_VERSION,
         "model_type": model_type,
@@ -121,24 +121,28 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
     }
     if model_type in REGISTRY and REGISTRY[model_type].plugin is not None:
         config["plugin"] = plugins.checkpoint_record(REGISTRY[model_type])  # named, never imported, on load
+    form = REGISTRY[model_type].folder if model_type in REGISTRY else None
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
-        tensors = {k: v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
-                   for k, v in model.state_dict().items()}
-        save_file(tensors, tmp / "model.safetensors")
-        (tmp / "config.json").write_text(json.dumps(config, indent=2))
-        vocab.save(tmp / "vocab.json")
+        if form is not None:  # another library's folder (a Hugging Face classifier's)
+            form.write(tmp, model, vocab, labels, asdict(text_config), dataset, dtype)
+        else:
+            tensors = {k: v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
+                       for k, v in model.state_dict().items()}
+            save_file(tensors, tmp / "model.safetensors")
+            (tmp / "config.json").write_text(json.dumps(config, indent=2))
+            vocab.save(tmp / "vocab.json")
         (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2))
         (tmp / "README.md").write_text(card(tmp, directory.name))
         if heldout:
             (tmp / HELDOUT).write_text(json.dumps(heldout, ensure_ascii=False))
         # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
-        for f in FILES + ((HELDOUT,) if heldout else ()):
-            os.chmod(tmp / f, 0o644)
-            fsync(tmp / f)
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
+            fsync(f)
         os.chmod(tmp, 0o755)
         if directory.exists():
-            if _exchange(tmp, directory):  # one atomic step: the old checkpoint is now at tmp
+            if exchange(tmp, directory):  # one atomic step: the old checkpoint is now at tmp
                 shutil.rmtree(tmp, ignore_errors=True)
             else:  # no atomic exchange here: move the old one aside, then the new one in
                 old = directory.with_name(f".{directory.name}.old")
@@ -170,6 +174,8 @@ def card(directory: Path, name: str | None = None) -> str:
     if not isinstance(config, dict) or not isinstance(metrics, dict):
         raise CheckpointError(f"{directory.name}: config.json or metrics.json is not a JSON object")
     metrics = budget.typed_metrics(metrics)
+    if (spec := folder_spec(config)) is not None:
+        config = spec.folder.describe(directory, config, _read_json)  # in our config.json's terms
     weights = directory / "model.safetensors"
     if "num_parameters" not in metrics and weights.is_file():
         with safe_open(weights, "pt") as f:
@@ -203,59 +209,8 @@ def checkpoint_root() -> Path:
 def refuse_to_replace(directory: Path) -> None:
     """CheckpointError unless ``directory`` is new or one of our checkpoints."""
     directory = Path(directory)
-    if directory.is_symlink() or (directory.exists() and not _is_replaceable(directory)):
+    if directory.is_symlink() or (directory.exists() and not is_replaceable(directory)):
         raise CheckpointError(f"{directory} exists and is not a checkpoint directory; refusing to replace it")
-
-
-def _is_replaceable(directory: Path) -> bool:
-    """A directory a save may replace: one of ours (a config.json and nothing but files), never
-    an arbitrary folder that a mistyped ``--out`` points at."""
-    try:
-        entries = list(directory.iterdir())
-    except OSError:
-        return False
-    return (directory / "config.json").is_file() and all(e.is_file() and not e.is_symlink() for e in entries)
-
-
-def _remove_stale_temporaries(directory: Path) -> None:
-    """Temporary siblings left by a save that was killed (a ``.name.*`` directory). One save per
-    name runs at a time (the job manager refuses a second), so any left now is stale."""
-    old = directory.with_name(f".{directory.name}.old")
-    if old.is_dir() and not old.is_symlink() and not directory.exists():  # killed between the fallback's renames
-        os.replace(old, directory)
-    pattern = re.compile(re.escape(f".{directory.name}.") + r"([a-z0-9_]{8}|old)")  # mkdtemp's names, and ours
-    for stale in directory.parent.iterdir():
-        if pattern.fullmatch(stale.name) and stale.is_dir() and not stale.is_symlink():
-            shutil.rmtree(stale, ignore_errors=True)
-
-
-def fsync(path: Path) -> None:
-    """Flush a file to disk before it is renamed into place, so a crash of the machine (not only of
-    the process) cannot leave a renamed but empty file."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-_RENAME_EXCHANGE = 2
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two directories in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False where
-    the system or file system cannot, and the caller falls back to two renames."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        return False
-    at_cwd = -100
-    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV):
-        return False
-    raise OSError(code, os.strerror(code), str(b))
 
 
 def _read_json(path: Path):
@@ -283,6 +238,35 @@ def check_budget(directory: Path, config: dict) -> None:
         raise CheckpointError(f"{directory.name}: {problem}")
 
 
+def folder_spec(config) -> ModelSpec | None:
+    """The model type that recognises ``config`` as its library's config.json (a Hugging Face
+    classifier's: ``ModelSpec.folder``), or None for a config.json of ours."""
+    if not isinstance(config, dict):
+        return None
+    return next((s for s in REGISTRY.values() if s.folder is not None and s.folder.recognises(config)), None)
+
+
+def _load_folder(directory: Path, config: dict, spec: ModelSpec, device) -> Classifier:
+    """A folder another library wrote, within the limits of ours; nothing in it is imported or run."""
+    form = spec.folder
+    ours = form.ours(directory, _read_json)
+    text = ours.get("text") if isinstance(ours, dict) and isinstance(ours.get("text"), dict) else {}
+    problem = form.problem(directory, config) or budget.files_problem(directory) or budget.text_problem(text)
+    if problem:
+        raise CheckpointError(f"{directory.name}: {problem}")
+    count = parameter_count(lambda: form.build(config)[0])
+    if limits.PARAMETERS.exceeded(count):
+        raise CheckpointError(f"{directory.name}: {limits.PARAMETERS.message(count)}")
+    model, labels = form.build(config)
+    _load_weights(directory, model, form.weights_prefix)
+    metrics = budget.typed_metrics(_read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
+        else {}
+    device = torch.device(device) if device is not None else best_device()
+    model.to(device).eval()
+    return Classifier(directory.name, model, spec.name, form.vocab(directory, model), labels, TextConfig(**text),
+                      metrics, ours.get("dataset") if isinstance(ours, dict) else None, device)
+
+
 def load_classifier(directory: str | Path, device: str | torch.device | None = None) -> Classifier:
     """Load a checkpoint directory into a ready classifier (eval mode, on ``device`` or the best one).
     Every failure is a CheckpointError naming the checkpoint: one malformed checkpoint is its own
@@ -300,6 +284,8 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
         raise CheckpointError(f"{directory} is not a checkpoint directory")
     _refuse_links_out(directory)
     config = _read_json(directory / "config.json")
+    if (spec := folder_spec(config)) is not None:
+        return _load_folder(directory, config, spec, device)
     if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
         raise CheckpointError(f"{directory.name}: unsupported checkpoint format "
                               f"{config.get('format_version') if isinstance(config, dict) else '?'}")
@@ -332,8 +318,18 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
     if model_config.get("num_classes") != len(labels):
         raise CheckpointError(f"{directory.name}: {len(labels)} labels for a {model_config.get('num_classes')}-class "
                               "model")
+    _load_weights(directory, model)
+    device = torch.device(device) if device is not None else best_device()
+    model.to(device).eval()
+    return Classifier(directory.name, model, config["model_type"], vocab, labels, text_config, metrics,
+                      config.get("dataset"), device)
+
+
+def _load_weights(directory: Path, model: torch.nn.Module, prefix: str = "") -> None:
+    """model.safetensors into ``model``: every tensor its state dict expects (under ``prefix``, where
+    the file holds a sub-module's weights), of the right shape and finite, or a CheckpointError."""
     try:
-        tensors = load_file(directory / "model.safetensors")
+        tensors = {prefix + k: v for k, v in load_file(directory / "model.safetensors").items()}
     except FileNotFoundError:
         raise CheckpointError(f"{directory.name}: model.safetensors is missing") from None
     except (SafetensorError, OSError, ValueError) as exc:
@@ -345,16 +341,12 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
                               f"(missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]})")
     for k, v in tensors.items():
         if v.shape != expected[k].shape:
-            raise CheckpointError(f"{directory.name}: weight {k} has shape {tuple(v.shape)}, "
+            raise CheckpointError(f"{directory.name}: weight {k.removeprefix(prefix)} has shape {tuple(v.shape)}, "
                                   f"the config needs {tuple(expected[k].shape)}")
         if v.is_floating_point() and not bool(torch.isfinite(v).all()):  # else every prediction reads "nan%"
-            raise CheckpointError(f"{directory.name}: weight {k} holds NaN or infinite values; the model cannot "
-                                  "predict (a run that diverged)")
+            raise CheckpointError(f"{directory.name}: weight {k.removeprefix(prefix)} holds NaN or infinite values; "
+                                  "the model cannot predict (a run that diverged)")
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()})
-    device = torch.device(device) if device is not None else best_device()
-    model.to(device).eval()
-    return Classifier(directory.name, model, config["model_type"], vocab, labels, text_config, metrics,
-                      config.get("dataset"), device)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -367,7 +359,7 @@ def _refuse_links_out(directory: Path) -> None:
     if directory.is_symlink() and not _inside(directory, directory.parent):
         raise CheckpointError(f"{directory.name} is a link to {directory.resolve()}, outside "
                               f"{directory.parent}; it is not loaded")
-    for name in FILES:
+    for name in dict.fromkeys(FILES + tuple(f for s in REGISTRY.values() if s.folder for f in s.folder.files)):
         f = directory / name
         if f.is_symlink() and not _inside(f, directory):
             raise CheckpointError(f"{directory.name}: {name} is a link to a file outside the checkpoint; it is not "

@@ -19,7 +19,8 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "threads": (),
     "limits": (),  # what a request, upload, checkpoint or server may spend
     "data": ("contract", "limits"),
-    "models": ("contract", "data.text"),  # token and vocabulary types; never loaders, splits or batches
+    # token and vocabulary types (words, subword tokens); never loaders, splits or batches
+    "models": ("contract", "data.text", "data.subwords"),
     "card": ("contract", "data", "models"),  # a checkpoint's README.md, from its JSON files
     "budget": ("contract", "limits", "data", "models"),  # a model within the limits, before it is built at size
     "checkpoint": ("contract", "limits", "data", "models", "card", "budget"),

@@ -83,10 +83,12 @@ def kendall_tau(a: list[float], b: list[float]) -> float | None:
 def level_sites(attentions: dict, level: str) -> list[str]:
     """The sites whose weights make the representation at ``level``: the pooling (target)
     attention where the model has one, else its self-attention at that level. Gates and coverage
-    are not attention and have no site."""
+    are not attention and have no site. A map aggregated from another (``AttentionMap.source``: a
+    transformer's words from its tokens) stands for its source, where the model computes them."""
     maps = {n: a for n, a in attentions.items() if a.level == level and a.kind == ATTENTION}
     pooling = [n for n, a in maps.items() if not a.is_self_attention]
-    return pooling or [n for n, a in maps.items() if a.is_self_attention]
+    names = pooling or [n for n, a in maps.items() if a.is_self_attention]
+    return list(dict.fromkeys(maps[n].source or n for n in names))
 
 
 def reachable(classifier: Classifier, document: Document, sites: list[str]) -> list[str]:

@@ -244,10 +244,13 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
         battery.uniform[level] = (float(tests.tvd(p, reference)), ex.labels[int(p.argmax())])
     for level in LEVELS:
         if level not in sites and not (level == SENTENCE and len(document.sentences) < 2 and _maps_at(ex, level)):
-            battery.not_applicable.append(f"permutation and uniform tests at the {level} level: "
-                                          + ("no attention there" if not _maps_at(ex, level) else
-                                             "its attention runs inside a recurrent cell, out of reach of an "
-                                             "intervention"))
+            maps = _maps_at(ex, level)
+            tested = {n for names in sites.values() for n in names}
+            shared = {ex.attentions[n].source for n in maps} & tested
+            battery.not_applicable.append(f"permutation and uniform tests at the {level} level: " + (
+                "no attention there" if not maps else
+                f"its maps are summed from {', '.join(sorted(shared))}, tested at the other level" if shared else
+                "no intervention reaches its attention there (it runs inside a recurrent cell)"))
     tick(4)
 
     # adversarial search, on request: target (pooling) attention only
@@ -282,7 +285,7 @@ def intervenable_sites(classifier: Classifier, ex: Explanation) -> dict[str, lis
     for level in LEVELS:
         names = tests.level_sites(ex.attentions, level)
         names = tests.reachable(classifier, ex.document, names) if names else []
-        if names:
+        if names and names not in out.values():  # maps of both levels summed from one site: tested once
             out[level] = names
     return out
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from hierattn.analysis.metrics import EVEN, METRICS, attention_metrics, real_matrices
+from hierattn.analysis.metrics import EVEN, GROUP_AXES, METRICS, attention_metrics, real_matrices
 from hierattn.checkpoint import Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap
 from hierattn.data.batches import encode_documents
@@ -58,6 +58,9 @@ class Explanation:
     metrics: list[dict]  # one row per self-attention matrix (map, level, sentence, head)
     # per sentence, per word: not in the model's vocabulary (it read <unk> there)
     unknown: list[list[bool]] = field(default_factory=list)
+    # a model of subword tokens: each token it read (as its tokenizer writes it) and the reading-order
+    # index of its word, -1 for a special token; the keys of its ``subword``-level maps. Empty otherwise.
+    subwords: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -201,7 +204,7 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     """Tokenise, run the model once, crop attention to this document, compute the metrics."""
     if not isinstance(text, str) or not text.strip():
         raise ExplainError("the text is empty: paste a document with at least one word")
-    document = tokenize(text, text_config or classifier.text_config)
+    document = classifier.vocab.within_window(tokenize(text, text_config or classifier.text_config))
     if not document.sentences:
         raise ExplainError("no words were found in the text (after dropping symbols and punctuation)")
     batch = encode_documents([document], classifier.vocab).to(classifier.device)
@@ -217,9 +220,10 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     for name, a in attentions.items():
         if a.is_self_attention:
             rows += [{"map": name, "level": a.level, **r} for r in attention_metrics(a)]
-    known = classifier.vocab.stoi
-    unknown = [[t.norm not in known for t in s.tokens] for s in document.sentences]
-    return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows, unknown)
+    unknown = classifier.vocab.unknown(document)
+    tokens = getattr(classifier.vocab, "tokens", None)
+    return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows, unknown,
+                       tokens(document) if tokens else [])
 
 
 
@@ -243,7 +247,7 @@ def metrics_table(explanation: Explanation, name: str | None = None, sentence: i
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    where = ["sentence"] + (["time"] if "time" in df.columns else [])
+    where = ["sentence"] + [axis for axis in GROUP_AXES[1:] if axis in df.columns]
     df[where] = df[where].astype("Int64")  # indices with gaps (maps without the axis), not floats
     figures = [c for m in METRICS for c in ([m] if m == "gini" else [m, EVEN[m]])]
     return df[["map", "level"] + where + ["head", "size"] + figures]
@@ -259,7 +263,7 @@ def metrics_view(explanation: Explanation, level: str, group_axis: str | None, g
     table = table[table["level"] == level]
     if group_axis:
         table = table[table[group_axis] == group]
-    table = table.drop(columns=["level"] + [c for c in ("sentence", "time") if c != group_axis and c in table])
+    table = table.drop(columns=["level"] + [c for c in GROUP_AXES if c != group_axis and c in table])
     if heads > 1:
         table["head"] = table["head"] + 1
     else:

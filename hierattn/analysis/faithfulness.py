@@ -121,7 +121,9 @@ def probabilities(classifier: Classifier, documents: list[Document], label: int)
 def gradient_times_input(classifier: Classifier, document: Document, label: int,
                          jain_wallace: bool = False) -> list[float] | None:
     """|gradient . embedding| per word (reading order), or None for a model without an embedding
-    table looked up once per word in reading order (TF-IDF). As an attribution beside attention
+    table looked up once per word in reading order (TF-IDF). For a model of subword tokens, a word's
+    is the absolute value of its pieces' summed gradient . embedding (the first-order change of the
+    output when the whole word is taken away; special tokens get none). As an attribution beside attention
     (the ERASER curves), the gradient is of the label's logit and flows through everything,
     attention included. With ``jain_wallace``, as Jain & Wallace (2019, section 4.1) compute the
     gradient importance they rank attention against: the attention weights are held constant
@@ -140,8 +142,13 @@ def gradient_times_input(classifier: Classifier, document: Document, label: int,
         # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
         # cached model shared by other sessions is left exactly as it was
         (grad,) = torch.autograd.grad(target, vectors)
-    scores = (grad * vectors).sum(-1).abs()[ids != 0]  # real words, row-major = reading order
     n = sum(len(s.tokens) for s in document.sentences)
+    if batch.pieces is not None:  # subword tokens: a word's score is its pieces' summed gradient . embedding
+        word = batch.pieces.word[0]
+        signed = (grad * vectors).sum(-1)[0]
+        scores = signed.new_zeros(n).index_add_(0, word[word >= 0], signed[word >= 0]).abs()
+        return scores.detach().cpu().tolist()
+    scores = (grad * vectors).sum(-1).abs()[ids != 0]  # real words, row-major = reading order
     return scores.detach().cpu().tolist() if len(scores) == n else None
 
 

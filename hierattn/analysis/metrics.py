@@ -87,7 +87,7 @@ def matrix_metrics(matrix: torch.Tensor, bandwidths=BANDWIDTHS, per_row_gini: bo
     return out
 
 
-GROUP_AXES = ("sentence", "time")  # an axis that holds one matrix (per head) per entry
+GROUP_AXES = ("sentence", "time", "layer")  # an axis that holds one matrix (per head) per entry
 
 
 EVERY = object()  # real_matrices: all groups
@@ -95,8 +95,8 @@ EVERY = object()  # real_matrices: all groups
 
 def real_matrices(attention: AttentionMap, batch_index: int = 0, group=EVERY):
     """Yield ``(group or None, head, matrix)`` for every self-attention matrix of one document,
-    cropped to its real queries and keys. ``group`` indexes the map's ``sentence`` (or ``time``)
-    axis; maps without a ``head`` axis have head 0. Padded sentences and steps are skipped.
+    cropped to its real queries and keys. ``group`` indexes the map's ``sentence`` (or ``time``, or
+    ``layer``) axis; maps without a ``head`` axis have head 0. Padded sentences and steps are skipped.
     Passing ``group`` yields only that entry's matrices (``None``: a map without such an axis)."""
     if not attention.is_self_attention:
         raise ValueError("metrics need a self-attention map (with a 'query' axis)")
@@ -156,7 +156,7 @@ def attention_metrics(attention: AttentionMap, batch_index: int = 0) -> list[dic
 
 def grouped(a: AttentionMap) -> tuple[torch.Tensor, torch.Tensor, str | None]:
     """A self-attention map's weights and mask as (batch, group, head, query, key), and the name of
-    its group axis (``sentence`` or ``time``; None when there is one matrix per head)."""
+    its group axis (``sentence``, ``time`` or ``layer``; None when there is one matrix per head)."""
     w, m, axes = a.weights, a.mask, list(a.axes)
     if "head" not in axes:
         w, m = w.unsqueeze(-3), m.unsqueeze(-3)

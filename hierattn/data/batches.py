@@ -12,7 +12,9 @@ from hierattn.data.text import Document, TextConfig, Vocab, tokenize_many
 
 
 def encode_documents(documents: list[Document], vocab: Vocab, labels: list[int] | None = None) -> Batch:
-    """Pad documents to (batch, max sentences, max words). An empty document keeps one empty sentence."""
+    """Pad documents to (batch, max sentences, max words). An empty document keeps one empty sentence.
+    With a subword vocabulary (``data.subwords.SubwordVocab``), the batch also holds the documents'
+    pieces, which is what that model reads."""
     encoded = [[vocab.encode(s) for s in d.sentences] for d in documents]
     num_sent = max(1, max((len(e) for e in encoded), default=1))
     num_words = max(1, max((len(s) for e in encoded for s in e), default=1))
@@ -23,7 +25,8 @@ def encode_documents(documents: list[Document], vocab: Vocab, labels: list[int] 
             ids[b, s, : len(sent)] = torch.tensor(sent, dtype=torch.long)
             mask[b, s, : len(sent)] = True
     y = None if labels is None else torch.tensor(labels, dtype=torch.long)
-    return Batch(ids, mask, mask.any(-1), y)
+    pieces = getattr(vocab, "pieces", None)  # a tokenizer of subwords (data.subwords): the model reads those
+    return Batch(ids, mask, mask.any(-1), y, pieces(documents) if pieces else None)
 
 
 def bucketed_batches(documents: list[Document], labels: list[int], vocab: Vocab, batch_size: int,

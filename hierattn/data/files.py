@@ -1,4 +1,5 @@
-"""Reading a file named by a user or a checkpoint, never more than a limit and never blocking.
+"""Reading a file named by a user or a checkpoint, never more than a limit and never blocking; and
+the file-system steps of writing a checkpoint folder atomically (``checkpoint.save_checkpoint``).
 
 A path can name a device (``/dev/zero`` never ends), a FIFO (a read waits forever, and holds every
 lock its reader holds), a directory, or a huge file. Every file the app or the command line reads
@@ -7,8 +8,12 @@ and is read up to its limit, so the refusal comes before the cost.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import io
 import os
+import re
+import shutil
 import stat
 from pathlib import Path
 
@@ -88,3 +93,54 @@ def open_text(path: str | Path, limit: Limit, encoding: str = "utf-8", subject: 
     past ``limit`` MB."""
     raw = BoundedReader(open_regular(path), limit, subject or Path(path).name)
     return io.TextIOWrapper(io.BufferedReader(raw), encoding=encoding, newline="")
+
+
+def fsync(path: Path) -> None:
+    """Flush a file to disk before it is renamed into place, so a crash of the machine (not only of
+    the process) cannot leave a renamed but empty file."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+_RENAME_EXCHANGE = 2
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two directories in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False where
+    the system or file system cannot, and the caller falls back to two renames."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_cwd = -100
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def is_replaceable(directory: Path) -> bool:
+    """A directory a save may replace: one of ours (a config.json and nothing but files), never
+    an arbitrary folder that a mistyped ``--out`` points at."""
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return False
+    return (directory / "config.json").is_file() and all(e.is_file() and not e.is_symlink() for e in entries)
+
+
+def remove_stale_temporaries(directory: Path) -> None:
+    """Temporary siblings left by a save that was killed (a ``.name.*`` directory). One save per
+    name runs at a time (the job manager refuses a second), so any left now is stale."""
+    old = directory.with_name(f".{directory.name}.old")
+    if old.is_dir() and not old.is_symlink() and not directory.exists():  # killed between the fallback's renames
+        os.replace(old, directory)
+    pattern = re.compile(re.escape(f".{directory.name}.") + r"([a-z0-9_]{8}|old)")  # mkdtemp's names, and ours
+    for stale in directory.parent.iterdir():
+        if pattern.fullmatch(stale.name) and stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)

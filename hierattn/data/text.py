@@ -52,10 +52,13 @@ class Truncation:
     kept_sentences: int = 0
     words_dropped: int = 0  # words cut from over-long sentences
     chars_dropped: int = 0  # characters beyond limits.CHARACTERS
+    window_words_dropped: int = 0  # words past a subword model's window (``data.subwords``)
+    window: int | None = None  # that window, in tokens
 
     @property
     def truncated(self) -> bool:
-        return self.kept_sentences < self.total_sentences or self.words_dropped > 0 or self.chars_dropped > 0
+        return (self.kept_sentences < self.total_sentences or self.words_dropped > 0 or self.chars_dropped > 0
+                or self.window_words_dropped > 0)
 
     @property
     def message(self) -> str:
@@ -67,6 +70,9 @@ class Truncation:
             parts.append(f"only the first {self.kept_sentences:,} of {self.total_sentences:,} sentences were read")
         if self.words_dropped:
             parts.append(f"{self.words_dropped:,} words beyond the per-sentence cap were dropped")
+        if self.window_words_dropped:
+            parts.append(f"the model reads at most {self.window:,} subword tokens, so the last "
+                         f"{self.window_words_dropped:,} words were not read")
         return "; ".join(parts)
 
 
@@ -320,6 +326,14 @@ class Vocab:
 
     def encode(self, sentence: Sentence) -> list[int]:
         return [self.stoi.get(t.norm, self.unk_id) for t in sentence.tokens]
+
+    def unknown(self, document: Document) -> list[list[bool]]:
+        """Per sentence, per word: not in the vocabulary (the model reads ``<unk>`` there)."""
+        return [[t.norm not in self.stoi for t in s.tokens] for s in document.sentences]
+
+    def within_window(self, document: Document) -> Document:
+        """The document as the model reads it: a word model reads every word the caps let through."""
+        return document
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.itos, ensure_ascii=False))

@@ -111,7 +111,12 @@ def attention_cells(model: torch.nn.Module, max_sentences: int, max_words: int) 
     """The attention cells one explanation of a full document (``max_sentences`` sentences of
     ``max_words`` words) holds, from small forward passes of ``model`` (eval mode, on the CPU; its
     weights do not matter). None when the cells are not a polynomial of degree 2 in S and W (the
-    check pass disagrees) or a small pass fails."""
+    check pass disagrees) or a small pass fails. A model that bounds its own cells (a method
+    ``attention_cells(sentences, words)``: a transformer's, which reads up to a window of subword
+    tokens, however many words they make) is asked instead."""
+    own = getattr(model, "attention_cells", None)
+    if callable(own):
+        return int(own(max_sentences, max_words))
     try:
         if max_sentences * max_words <= DIRECT_WORDS:
             return _cells(model, max_sentences, max_words)

@@ -45,6 +45,9 @@ class ModelSpec:
     ``hierattn.models.plugins`` when it loads the plug-in, and recorded in its checkpoints).
     ``tested_words``: (words, sentence) when its paper tested it only on texts of about that many
     words or fewer, a sentence saying so; the app says it when a model reads far longer texts.
+    ``folder``: for a model type whose checkpoints are another library's folders (a Hugging Face
+    classifier's), how to recognise, check, build, read and write one (``transformer.HuggingFaceFolder``);
+    None for a checkpoint of ours (config.json with a ``format_version``, vocab.json).
     """
 
     name: str
@@ -58,6 +61,7 @@ class ModelSpec:
     listed: int = 100
     plugin: dict | None = field(default=None, compare=False)
     tested_words: tuple[int, str] | None = None
+    folder: object | None = field(default=None, compare=False)
 
     @property
     def fitted(self) -> bool:

@@ -17,6 +17,8 @@ SMALL = {
     "mahnn": {"embed_dim": 16, "hidden": 8, "attention_dim": 8, "maps": 6, "dropout": 0.2},
     "kimcnn": {"embed_dim": 16, "maps": 6},
     "tfidf": {"num_bigrams": 4},
+    # weights spread wider than transformers' 0.02, whose attention starts almost even
+    "transformer": {"d": 16, "heads": 2, "ffn": 32, "layers": 2, "max_positions": 64, "init_std": 0.3},
 }
 # Every model type and every variant a paper compares: the HCAN variants of its Table 2 and the
 # paper's own size, SANet's no-attention baseline and big size, HA-LSTM's windows and its LSTM /
@@ -32,13 +34,16 @@ VARIANTS = [(t, SMALL[t]) for t in BUILT_IN] + [
     ("mahnn", {**SMALL["mahnn"], "channels": 1}), ("mahnn", {**SMALL["mahnn"], "channels": 7}),
     ("mahnn", {**SMALL["mahnn"], "semantic": False}),
     ("tfidf", {**SMALL["tfidf"], "classifier": "nb"}),
+    ("transformer", {**SMALL["transformer"], "family": "roberta", "pad_id": 1}),
+    ("transformer", {**SMALL["transformer"], "family": "distilbert"}),
 ]
 # The example plug-in (examples/bigru_attention) is held to the same contract, without being
 # registered in this process: a plug-in's model is a model like any other.
 EXAMPLE = specs_in_file(REPO / "examples" / "bigru_attention" / "bigru_attention.py")[0]
 PLUGINS = [(EXAMPLE, {"embed_dim": 16, "hidden": 8, "heads": 3, "attention_dim": 12}),
            (EXAMPLE, {"embed_dim": 16, "hidden": 8, "heads": 3, "attention_dim": 12, "diversity": 0.5})]
-_QUIET = ("dropout", "embed_dim", "attention_dim", "hidden", "dense", "maps", "cache_groups", "num_bigrams")
+_QUIET = ("init_std", "ffn", "max_positions",
+          "dropout", "embed_dim", "attention_dim", "hidden", "dense", "maps", "cache_groups", "num_bigrams")
 VARIANTS += PLUGINS
 IDS = [f"{getattr(t, 'name', t)}-" + "-".join(f"{k}={v}" for k, v in c.items() if k not in _QUIET) for t, c in VARIANTS]
 DOCS = [tokenize(t) for t in CORPUS] + [tokenize("Short one.")]
@@ -69,7 +74,7 @@ def test_output_contract(model_and_vocab):
     for name, a in out.attentions.items():
         assert a.weights.shape == a.mask.shape, name
         assert a.weights.shape[0] == 5 and a.axes[0] == "batch" and a.axes[-1] == "key"
-        assert a.level in ("word", "sentence", "hidden")
+        assert a.level in ("word", "sentence", "hidden", "subword")
         if "sentence" in a.axes:
             assert a.weights.shape[a.axis("sentence")] == batch.word_ids.shape[1]
         assert (a.weights[~a.mask] == 0).all(), f"{name}: padded positions receive attention"

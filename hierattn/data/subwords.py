@@ -1,0 +1,166 @@
+"""Subword tokens for a model that brings its own tokenizer (a Hugging Face transformer): the input
+adapter between our documents (sentences of words, with their character spans) and the pieces the
+model reads.
+
+What the model reads is our words, not the raw text: the words every other model reads (the
+sentences and tokens of ``data.text``, punctuation other than ``.``, ``!`` and ``?`` dropped), each as
+pasted (its surface form, so the tokenizer lowercases, strips accents or keeps case as it was
+trained to), joined by single spaces and tokenised in one pass per document. One pass, so that a
+byte-level BPE (RoBERTa) sees the space before each word as it does in running text; each piece
+belongs to the word its character offsets fall in. Reading our words keeps every analysis aligned:
+erasing a word erases its pieces, and Compare sets a transformer's words beside HAN's one for one.
+
+The tokenizer is read from ``tokenizer.json`` alone (the Rust ``tokenizers`` library's format, JSON,
+never code); its post-processor says which special tokens frame a sequence (``[CLS] ... [SEP]``,
+``<s> ... </s>``). A document longer than the model's window is read up to the last word whose
+pieces all fit, and the document says what was cut (``Truncation.window_words_dropped``).
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from hierattn.contract import Pieces
+from hierattn.data.files import read_bytes
+from hierattn.data.text import Document, Sentence
+from hierattn.limits import VOCAB_MB
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+class SubwordVocab:
+    """A Hugging Face tokenizer as a model's vocabulary: documents in, ``Pieces`` out.
+
+    ``window``: the most tokens the model reads in one sequence, special tokens included.
+    ``pad_id``: the id padding a batch's shorter sequences (never attended to)."""
+
+    def __init__(self, tokenizer, window: int, pad_id: int):
+        self.tokenizer = tokenizer
+        self.window = int(window)
+        self.pad_id = int(pad_id)
+        probe = tokenizer.encode("a", add_special_tokens=True)
+        special = probe.special_tokens_mask
+        first = special.index(0) if 0 in special else len(special)
+        last = len(special) - special[::-1].index(0) if 0 in special else len(special)
+        self.prefix, self.suffix = list(probe.ids[:first]), list(probe.ids[last:])
+        self.prefix_tokens, self.suffix_tokens = list(probe.tokens[:first]), list(probe.tokens[last:])
+        unk = tokenizer.get_vocab().get(getattr(tokenizer.model, "unk_token", None) or "")
+        self.unk_id = unk
+        if self.window <= len(self.prefix) + len(self.suffix):
+            raise ValueError(f"a window of {self.window} tokens leaves no room for words")
+
+    @classmethod
+    def load(cls, directory: str | Path, window: int, pad_id: int) -> SubwordVocab:
+        """The tokenizer of a folder (its ``tokenizer.json``, read within ``limits.VOCAB_MB``)."""
+        from tokenizers import Tokenizer  # lazily: only a transformer needs it
+
+        path = Path(directory) / TOKENIZER_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{TOKENIZER_FILE} is missing: hierattn reads a fast tokenizer's file (save "
+                                    "it with AutoTokenizer.from_pretrained(folder).save_pretrained(folder))")
+        tokenizer = Tokenizer.from_str(read_bytes(path, VOCAB_MB).decode("utf-8"))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return cls(tokenizer, window, pad_id)
+
+    def save(self, directory: str | Path) -> None:
+        self.tokenizer.save(str(Path(directory) / TOKENIZER_FILE))
+
+    def __len__(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    @property
+    def room(self) -> int:
+        """Word pieces one sequence holds: the window less the special tokens around them."""
+        return self.window - len(self.prefix) - len(self.suffix)
+
+    def encode(self, sentence: Sentence) -> list[int]:
+        """``Batch.word_ids`` for a sentence: 1 for every word. The model reads ``Batch.pieces``;
+        word ids only mark the real words (as ``<unk>`` would)."""
+        return [1] * len(sentence.tokens)
+
+    def _encodings(self, documents: list[Document]):
+        """Per document: (piece ids, piece tokens, word index of each piece), words in reading order."""
+        out = []
+        texts, starts = [], []
+        for d in documents:
+            words = [t.text for s in d.sentences for t in s.tokens]
+            offsets, at = [], 0
+            for w in words:
+                offsets.append(at)
+                at += len(w) + 1
+            texts.append(" ".join(words))
+            starts.append(offsets)
+        for enc, offsets in zip(self.tokenizer.encode_batch(texts, add_special_tokens=False), starts):
+            words = [max(0, bisect.bisect_right(offsets, a) - 1) for a, _ in enc.offsets]
+            out.append((list(enc.ids), list(enc.tokens), words))
+        return out
+
+    def words_read(self, document: Document) -> int:
+        """How many of the document's words (reading order) fit in the window, all their pieces."""
+        (_, _, words), = self._encodings([document])
+        if len(words) <= self.room:
+            return document.num_tokens
+        return words[self.room]  # the word whose piece is the first one left out
+
+    def within_window(self, document: Document) -> Document:
+        """``document`` cut to the words the model reads, the cut counted in its truncation."""
+        keep = self.words_read(document)
+        if keep >= document.num_tokens:
+            return document
+        sentences, left = [], keep
+        for s in document.sentences:
+            if left <= 0:
+                break
+            tokens = s.tokens[:left]
+            sentences.append(s if len(tokens) == len(s.tokens) else Sentence(tokens, tokens[0].start, tokens[-1].end))
+            left -= len(tokens)
+        truncation = replace(document.truncation, window_words_dropped=document.num_tokens - keep,
+                             window=self.window)
+        return Document(document.text, sentences, truncation)
+
+    def pieces(self, documents: list[Document]) -> Pieces:
+        """The documents as the model reads them, each cut at the window on a word boundary."""
+        rows = []
+        for ids, _, words in self._encodings(documents):
+            if len(ids) > self.room:
+                last = words[self.room]
+                cut = words.index(last)
+                ids, words = ids[:cut], words[:cut]
+            rows.append((self.prefix + ids + self.suffix,
+                         [-1] * len(self.prefix) + words + [-1] * len(self.suffix)))
+        length = max(len(r[0]) for r in rows)
+        ids = torch.full((len(rows), length), self.pad_id, dtype=torch.long)
+        word = torch.full((len(rows), length), -1, dtype=torch.long)
+        mask = torch.zeros(len(rows), length, dtype=torch.bool)
+        for b, (row_ids, row_words) in enumerate(rows):
+            ids[b, : len(row_ids)] = torch.tensor(row_ids)
+            word[b, : len(row_words)] = torch.tensor(row_words)
+            mask[b, : len(row_ids)] = True
+        return Pieces(ids, mask, word)
+
+    def tokens(self, document: Document) -> list[tuple[str, int]]:
+        """(token as the tokenizer writes it, reading-order word index or -1 for a special token) of
+        every token the model reads of ``document``, special tokens included, in sequence order."""
+        (ids, tokens, words), = self._encodings([document])
+        if len(ids) > self.room:
+            cut = words.index(words[self.room])
+            tokens, words = tokens[:cut], words[:cut]
+        return ([(t, -1) for t in self.prefix_tokens] + list(zip(tokens, words))
+                + [(t, -1) for t in self.suffix_tokens])
+
+    def unknown(self, document: Document) -> list[list[bool]]:
+        """Per sentence, per word: every piece of it is the tokenizer's unknown token."""
+        (ids, _, words), = self._encodings([document])
+        flags = [True] * document.num_tokens
+        for i, w in zip(ids, words):
+            if i != self.unk_id:
+                flags[w] = False
+        out, at = [], 0
+        for s in document.sentences:
+            out.append(flags[at: at + len(s.tokens)])
+            at += len(s.tokens)
+        return out

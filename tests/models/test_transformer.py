@@ -1,0 +1,193 @@
+"""Hugging Face classifiers (issue 33): three families saved with ``save_pretrained`` open as
+checkpoints, predict exactly as transformers does, and their attention reaches every level by the
+documented rule; nothing in a folder runs."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from hierattn.analysis.battery import document_battery
+from hierattn.analysis.explain import explain
+from hierattn.analysis.faithfulness import gradient_times_input
+from hierattn.checkpoint import CheckpointError, card, load_classifier
+from hierattn.contract import Pieces
+from hierattn.models.intervention import attention_override
+from hierattn.models.transformer import aggregate, maps
+from tests.models.tiny_transformers import FAMILIES, LABELS, TEXTS, reference_probabilities, save_tiny
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def folder(request, tmp_path_factory):
+    return save_tiny(request.param, tmp_path_factory.mktemp(request.param) / f"tiny-{request.param}")
+
+
+@pytest.fixture(scope="module")
+def classifier(folder):
+    return load_classifier(folder, device="cpu")
+
+
+def _words(ex):
+    return [t.text for s in ex.document.sentences for t in s.tokens]
+
+
+def test_a_folder_opens_with_its_labels_and_tokenizer_and_predicts_as_transformers_does(folder, classifier):
+    assert classifier.model_type == "transformer" and classifier.labels == LABELS
+    for text in TEXTS:
+        ex = explain(classifier, text)
+        expected = reference_probabilities(folder, _words(ex))
+        torch.testing.assert_close(torch.tensor(ex.probabilities), expected, atol=1e-5, rtol=0)
+
+
+def test_each_family_frames_its_tokens_as_its_tokenizer_does(folder, classifier):
+    ex = explain(classifier, TEXTS[0])
+    first, last = ex.subwords[0][0], ex.subwords[-1][0]
+    assert (first, last) == (("<s>", "</s>") if "roberta" in folder.name else ("[CLS]", "[SEP]"))
+    assert ex.subwords[0][1] == -1 and ex.subwords[-1][1] == -1
+    words = [w for _, w in ex.subwords if w >= 0]
+    assert words == sorted(words) and set(words) == set(range(ex.word_count()))  # every word read, in order
+    assert ex.attentions["subword.self"].weights.shape[-1] == len(ex.subwords)
+
+
+def test_a_word_split_in_three_pieces_by_hand():
+    """Tokens [CLS] a un ##believ ##able [SEP]: words 0 = "a", 1 = "un ##believ ##able". Attention
+    to a word sums its pieces; attention from it averages its pieces' rows; special tokens are left
+    out and each row renormalised."""
+    rows = torch.tensor([
+        [0.50, 0.10, 0.10, 0.10, 0.10, 0.10],  # [CLS]
+        [0.20, 0.20, 0.20, 0.10, 0.10, 0.20],  # a
+        [0.00, 0.40, 0.30, 0.20, 0.10, 0.00],  # un
+        [0.10, 0.10, 0.20, 0.40, 0.10, 0.10],  # ##believ
+        [0.30, 0.30, 0.10, 0.10, 0.00, 0.20],  # ##able
+        [0.20, 0.20, 0.20, 0.20, 0.10, 0.10],  # [SEP]
+    ]).view(1, 1, 1, 6, 6)
+    word = torch.tensor([[-1, 0, 1, 1, 1, -1]])
+    member = (word.unsqueeze(-1) == torch.arange(2)).float()
+    grid = aggregate(rows, member)[0, 0, 0]
+    # "a": to itself 0.2, to the three pieces 0.4, specials 0.4 left out -> 0.2/0.6, 0.4/0.6
+    # "un..": mean of its rows over keys [a, pieces] = ([0.4, 0.6] + [0.1, 0.7] + [0.3, 0.2]) / 3 = [0.8/3, 1.5/3],
+    # of 2.3/3 -> [0.8/2.3, 1.5/2.3]
+    expected = torch.tensor([[0.2 / 0.6, 0.4 / 0.6], [0.8 / 2.3, 1.5 / 2.3]])
+    torch.testing.assert_close(grid, expected)
+    first = aggregate(rows[:, :, :, 0, :], member, queries=False)[0, 0, 0]  # [CLS] row: 0.1 and 0.3 of 0.4
+    torch.testing.assert_close(first, torch.tensor([0.25, 0.75]))
+
+
+def test_word_and_sentence_maps_are_distributions_over_the_document(classifier):
+    ex = explain(classifier, TEXTS[2])
+    sentences, words = len(ex.document.sentences), ex.word_count()
+    for name, a in ex.attentions.items():
+        real = a.mask.any(-1)
+        torch.testing.assert_close(a.weights.sum(-1)[real], torch.ones(int(real.sum())), msg=name)
+        assert (a.weights[~a.mask] == 0).all()
+        size = {"word": words, "sentence": sentences, "subword": len(ex.subwords)}[a.level]
+        assert a.weights.shape[-1] == size, name
+    assert len(ex.target_attention("word")) == sentences
+    assert [len(s) for s in ex.target_attention("word")] == ex.sentence_lengths
+    assert sum(ex.target_attention("sentence")) == pytest.approx(1.0)
+
+
+def test_the_word_maps_follow_from_the_token_maps(classifier):
+    """``maps`` on a batch of two documents equals each alone (padding takes no weight)."""
+    from hierattn.data.batches import encode_documents
+    from hierattn.data.text import tokenize
+
+    docs = [classifier.vocab.within_window(tokenize(t, classifier.text_config)) for t in TEXTS[:2]]
+    with torch.no_grad():
+        both = classifier.model(encode_documents(docs, classifier.vocab))
+        alone = classifier.model(encode_documents(docs[1:], classifier.vocab))
+    for name, a in alone.attentions.items():
+        crop = tuple(slice(0, n) for n in a.weights.shape[1:])
+        torch.testing.assert_close(both.attentions[name].weights[1][crop], a.weights[0], atol=1e-5, rtol=0, msg=name)
+
+
+def test_interventions_act_on_every_layers_token_attention(classifier):
+    from hierattn.analysis import attention_tests as tests
+
+    ex = explain(classifier, TEXTS[0])
+    assert tests.level_sites(ex.attentions, "word") == ["subword.self"]
+    assert tests.reachable(classifier, ex.document, ["subword.self"]) == ["subword.self"]
+    calls = []
+
+    def even(site, weights, mask):
+        calls.append(weights.shape)
+        return tests.even_spread(weights, mask)
+
+    reference = torch.tensor(ex.probabilities)
+    with attention_override(even, in_order=False):
+        changed = tests.output_distributions(classifier, [ex.document])[0]
+    assert len(calls) == classifier.model.config.layers
+    assert float(tests.tvd(changed, reference)) > 1e-3
+
+
+def test_the_battery_runs_with_every_test_beside_its_baseline(classifier):
+    ex = explain(classifier, TEXTS[2])
+    battery = document_battery(classifier, ex, permutations=5)
+    assert "word" in battery.permutation and "word" in battery.uniform
+    assert "sentence" not in battery.permutation  # one site, tested once
+    assert any("summed from subword.self" in n for n in battery.not_applicable)
+    scores = gradient_times_input(classifier, ex.document, 0)
+    assert scores is not None and len(scores) == ex.word_count() and max(scores) > 0
+
+
+def test_a_long_document_is_read_in_the_window_and_says_what_was_cut(classifier):
+    text = " ".join(["the movie was great ."] * 40)  # 200 words, a window of 64 tokens
+    ex = explain(classifier, text)
+    assert len(ex.subwords) <= classifier.vocab.window == 64
+    assert ex.document.truncation.window_words_dropped == 200 - ex.word_count() > 0
+    assert "subword tokens" in ex.document.truncation.message
+    assert ex.document.unread()  # the cut text is greyed as unread
+
+
+def _config(folder):
+    return json.loads((folder / "config.json").read_text())
+
+
+def test_code_a_folder_names_never_runs(tmp_path):
+    """auto_map names a modeling file that would leave a mark if imported: a known model type is
+    read with the library's class, an unknown one is refused; neither runs the file."""
+    mark = tmp_path / "ran"
+    code = f"open({str(mark)!r}, 'w').write('ran')\n"
+    known = save_tiny("bert", tmp_path / "known")
+    (known / "modeling_evil.py").write_text(code)
+    (known / "configuration_evil.py").write_text(code)
+    config = _config(known)
+    config["auto_map"] = {"AutoConfig": "configuration_evil.EvilConfig",
+                          "AutoModelForSequenceClassification": "modeling_evil.EvilModel"}
+    (known / "config.json").write_text(json.dumps(config))
+    classifier = load_classifier(known, device="cpu")
+    assert type(classifier.model.encoder).__module__.startswith("transformers.models.bert")
+    assert "names code of its own (auto_map); it was never run" in card(known)
+    unknown = save_tiny("bert", tmp_path / "unknown")
+    (unknown / "modeling_evil.py").write_text(code)
+    config = {**_config(unknown), "model_type": "evil", "auto_map": config["auto_map"]}
+    (unknown / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="not one the transformers library defines.*never runs"):
+        load_classifier(unknown, device="cpu")
+    assert not mark.exists()
+
+
+def test_pickled_weights_are_refused_with_the_conversion(tmp_path):
+    folder = save_tiny("distilbert", tmp_path / "pickled")
+    (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="pytorch_model.bin, a pickle.*safe_serialization=True"):
+        load_classifier(folder, device="cpu")
+
+
+def test_a_folder_without_a_fast_tokenizer_is_refused(tmp_path):
+    folder = save_tiny("bert", tmp_path / "slow")
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(CheckpointError, match="tokenizer.json is missing"):
+        load_classifier(folder, device="cpu")
+
+
+def test_maps_of_a_constructed_batch_have_the_documented_axes():
+    weights = torch.softmax(torch.randn(1, 3, 2, 5, 5), -1)
+    pieces = Pieces(torch.arange(5).view(1, 5), torch.ones(1, 5, dtype=torch.bool), torch.tensor([[-1, 0, 1, 1, -1]]))
+    word_mask = torch.tensor([[[True, False], [True, False]]])  # two sentences of one word each
+    out = maps(weights, pieces, word_mask)
+    assert out["subword.self"].axes == ("batch", "layer", "head", "query", "key")
+    assert out["word.self"].weights.shape == (1, 3, 2, 2, 2)
+    assert out["sentence.first_token"].weights.shape == (1, 2, 2)
+    assert all(a.source == "subword.self" for n, a in out.items() if n != "subword.self")
