@@ -257,7 +257,7 @@ def _load_folder(directory: Path, config: dict, spec: ModelSpec, device) -> Clas
     count = parameter_count(lambda: form.build(config)[0])
     if limits.PARAMETERS.exceeded(count):
         raise CheckpointError(f"{directory.name}: {limits.PARAMETERS.message(count)}")
-    model, labels = form.build(config)
+    model, labels = form.build(config, ours if isinstance(ours, dict) else {})
     _load_weights(directory, model, form.weights_prefix)
     metrics = budget.typed_metrics(_read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
         else {}

@@ -6,7 +6,7 @@ from hierattn import viz
 from hierattn.analysis.explain import ExplainError
 from hierattn.app import loading, url_state, widgets
 from hierattn.app.downloads import chart, slide_subtitle
-from hierattn.app.panels import faithfulness, gates, self_attention, shading, share, trust, welcome, whatif
+from hierattn.app.panels import faithfulness, gates, heads, self_attention, shading, share, trust, welcome, whatif
 from hierattn.app.routing import run_through_app
 
 run_through_app()
@@ -83,7 +83,9 @@ if st.toggle("Can I trust this shading? The standard tests, for this document", 
 if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif"):
     whatif.what_if(checkpoints[name], ex, view, sentence_labels, doc_key)
 
-# 3. Self-attention heatmaps and their metrics; MahNN's channels; 4. target-attention distributions
+# 3. Every head at a glance (layers of heads); self-attention heatmaps and their metrics; MahNN's channels;
+# 4. target-attention distributions
+heads.head_overview(ex, name, figures)
 self_view = self_attention.self_attention(ex, words, sentence_labels, doc_key, name, figures)
 hidden = self_attention.channels(ex, words) or gates.gates(ex, words, figures)
 if not ex.self_attention_names and ex.attentions and view.painted and not hidden and not view.coverage:

@@ -31,7 +31,7 @@ _MAP_KINDS = {"self": "self-attention", "self.a": "self-attention, branch a (ELU
               "self.b": "self-attention, branch b (tanh)", "target": "target attention",
               "window": "look-back attention over the cell's window", "syntactic": "syntactical attention",
               "semantic": "semantical attention", "depth": "master forget gate (ON-LSTM)",
-              "maxpool": "max-pool coverage"}
+              "maxpool": "max-pool coverage", "first_token": "attention of the first token ([CLS], last layer)"}
 
 
 def map_title(name: str) -> str:

@@ -94,9 +94,39 @@ def gradient_weighted(classifier: Classifier, ex: Explanation) -> dict[str, Atte
     return out
 
 
+def layered(ex: Explanation) -> dict[str, AttentionMap]:
+    """Rollout of a map with a ``layer`` axis (a transformer's token attention) through every layer
+    up to each, and of the maps summed from it (``AttentionMap.source``: its words and sentences),
+    by the model's own rule applied to the rolled-out tokens. Each comes back with the raw map's
+    axes less ``head`` (batch, layer, query, key): layer l holds the rollout of layers 1..l."""
+    from hierattn.models.transformer import aggregate  # the rule the model sums its words by
+
+    out = {}
+    for name, a in ex.attentions.items():
+        if "layer" not in a.axes or not a.is_self_attention or a.source is not None:
+            continue
+        mean = _head_mean(a)
+        weights, mask = mean.weights[0].float(), mean.mask[0, 0].diagonal()  # (layer, T, T), (T,)
+        rolled = torch.stack([rollout(list(weights[: i + 1]), mask) for i in range(weights.shape[0])]).unsqueeze(0)
+        out[name] = replace(mean, weights=rolled)
+        word = torch.tensor([w for _, w in ex.subwords] or [-1] * weights.shape[-1])
+        sentence_of = [s for s, sentence in enumerate(ex.document.sentences) for _ in sentence.tokens]
+        for derived, d in ex.attentions.items():
+            if d.source != name or not d.is_self_attention:
+                continue
+            units = word if d.level == "word" else torch.tensor([sentence_of[w] if w >= 0 else -1 for w in word])
+            member = (units.unsqueeze(-1) == torch.arange(d.weights.shape[-1])).float().unsqueeze(0)
+            unit_mask = _head_mean(d).mask
+            out[derived] = AttentionMap(aggregate(rolled, member) * unit_mask, _head_mean(d).axes,
+                                        d.level, unit_mask, d.kind, d.source)
+    return out
+
+
 def rolled_out(ex: Explanation) -> dict[str, AttentionMap]:
     """Rollout of each stacked layer up to it (the first layer's rollout is itself mixed with the
     residual); {} where layers do not stack."""
+    if any("layer" in a.axes for a in ex.attentions.values()):
+        return layered(ex)
     names = stacked_layers(ex)
     if len(names) < 2:
         return {}

@@ -14,7 +14,7 @@ from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENTS
 PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
 # every page's view parameters: a page writes its own and drops the others', keeping the rest (a job id)
 PASTES_PER_SESSION = 8  # distinct pasted documents a session holds in memory
-VIEW_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence", "a", "b"}
+VIEW_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence", "layer", "a", "b"}
 VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level",
              "selfhead": "self_head"}  # URL -> key
 
@@ -82,7 +82,7 @@ def apply_view_from_url(checkpoints: dict, models: dict[str, str] | None = None,
         if name in params:
             st.session_state[key] = params[name]
     if document_key == "document":  # Explore's widgets whose keys depend on the document
-        for name in ("branch", "sentence"):
+        for name in ("branch", "sentence", "layer"):
             if name in params:
                 st.session_state[f"_pending_{name}"] = params[name]
     return ("This link could not be followed in full: " + "; ".join(problems) + ".") if problems else None

@@ -164,3 +164,47 @@ class SubwordVocab:
             out.append(flags[at: at + len(s.tokens)])
             at += len(s.tokens)
         return out
+
+
+SPECIAL = {"wordpiece": ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
+           "byte_bpe": ("<s>", "<pad>", "</s>", "<unk>", "<mask>")}
+
+
+def train_tokenizer(documents: list[Document], kind: str, size: int, seed_words: int = 2):
+    """A tokenizer trained on the training split's words, as ``tokenizers`` trains BERT's and
+    RoBERTa's: ``"wordpiece"`` (lower-cased, accents stripped, ``[CLS] ... [SEP]``) or ``"byte_bpe"``
+    (byte-level BPE, cased, ``<s> ... </s>``), of at most ``size`` tokens. Returns the
+    ``tokenizers.Tokenizer``; its pad id is ``SPECIAL[kind]``'s padding token's."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    specials = list(SPECIAL[kind])
+    texts = (" ".join(t.text for s in d.sentences for t in s.tokens) for d in documents)
+    if kind == "wordpiece":
+        tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.decoder = decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=size, min_frequency=seed_words, special_tokens=specials,
+                                            show_progress=False)
+        tokenizer.train_from_iterator(texts, trainer)
+        cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    elif kind == "byte_bpe":
+        tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=size, min_frequency=seed_words, special_tokens=specials,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tokenizer.train_from_iterator(texts, trainer)
+        tokenizer.post_processor = processors.RobertaProcessing(
+            ("</s>", tokenizer.token_to_id("</s>")), ("<s>", tokenizer.token_to_id("<s>")), trim_offsets=True,
+            add_prefix_space=False)
+    else:
+        raise ValueError(f"unknown tokenizer kind {kind!r}")
+    return tokenizer
+
+
+def pad_id(tokenizer, kind: str) -> int:
+    return tokenizer.token_to_id(SPECIAL[kind][0 if kind == "wordpiece" else 1])

@@ -48,6 +48,9 @@ class ModelSpec:
     ``folder``: for a model type whose checkpoints are another library's folders (a Hugging Face
     classifier's), how to recognise, check, build, read and write one (``transformer.HuggingFaceFolder``);
     None for a checkpoint of ours (config.json with a ``format_version``, vocab.json).
+    ``vocabulary``: for a model that reads its own tokenizer's pieces, how training builds it:
+    ``vocabulary(training documents, model config dict, TrainConfig) -> (vocab, config it implies)``;
+    None: a word vocabulary (``Vocab.build``, ``min_freq`` and ``max_vocab`` of the TrainConfig).
     """
 
     name: str
@@ -62,6 +65,7 @@ class ModelSpec:
     plugin: dict | None = field(default=None, compare=False)
     tested_words: tuple[int, str] | None = None
     folder: object | None = field(default=None, compare=False)
+    vocabulary: Callable | None = None
 
     @property
     def fitted(self) -> bool:

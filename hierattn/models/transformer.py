@@ -74,6 +74,7 @@ class TransformerConfig:
     dropout: float = 0.1
     pad_id: int = 0
     init_std: float = 0.02  # the weights' initial spread (transformers' initializer_range)
+    subwords: int = 8000  # the tokenizer a model built here trains on its training split: at most this many tokens
 
 
 def _registered() -> None:
@@ -308,15 +309,21 @@ class HuggingFaceFolder:
         return CONFIG_MAPPING[config["model_type"]].from_dict(clean)
 
     @classmethod
-    def build(cls, config: dict) -> tuple[TransformerClassifier, list[str]]:
-        """The library's classifier for ``config`` (weights not yet read) and its labels in id order."""
+    def build(cls, config: dict, ours: dict | None = None) -> tuple[TransformerClassifier, list[str]]:
+        """The library's classifier for ``config`` (weights not yet read) and its labels in id order;
+        frozen to even attention where hierattn.json (``ours``) says it was trained so."""
         from transformers import AutoModelForSequenceClassification
 
         _registered()
         library = cls.library_config(config)
         encoder = AutoModelForSequenceClassification.from_config(library, attn_implementation=IMPLEMENTATION)
         labels = [str(library.id2label.get(i, f"LABEL_{i}")) for i in range(library.num_labels)]
-        return TransformerClassifier(config_from_hf(library), encoder), labels
+        model = TransformerClassifier(config_from_hf(library), encoder)
+        if (ours or {}).get("attention_weights") == "uniform":
+            from hierattn.models.intervention import freeze_to_uniform
+
+            model = freeze_to_uniform(model)
+        return model, labels
 
     @staticmethod
     def vocab(directory: Path, model: TransformerClassifier) -> SubwordVocab:
@@ -336,6 +343,8 @@ class HuggingFaceFolder:
         ours = ours if isinstance(ours, dict) else {}
         library = cls.library_config(config)
         summary = {**asdict(config_from_hf(library)), "library_model_type": config["model_type"]}
+        if ours.get("attention_weights") == "uniform":
+            summary["attention_weights"] = "uniform"
         if cls.named_code(config):
             summary["named_code"] = "its config names code of its own (auto_map); it was never run"
         text = ours.get("text") if isinstance(ours.get("text"), dict) else {}
@@ -361,7 +370,22 @@ class HuggingFaceFolder:
                    for k, v in encoder.state_dict().items()}
         save_file(tensors, directory / WEIGHTS, metadata={"format": "pt"})
         vocab.save(directory)
-        (directory / OURS).write_text(json.dumps({"format_version": 1, "text": text, "dataset": dataset}, indent=2))
+        ours = {"format_version": 1, "text": text, "dataset": dataset}
+        if getattr(model, "frozen_uniform", False):  # Wiegreffe & Pinter's twin: every attention an even spread
+            ours["attention_weights"] = "uniform"
+        (directory / OURS).write_text(json.dumps(ours, indent=2))
+
+
+def vocabulary(documents, config: dict, train_config) -> tuple[SubwordVocab, dict]:
+    """A model built here reads the pieces of a tokenizer trained on its training split, as its
+    family's is (WordPiece for BERT and DistilBERT, byte-level BPE for RoBERTa); returns it and the
+    config it implies (the pad id)."""
+    from hierattn.data.subwords import pad_id, train_tokenizer
+
+    kind = "byte_bpe" if config.get("family") == "roberta" else "wordpiece"
+    tokenizer = train_tokenizer(documents, kind, int(config.get("subwords", 8000)), train_config.min_freq)
+    pad = pad_id(tokenizer, kind)
+    return SubwordVocab(tokenizer, int(config.get("max_positions", 512)), pad), {"pad_id": pad}
 
 
 def display_name(config: dict) -> str:
@@ -377,4 +401,4 @@ SPEC = ModelSpec(
                 tuple(FAMILIES)),),
     maps="every layer's self-attention per head over its subword tokens, the same between words and between "
          "sentences, and the last layer's first-token ([CLS]) row over words and sentences",
-    folder=HuggingFaceFolder())
+    folder=HuggingFaceFolder(), vocabulary=vocabulary)

@@ -78,7 +78,12 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     train_docs, train_y = parts["train"]
     if REGISTRY[model_type].fitted:
         return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
-    vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
+    build_vocabulary = REGISTRY[model_type].vocabulary
+    if build_vocabulary:  # its own tokenizer, trained on the training split
+        vocab, implied = build_vocabulary(train_docs, model_config, config)
+        model_config = {**model_config, **implied}
+    else:
+        vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
     val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
     model_config = sized_for_text(model_type, model_config, text_config.max_sentences, text_config.max_words)
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),

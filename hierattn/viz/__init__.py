@@ -15,6 +15,7 @@ from hierattn.viz.figures import (
            probability_chart,
            training_chart,
 )
+from hierattn.viz.heads import head_grid, head_table
 from hierattn.viz.html import (
     difference_html,
     document_html,
@@ -26,7 +27,9 @@ from hierattn.viz.html import (
     word_attention_html,
 )
 
-__all__ = ["attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
-           "distribution_chart", "document_html", "erasure_chart", "heads_grid", "lines_chart", "matrix_heatmap",
-           "md_code", "md_text", "metric_boxes", "plain_text_html", "probability_chart", "shaded_document_html",
-           "shading_legend_html", "training_chart", "word_attention_html"]
+__all__ = [
+    "attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
+    "distribution_chart", "document_html", "erasure_chart", "head_grid", "head_table", "heads_grid", "lines_chart",
+    "matrix_heatmap", "md_code", "md_text", "metric_boxes", "plain_text_html", "probability_chart",
+    "shaded_document_html", "shading_legend_html", "training_chart", "word_attention_html"
+]

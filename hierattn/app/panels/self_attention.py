@@ -6,12 +6,15 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis.explain import METRIC_LABELS, Explanation, head_axis, map_title, metrics_view
+from hierattn.analysis.metrics import GROUP_AXES
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.url_state import pending_view
 from hierattn.app.widgets import head_picker, keep_valid
 from hierattn.contract import ATTENTION
 
 MAX_HEATMAP = 60  # rows and columns drawn at once: every word named on both axes
+LEVEL_NAMES = {"word": "words attending to words", "sentence": "sentences attending to sentences",
+               "subword": "tokens attending to tokens (as the model reads them)"}
 MAX_BLOCKS = 100  # an overview of a longer matrix has at most this many blocks a side
 
 
@@ -22,11 +25,12 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     if not maps:
         return {}
     st.subheader("Self-attention")
-    levels = sorted({ex.attentions[n].level for n in maps}, key=["word", "sentence"].index)
+    levels = sorted({ex.attentions[n].level for n in maps}, key=list(LEVEL_NAMES).index)
     keep_valid("self_level", levels)
-    level = st.radio("Level", levels, horizontal=True, key="self_level",
-                     format_func=lambda lv: "words attending to words" if lv == "word" else "sentences attending to "
-                                                                                            "sentences")
+    level = st.radio("Level", levels, horizontal=True, key="self_level", format_func=LEVEL_NAMES.__getitem__,
+                     help="A transformer reads subword tokens (its special tokens included); its words and sentences "
+                          "sum the attention a word's pieces receive and average what they give, special tokens "
+                          "left out." if "subword" in levels else None)
     names = [n for n in maps if ex.attentions[n].level == level]
     c1, c2, c3 = st.columns([3, 2, 2])
     if (linked := pending_view("branch")) in names:
@@ -39,6 +43,8 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     head = head_picker(c2, "Head", heads, "self_head") if heads > 1 else None
     head_name = "single head" if heads == 1 else "mean of heads" if head is None else f"head {head + 1}"
     group, labels = _group(ex, axes, level, branch, words, sentence_labels, doc_key, c3)
+    if "layer" in axes:
+        head_name += f" · layer {group + 1}"
     shown = slice(0, len(labels))
     if len(labels) > MAX_HEATMAP:  # a document-wide matrix over many words: an overview in blocks, then zoom
         block = -(-len(labels) // MAX_BLOCKS)
@@ -74,12 +80,14 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                 [f"{w + 1} back" for w in range(lookback.shape[1])],
             "Where each step looks back (attention each window slot receives, mean over the window's queries)",
             "time step (word read)"), width="stretch")
-    group_axis = "sentence" if "sentence" in axes else "time" if "time" in axes else None
+    group_axis = next((a for a in GROUP_AXES if a in axes), None)
     table = metrics_view(ex, level, group_axis, group, heads)
     st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
-               "of the diagonal), per the SANet paper §5.3, for " + ("this sentence." if group_axis == "sentence"
-                                                                      else "this time step." if group_axis
-                                                                      else "the document-wide matrix.")
+               "of the diagonal), per the SANet paper §5.3, for " + {"sentence": "this sentence.",
+                                                                      "time": "this time step.",
+                                                                      "layer": "this layer."}.get(group_axis,
+                                                                                                  "the document-wide "
+                                                                                                  "matrix.")
                + " Beside each diagonality (even): what attention spread evenly over the same n words gives; a "
                "short sentence is mostly 'diagonal' by construction, so only the excess says the model looks near. "
                "An even spread has Gini 0.")
@@ -89,7 +97,7 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                  hide_index=True, width="stretch")
     table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
     return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
-            "sentence": group if "sentence" in axes else None}
+            "sentence": group if "sentence" in axes else None, "layer": group if "layer" in axes else None}
 
 
 def _attends(ex: Explanation, branch: str, group: int | None, labels: list[str], shown: slice, heads: int,
@@ -125,7 +133,16 @@ def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> t
         window = ex.attentions[branch].weights.shape[-1]
         return group, [f"h(t−{w + 1})" + (f" {words[group - 1 - w]}" if group - 1 - w >= 0 else " (zeros)")
                        for w in range(window)]
-    return None, words if level == "word" else sentence_labels
+    labels = [token for token, _ in ex.subwords] if level == "subword" else words if level == "word" \
+        else sentence_labels
+    if "layer" in axes:  # a transformer: one matrix per layer
+        layers = ex.attentions[branch].weights.shape[axes.index("layer")]
+        if (linked := pending_view("layer")) and linked.isdigit() and int(linked) < layers:
+            st.session_state["self_layer"] = int(linked)
+        group = where.selectbox("Layer", range(layers), format_func=lambda i: f"layer {i + 1}"
+                                + (" (last)" if i == layers - 1 else ""), key="self_layer")
+        return group, labels
+    return None, labels
 
 
 def channels(ex: Explanation, words: list[str]) -> bool:

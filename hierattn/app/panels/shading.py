@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis.explain import Explanation, head_axis
+from hierattn.analysis.explain import Explanation, head_axis, map_title
 from hierattn.app.downloads import chart
 from hierattn.app.widgets import head_picker, keep_valid
 from hierattn.contract import ATTENTION
@@ -45,7 +45,8 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
         axis = head_axis(ex.attentions[names[0]]) or "head"
         count = max(ex.heads(n) for n in names)
         if count > 1:
-            label = "Channel" if axis == "channel" else "Target-attention head"
+            label = "Channel" if axis == "channel" else "Target-attention head" if names[0].endswith(".target") \
+                else f"Head ({map_title(names[0]).partition(' ')[2]})"
             shading.head = head_picker(st, label, count, "target_head", axis, radio=True)
     shading.words = ex.target_attention("word", shading.head)
     shading.sentences = ex.target_attention("sentence", shading.head)
@@ -89,7 +90,10 @@ def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str],
     """The target attention as bar charts: over the words of one sentence, over the sentences."""
     if shading.words is None and shading.sentences is None:
         return
-    st.subheader("Word weights" if shading.coverage else "Target-attention distributions")
+    pooling = ex.target_name("word") or ex.target_name("sentence") or ""
+    st.subheader("Word weights" if shading.coverage else "Target-attention distributions"
+                 if pooling.endswith(".target") or not pooling else
+                 f"Distributions of the {map_title(pooling).partition(' ')[2]}")
     left, right = st.columns(2)
     if shading.words is not None:
         s = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",

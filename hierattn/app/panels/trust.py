@@ -96,7 +96,11 @@ def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
                         key="trust_map", format_func=map_title)
     words = [t.text for s in ex.document.sentences for t in s.tokens]
     a = ex.attentions[name]
-    if "sentence" in a.axes:
+    if "layer" in a.axes:  # a transformer: the last layer, through which rollout has passed every layer
+        group, where = a.weights.shape[a.axis("layer")] - 1, "last layer"
+        labels = [t for t, _ in ex.subwords] if a.level == "subword" else words if a.level == "word" else [
+            f"S{i + 1}" for i in range(len(ex.document.sentences))]
+    elif "sentence" in a.axes:
         group, labels = 0, [t.text for t in ex.document.sentences[0].tokens]
         where = "sentence 1"
     elif a.level == "sentence":

@@ -1,0 +1,130 @@
+"""Every head of a stacked self-attention over subword tokens (a transformer's), at a glance: per
+layer and head, what its attention does, each figure beside what an even spread over the same
+tokens gives (issue 33's head overview; Clark et al. 2019, "What does BERT look at?", sections 3-4,
+name the patterns).
+
+Per head, over one document's real tokens (special tokens included, as the model reads them):
+- ``special``: the mean share of a query's attention that goes to special tokens ([CLS], [SEP], <s>);
+  an even spread gives (special tokens) / T.
+- ``previous`` / ``next``: the mean weight a token gives the token just before / after it; an even
+  spread gives 1 / T.
+- ``same word``: for pieces of a word split in two or more, the mean share they give the word's
+  other pieces; an even spread gives (pieces - 1) / T. None when no word is split.
+- Gini and band diagonality (b = 1) of the whole matrix, beside the even spread's (``metrics``).
+
+A pattern is a *finding* when its share is at least ``MARGIN`` above the even spread's. A random
+map (each row drawn uniformly from the simplex) gives every key 1 / T in expectation, as the even
+spread does, and its mean over T queries varies by about T^-1.5 (under 0.01 from T = 22 tokens up),
+so a margin of 0.3 is far beyond what a random map reaches; it is also what separates Clark et al.'s
+"broad" heads from their positional ones. Over a split (``split_overview``), a pattern is a finding
+when its mean excess is at least ``MARGIN`` and the lower end of its bootstrap 95% interval is above 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hierattn.analysis.explain import Explanation
+from hierattn.analysis.metrics import batched_matrix_metrics, even_spread
+
+MARGIN = 0.3
+PATTERNS = ("special", "previous", "next", "same word")
+
+
+def layered_map(ex: Explanation) -> str | None:
+    """The map the overview reads: self-attention over subword tokens with a ``layer`` axis."""
+    return next((n for n, a in ex.attentions.items()
+                 if a.is_self_attention and a.level == "subword" and "layer" in a.axes and "head" in a.axes), None)
+
+
+def overview(ex: Explanation) -> list[dict]:
+    """One row per (layer, head) of ``ex``'s layered map: each pattern's share and its even-spread
+    value, Gini and diagonality with theirs, and ``finding`` (the pattern furthest above its even
+    value when that is at least ``MARGIN``, else None). [] for a model without such a map."""
+    name = layered_map(ex)
+    if name is None:
+        return []
+    a = ex.attentions[name]
+    real = a.mask[0, 0, 0].diagonal()  # (T,)
+    weights = a.weights[0][..., real, :][..., real].double()  # (L, H, T, T) over real tokens
+    layers, heads, t = weights.shape[0], weights.shape[1], weights.shape[-1]
+    word = torch.tensor([w for _, w in ex.subwords][:t] if ex.subwords else [-1] * t)
+    special = word < 0
+    shares = {"special": weights[..., special].sum(-1).mean(-1),
+              "previous": weights.diagonal(-1, -2, -1).mean(-1) if t > 1 else torch.zeros(layers, heads),
+              "next": weights.diagonal(1, -2, -1).mean(-1) if t > 1 else torch.zeros(layers, heads)}
+    evens = {"special": float(special.sum()) / t, "previous": 1 / t, "next": 1 / t}
+    same = (word.unsqueeze(0) == word.unsqueeze(1)) & ~special.unsqueeze(0) & ~torch.eye(t, dtype=torch.bool)
+    split = same.any(-1)  # pieces of a word split in two or more
+    if split.any():
+        shares["same word"] = (weights * same).sum(-1)[..., split].mean(-1)
+        evens["same word"] = float(same[split].sum(-1).double().mean()) / t
+    gini, diagonality = batched_matrix_metrics(weights.reshape(-1, t, t), torch.ones(layers * heads, t,
+                                                                                      dtype=torch.bool))
+    even = even_spread(t)
+    rows = []
+    for layer in range(layers):
+        for head in range(heads):
+            row = {"layer": layer, "head": head, "size": t, "gini": float(gini[layer * heads + head]),
+                   "gini_even": 0.0, "diagonality_b1": float(diagonality[layer * heads + head, 0]),
+                   "diagonality_b1_even": float(even["diagonality_b1"])}
+            for pattern in PATTERNS:
+                value = shares.get(pattern)
+                row[pattern] = None if value is None else float(value[layer, head])
+                row[f"{pattern}_even"] = evens.get(pattern)
+            row["finding"] = finding(row)
+            rows.append(row)
+    return rows
+
+
+def excess(row: dict, pattern: str) -> float | None:
+    value, even = row.get(pattern), row.get(f"{pattern}_even")
+    return None if value is None or even is None else value - even
+
+
+def finding(row: dict) -> str | None:
+    """The pattern furthest above its even-spread value, when at least ``MARGIN`` above it."""
+    scored = [(excess(row, p), p) for p in PATTERNS if excess(row, p) is not None]
+    best = max(scored, default=(None, None))
+    return best[1] if best[0] is not None and best[0] >= MARGIN else None
+
+
+def grid(rows: list[dict]) -> tuple[np.ndarray, list[list[str]]]:
+    """(layers, heads) of the largest excess over an even spread, and each cell's label (its finding
+    and share, or "no finding")."""
+    layers, heads = max(r["layer"] for r in rows) + 1, max(r["head"] for r in rows) + 1
+    values, labels = np.zeros((layers, heads)), [[""] * heads for _ in range(layers)]
+    for r in rows:
+        scored = [excess(r, p) for p in PATTERNS if excess(r, p) is not None]
+        values[r["layer"], r["head"]] = max(0.0, max(scored, default=0.0))
+        labels[r["layer"]][r["head"]] = f"{r['finding']} {r[r['finding']]:.0%}" if r["finding"] else "no finding"
+    return values, labels
+
+
+def split_overview(explanations: list[Explanation], draws: int = 1000, seed: int = 0) -> list[dict]:
+    """Per (layer, head) over documents: each pattern's mean excess over its even spread with a
+    bootstrap 95% interval (documents resampled), and ``finding``: the pattern whose mean excess is
+    at least ``MARGIN`` and whose interval lies above 0 (the largest such), else None."""
+    per_document = [overview(ex) for ex in explanations]
+    per_document = [rows for rows in per_document if rows]
+    if not per_document:
+        return []
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, first in enumerate(per_document[0]):
+        row = {"layer": first["layer"], "head": first["head"], "documents": len(per_document)}
+        best = (None, None)
+        for pattern in PATTERNS:
+            values = np.array([excess(rows[i], pattern) for rows in per_document
+                               if excess(rows[i], pattern) is not None], dtype=float)
+            if not len(values):
+                row[pattern] = None
+                continue
+            means = rng.choice(values, (draws, len(values))).mean(1)
+            low, high = np.percentile(means, [2.5, 97.5])
+            row[pattern] = (float(values.mean()), float(low), float(high))
+            if values.mean() >= MARGIN and low > 0 and (best[0] is None or values.mean() > best[0]):
+                best = (float(values.mean()), pattern)
+        row["finding"] = best[1]
+        out.append(row)
+    return out
