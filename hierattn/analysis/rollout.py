@@ -99,7 +99,7 @@ def layered(ex: Explanation) -> dict[str, AttentionMap]:
     up to each, and of the maps summed from it (``AttentionMap.source``: its words and sentences),
     by the model's own rule applied to the rolled-out tokens. Each comes back with the raw map's
     axes less ``head`` (batch, layer, query, key): layer l holds the rollout of layers 1..l."""
-    from hierattn.models.transformer import aggregate  # the rule the model sums its words by
+    from hierattn.models.subword_maps import aggregate  # the rule the model sums its words by
 
     out = {}
     for name, a in ex.attentions.items():

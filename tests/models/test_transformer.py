@@ -14,7 +14,7 @@ from hierattn.analysis.faithfulness import gradient_times_input
 from hierattn.checkpoint import CheckpointError, card, load_classifier
 from hierattn.contract import Pieces
 from hierattn.models.intervention import attention_override
-from hierattn.models.transformer import aggregate, maps
+from hierattn.models.subword_maps import aggregate, maps
 from tests.models.tiny_transformers import FAMILIES, LABELS, TEXTS, reference_probabilities, save_tiny
 
 

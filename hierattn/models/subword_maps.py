@@ -1,0 +1,64 @@
+"""A transformer's token attention read at the levels every other model has: its words and its
+sentences, by Clark et al.'s rule (``hierattn.models.transformer`` documents the maps)."""
+from __future__ import annotations
+
+import torch
+
+from hierattn.contract import SENTENCE, SUBWORD, WORD, AttentionMap, Pieces
+
+SITE = "subword.self"  # the maps' source, and the site every layer's attention passes through
+
+
+def memberships(pieces: Pieces, word_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Which word and which sentence each token is a piece of: (B, T, W) and (B, T, S), 1.0 or 0.0
+    (special tokens and padding belong to none). Words in reading order, W and S the batch's most."""
+    b, s, w = word_mask.shape
+    words_per_doc = word_mask.sum((1, 2))
+    n_words = max(1, int(words_per_doc.max()))
+    word = pieces.word.clamp(min=-1)
+    to_word = (word.unsqueeze(-1) == torch.arange(n_words, device=word.device)).float()  # (B, T, W)
+    # reading-order word -> its sentence
+    sentence_of = torch.arange(s, device=word.device).view(1, s, 1).expand(b, s, w)[word_mask]
+    starts = torch.cumsum(words_per_doc, 0) - words_per_doc
+    word_sentence = torch.full((b, n_words), -1, dtype=torch.long, device=word.device)
+    doc = torch.arange(b, device=word.device).repeat_interleave(words_per_doc)
+    position = torch.arange(len(doc), device=word.device) - starts[doc]
+    word_sentence[doc, position] = sentence_of
+    sentence = torch.where(word >= 0, word_sentence.gather(1, word.clamp(min=0)), -1)
+    to_sentence = (sentence.unsqueeze(-1) == torch.arange(s, device=word.device)).float()  # (B, T, S)
+    return to_word, to_sentence
+
+
+def aggregate(weights: torch.Tensor, member: torch.Tensor, queries: bool = True) -> torch.Tensor:
+    """Token attention to units (words or sentences): keys summed over a unit's tokens, queries
+    averaged over them, attention to tokens of no unit (special tokens) left out and each row
+    renormalised (a row whose mass all went to special tokens stays 0).
+    weights: (B, ..., T, T) or (B, ..., T) for one query row; member: (B, T, U).
+    Returns (B, ..., U, U) or (B, ..., U)."""
+    extra = weights.dim() - (3 if queries else 2)
+    m = member.view(member.shape[0], *([1] * extra), *member.shape[1:]).to(weights.dtype)
+    to_units = torch.matmul(weights, m) if queries else torch.matmul(weights.unsqueeze(-2), m).squeeze(-2)
+    if queries:
+        mean = m / m.sum(-2, keepdim=True).clamp_min(1.0)
+        to_units = torch.matmul(mean.transpose(-1, -2), to_units)
+    return to_units / to_units.sum(-1, keepdim=True).clamp_min(1e-12)
+
+
+def maps(weights: torch.Tensor, pieces: Pieces, word_mask: torch.Tensor) -> dict[str, AttentionMap]:
+    """The module doc's maps from every layer's token attention, weights (B, L, H, T, T)."""
+    token = pieces.mask
+    pairs = (token.unsqueeze(-1) & token.unsqueeze(-2))[:, None, None].expand_as(weights)
+    weights = weights * pairs
+    to_word, to_sentence = memberships(pieces, word_mask)
+    axes = ("batch", "layer", "head", "query", "key")
+    out = {SITE: AttentionMap(weights, axes, SUBWORD, pairs)}
+    first = weights[:, -1, :, 0, :]  # (B, H, T): the first token's row in the last layer
+    for level, member in ((WORD, to_word), (SENTENCE, to_sentence)):
+        real = member.sum(1) > 0  # (B, U): a unit with at least one token read
+        unit_pairs = (real.unsqueeze(-1) & real.unsqueeze(-2))[:, None, None]
+        grid = aggregate(weights, member) * unit_pairs
+        out[f"{level}.self"] = AttentionMap(grid, axes, level, unit_pairs.expand_as(grid), source=SITE)
+        row = aggregate(first, member, queries=False) * real[:, None]
+        out[f"{level}.first_token"] = AttentionMap(row, ("batch", "head", "key"), level,
+                                                   real[:, None].expand_as(row), source=SITE)
+    return out
