@@ -192,8 +192,10 @@ class Explanation:
                             for j, t in enumerate(s.tokens)]}
                 for i, s in enumerate(self.document.sentences)
             ],
+            **({"subwords": [{"token": t, "word": w} for t, w in self.subwords]} if self.subwords else {}),
             "attention": {
-                name: {"axes": list(a.axes), "level": a.level, "kind": a.kind, "weights": a.weights.tolist()}
+                name: {"axes": list(a.axes), "level": a.level, "kind": a.kind, "weights": a.weights.tolist(),
+                       **({"source": a.source} if a.source else {})}
                 for name, a in self.attentions.items()
             },
             "metrics": self.metrics,

@@ -109,7 +109,9 @@ def _split_statistics(checkpoint: str, dataset: str | None, split: str, document
     indices = stratified_split(ds.labels)[split]  # sorted by class: a sample of it spreads through it
     indices = evenly_spaced(indices, documents) if documents else indices
     texts, labels = [ds.texts[i] for i in indices], [ds.label_names[ds.labels[i]] for i in indices]
-    return classifier, name, split_statistics(classifier, texts, labels)
+    rows = split_statistics(classifier, texts, labels)
+    rows.attrs["texts"] = texts  # the head overview reads them again, one explanation each
+    return classifier, name, rows
 
 
 def stats(args) -> int:
@@ -138,6 +140,7 @@ def stats(args) -> int:
                                                            **summary(rows2, level)}, rows2)}
             report["versus"] = {"topic": sides["topic"][0], "sentiment": sides["sentiment"][0],
                                 **versus(sides["topic"][1], sides["sentiment"][1], level)}
+        report["heads"] = _head_overview(classifier, rows.attrs["texts"])
     except (CheckpointError, DataError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -145,6 +148,30 @@ def stats(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, default=float) + "\n")
     return 0
+
+
+def _head_overview(classifier, texts: list[str]) -> list[dict]:
+    """Every head over the documents (``analysis.heads.split_overview``); [] for a model without
+    layers of heads over subword tokens (told by its first document)."""
+    from hierattn.analysis import heads
+    from hierattn.analysis.explain import explained
+
+    first = next((ex for _, ex in explained(classifier, texts[:1]) if ex is not None), None)
+    if first is None or heads.layered_map(first) is None:
+        return []
+    return heads.split_overview([ex for _, ex in explained(classifier, texts) if ex is not None])
+
+
+def _heads_text(rows: list[dict]) -> list[str]:
+    from hierattn.analysis.heads import MARGIN, PATTERNS
+
+    lines = [f"every head over {rows[0]['documents']:,} documents: mean share above an even spread [95%]; a "
+             f"finding is at least {MARGIN:.2f} above, its interval above 0"]
+    for r in rows:
+        cells = [f"{p} {r[p][0]:+.2f} [{r[p][1]:+.2f}, {r[p][2]:+.2f}]" for p in PATTERNS if r[p] is not None]
+        lines.append(f"  layer {r['layer'] + 1} head {r['head'] + 1}: {r['finding'] or 'no finding':<12} "
+                     + "; ".join(cells))
+    return lines
 
 
 def _stats_text(report: dict) -> str:
@@ -176,6 +203,8 @@ def _stats_text(report: dict) -> str:
                         f"{100 * matched['interval'][1]:+.2f}]")
             lines.append(f"  {METRIC_NAMES[m]:<29} raw {100 * r['raw']['difference']:+.2f} points "
                          f"({r['raw']['verdict']}); length-matched excess {adjusted}: {r['verdict']} ({r['reason']})")
+    if report.get("heads"):
+        lines += _heads_text(report["heads"])
     return "\n".join(lines)
 
 
