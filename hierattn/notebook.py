@@ -87,21 +87,31 @@ def shaded(ex: Explanation, head: int | None = None, scale: str = "document") ->
     return HTMLView(_header(ex) + body)
 
 
-def _labels(ex: Explanation, name: str, sentence: int) -> tuple[int | None, list[str]]:
-    """The group (sentence) a map's matrix is taken from, and its positions' labels."""
+def _labels(ex: Explanation, name: str, sentence: int, layer: int | None = None) -> tuple[int | None, list[str]]:
+    """The group (sentence, or layer) a map's matrix is taken from, and its positions' labels."""
     a = ex.attentions[name]
     if "sentence" in a.axes:
         return sentence, [t.text for t in ex.document.sentences[sentence].tokens]
+    group = None
+    if "layer" in a.axes:  # a transformer: ``layer``, by default the last
+        layers = a.weights.shape[a.axis("layer")]
+        group = layers - 1 if layer is None else layer
+        if not 0 <= group < layers:
+            raise IndexError(f"layer {group} of a model of {layers} layers")
     words = [t.text for s in ex.document.sentences for t in s.tokens]
+    if a.level == "subword":
+        return group, [token for token, _ in ex.subwords]
     if a.level == "word":
-        return None, words
-    return None, [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
+        return group, words
+    return group, [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
 
 
-def heatmaps(ex: Explanation, name: str | None = None, sentence: int = 0, head: int | None = None) -> Figures:
+def heatmaps(ex: Explanation, name: str | None = None, sentence: int = 0, head: int | None = None,
+             layer: int | None = None) -> Figures:
     """One heatmap per self-attention map (or the map ``name``) and head (or the one ``head``), for
-    ``sentence`` where the map is per sentence; at most the first 120 positions of a long document,
-    as on Explore. A recurrent model's window attention (a ``time`` axis) is left to the app."""
+    ``sentence`` where the map is per sentence and ``layer`` where it has layers (a transformer's;
+    default the last); at most the first 120 positions of a long document, as on Explore. A
+    recurrent model's window attention (a ``time`` axis) is left to the app."""
     names = [name] if name else [n for n in ex.self_attention_names if "time" not in ex.attentions[n].axes]
     if name and name not in ex.self_attention_names:
         raise KeyError(f"{name!r} is not a self-attention map of this model; it has: "
@@ -110,16 +120,32 @@ def heatmaps(ex: Explanation, name: str | None = None, sentence: int = 0, head: 
         raise IndexError(f"sentence {sentence} of a document of {len(ex.document.sentences)} sentences")
     figures = Figures()
     for n in names:
-        group, labels = _labels(ex, n, sentence)
+        group, labels = _labels(ex, n, sentence, layer)
         shown = slice(0, min(len(labels), MAX_POSITIONS))
         cut = "" if len(labels) <= MAX_POSITIONS else f" · first {MAX_POSITIONS} of {len(labels)}"
-        where = f" · S{sentence + 1}" if group is not None else ""
+        axes = ex.attentions[n].axes
+        where = f" · S{sentence + 1}" if "sentence" in axes else f" · layer {group + 1}" if "layer" in axes else ""
         count = ex.heads(n)
         for h in ([head] if head is not None else range(count)):
             matrix = ex.self_attention(n, group, h if count > 1 else None)[shown, shown]
             title = f"{n}{where} · " + (f"head {h + 1} of {count}" if count > 1 else "single head") + cut
             figures.append(viz.attention_heatmap(matrix, labels[shown], title))
     return figures
+
+
+def heads(ex: Explanation):
+    """Every head at a glance (a transformer's): the grid (layers x heads, each cell's finding and how
+    far above an even spread) as a figure, and the figures per head as a pandas DataFrame; (None,
+    None) for a model without layers of heads over subword tokens."""
+    from hierattn.analysis import heads as overview
+
+    rows = overview.overview(ex)
+    if not rows:
+        return None, None
+    values, labels = overview.grid(rows)
+    figure = viz.head_grid(values, labels, [f"layer {i + 1}" for i in range(values.shape[0])],
+                           [f"head {h + 1}" for h in range(values.shape[1])])
+    return figure, viz.head_table(rows)
 
 
 def metrics(ex: Explanation, name: str | None = None, sentence: int | None = None):

@@ -57,6 +57,8 @@ def _received(ex: Explanation) -> list[float] | None:
         w = a.weights[0].to(torch.float64)
         if "head" in a.axes:
             w = w.mean(a.axis("head") - 1)
+        if "layer" in a.axes:  # a transformer: what every layer's words receive, in the mean
+            w = w.mean(a.axis("layer") - 1)
         received = w.sum(-2)  # (..., key)
         if "sentence" in a.axes:  # (sentence, key)
             for s, n in enumerate(lengths):
@@ -186,15 +188,22 @@ def sentence_index(ex: Explanation, start: int) -> int | None:
     return next((i for i, s in enumerate(ex.document.sentences) if s.start == start), None)
 
 
+def last_layer(ex: Explanation, name: str) -> int | None:
+    """The index of the last layer of a map with a ``layer`` axis (a transformer's), else None."""
+    a = ex.attentions[name]
+    return a.weights.shape[a.axis("layer")] - 1 if "layer" in a.axes else None
+
+
 def sentence_self_attention(ex: Explanation, name: str, start: int, head: int | None,
-                            keep: set[Span] | None = None) -> tuple[torch.Tensor, list[Span]] | None:
+                            keep: set[Span] | None = None,
+                            layer: int | None = None) -> tuple[torch.Tensor, list[Span]] | None:
     """The word self-attention among the words of the sentence that starts at ``start``: a (n, n)
     matrix and the n word spans, restricted to ``keep`` (the words both models read) when given.
 
     Per-sentence maps (HCAN) give their sentence's matrix; a flat map over the whole document
     (SANet) gives the block of its rows and columns for that sentence, not renormalised: rows then
     sum to the share of attention that stays inside the sentence. None when the model did not read
-    that sentence."""
+    that sentence. A map with a ``layer`` axis gives ``layer``'s (default: the last)."""
     s = sentence_index(ex, start)
     if s is None:
         return None
@@ -204,7 +213,7 @@ def sentence_self_attention(ex: Explanation, name: str, start: int, head: int | 
         matrix = ex.self_attention(name, s, head)
         positions = list(range(len(tokens)))
     else:
-        matrix = ex.self_attention(name, None, head)
+        matrix = ex.self_attention(name, layer if layer is not None else last_layer(ex, name), head)
         first = sum(ex.sentence_lengths[:s])
         positions = list(range(first, first + len(tokens)))
     local = [i for i, t in enumerate(tokens) if keep is None or (t.start, t.end) in keep]
@@ -212,14 +221,15 @@ def sentence_self_attention(ex: Explanation, name: str, start: int, head: int | 
     return matrix[index][:, index], [(tokens[i].start, tokens[i].end) for i in local]
 
 
-def word_self_attention(ex: Explanation, start: int, word: Span) -> list[dict]:
+def word_self_attention(ex: Explanation, start: int, word: Span, layer: int | None = None) -> list[dict]:
     """HCAN Figures 5 and 8: the self-attention one word gives the words of its sentence, for every
     word-level self-attention map (HCAN branch a and b, SANet blocks) and every head.
 
     Returns one ``{"map", "head", "weights", "elsewhere"}`` per map and head: ``weights`` over the
     sentence's words, ``elsewhere`` the share the word gives to words outside its sentence (a
     flat model's attention spans the document; 0 for per-sentence maps). Empty when the word was
-    not read or the model has no word self-attention."""
+    not read or the model has no word self-attention. A map with a ``layer`` axis gives ``layer``'s
+    rows (default: the last layer's)."""
     s = sentence_index(ex, start)
     if s is None:
         return []
@@ -240,7 +250,8 @@ def word_self_attention(ex: Explanation, start: int, word: Span) -> list[dict]:
                 weights, elsewhere = row.tolist(), 0.0
             else:
                 first = sum(ex.sentence_lengths[:s])
-                row = ex.self_attention(name, None, h)[first + w]
+                group = layer if layer is not None and "layer" in a.axes else last_layer(ex, name)
+                row = ex.self_attention(name, group, h)[first + w]
                 weights = row[first: first + len(tokens)].tolist()
                 elsewhere = max(0.0, float(row.sum()) - sum(weights))
             out.append({"map": name, "head": head, "weights": weights, "elsewhere": elsewhere})

@@ -191,3 +191,66 @@ def test_maps_of_a_constructed_batch_have_the_documented_axes():
     assert out["word.self"].weights.shape == (1, 3, 2, 2, 2)
     assert out["sentence.first_token"].weights.shape == (1, 2, 2)
     assert all(a.source == "subword.self" for n, a in out.items() if n != "subword.self")
+
+
+def _within_window(classifier, texts):
+    from hierattn.data.text import tokenize
+
+    return [classifier.vocab.within_window(tokenize(t, classifier.text_config)) for t in texts]
+
+
+def test_a_folder_model_keeps_the_registry_contract(classifier):
+    """The contract every registered model keeps (tests/models/test_models.py), on the folder's own
+    model reading its own tokenizer's pieces."""
+    from tests.conftest import CORPUS
+    from tests.models import test_models as contract
+
+    docs = _within_window(classifier, CORPUS) + _within_window(classifier, ["Short one."])
+    model, vocab = classifier.model, classifier.vocab
+    original = contract.DOCS
+    contract.DOCS = docs
+    try:
+        for check in (contract.test_output_contract, contract.test_padding_invariance,
+                      contract.test_dropout_is_off_in_eval, contract.test_empty_sentence_rows_do_not_produce_nan,
+                      contract.test_attention_sites_take_an_override):
+            check((model, vocab))
+    finally:
+        contract.DOCS = original
+
+
+def test_the_command_line_and_the_notebook_read_a_folder(folder, classifier, tmp_path, capsys):
+    from hierattn import notebook
+    from hierattn.cli import main
+
+    assert main(["explain", "--checkpoint", str(folder), "--text", TEXTS[0]]) == 0
+    explained = json.loads(capsys.readouterr().out)
+    assert explained["subwords"][0]["word"] == -1 and "subword.self" in explained["attention"]
+    assert main(["stats", "--checkpoint", str(folder), "--dataset", "tweets", "--documents", "6"]) == 0
+    printed = capsys.readouterr().out
+    assert "every head over 6 documents" in printed and "layer 2 head 2" in printed
+    out = tmp_path / "faithfulness.json"
+    assert main(["faithfulness", "--checkpoint", str(folder), "--dataset", "tweets", "--documents", "4",
+                 "--permutations", "5", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert any(r["test"].startswith("comprehensiveness") for r in report["rows"])
+    ex = notebook.explain(classifier, TEXTS[1])
+    assert notebook.heatmaps(ex, "subword.self", layer=0)[0].layout.title.text.startswith("subword.self · layer 1")
+    figure, table = notebook.heads(ex)
+    assert len(table) == 2 * 2 and figure is not None
+    assert "subword" in set(notebook.metrics(ex)["level"])
+
+
+def test_compare_sets_a_transformer_beside_han(classifier, checkpoint_dir):
+    from hierattn import notebook
+    from hierattn.analysis import compare
+
+    han = load_classifier(checkpoint_dir / "tiny-han")
+    comparison = notebook.compare(han, classifier, TEXTS[2])
+    assert comparison.agreement is not None and len(comparison.table) >= 1
+    ex = comparison.b
+    start = ex.document.sentences[1].start
+    matrix, spans = compare.sentence_self_attention(ex, "word.self", start, None)
+    assert matrix.shape == (len(spans), len(spans)) == (len(ex.document.sentences[1].tokens),) * 2
+    word = spans[0]
+    rows = compare.word_self_attention(ex, start, word, layer=0)
+    assert len(rows) == 2 and all(len(r["weights"]) == len(spans) for r in rows)  # one line per head

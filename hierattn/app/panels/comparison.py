@@ -94,7 +94,7 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
     first_words = {s.start: " ".join(t.text for t in s.tokens[:8]) for s in ex_a.document.sentences}
     start = st.selectbox("Sentence", starts, key=f"compare_sentence_{doc_key}",
                          format_func=lambda st_: f"S{starts.index(st_) + 1}: {first_words[st_]}…")
-    chosen, columns = {}, dict(zip(explanations, st.columns(2)))
+    chosen, layers, columns = {}, {}, dict(zip(explanations, st.columns(2)))
     for slot, ex in explanations.items():
         with columns[slot]:
             st.markdown(f"**{slot}: {models[slot].display_name}**")
@@ -105,7 +105,12 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
             name = c1.selectbox("Map", maps[slot], key=f"compare_map_{slot}", format_func=compare.map_label)
             heads = ex.heads(name)
             head = head_picker(c2, "Head", heads, f"compare_head_{slot}") if heads > 1 else None
-            chosen[slot] = (name, head, compare.sentence_self_attention(ex, name, start, head, common_words))
+            last = compare.last_layer(ex, name)
+            layer = None if last is None else st.selectbox(
+                "Layer", range(last + 1), index=last, key=f"compare_layer_{slot}",
+                format_func=lambda i, last=last: f"layer {i + 1}" + (" (last)" if i == last else ""))
+            layers[slot] = layer
+            chosen[slot] = (name, head, compare.sentence_self_attention(ex, name, start, head, common_words, layer))
     shared = len(chosen) == 2 and st.toggle(
         "One colour scale for both", value=True, key="compare_shared_scale",
         help="Off: each heatmap's darkest cell is its own largest weight. A flat model spreads each row over the "
@@ -113,7 +118,8 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
     zmax = max((float(m.max()) for _, _, (m, _) in chosen.values() if m.numel()), default=None) if shared else None
     for slot, (name, head, (matrix, spans)) in chosen.items():
         words = [text[a:b] for a, b in spans]
-        title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}")
+        title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}") + (
+            "" if layers.get(slot) is None else f" · layer {layers[slot] + 1}")
         chart(viz.attention_heatmap(matrix, words, title, zmax=zmax, max_width=330), f"self-attention, {slot}: "
               f"{models[slot].display_name} · {title}", columns[slot],
               key=f"compare_heat_{slot}")
@@ -129,10 +135,10 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
     if len(chosen) == 2:
         st.caption("Both heatmaps use the words both models read" + (" and one colour scale (darkest = the "
                    "largest weight of either)." if shared else "; each has its own colour scale."))
-    _one_word(explanations, models, start, common_words, doc_key)
+    _one_word(explanations, models, start, common_words, doc_key, layers)
 
 
-def _one_word(explanations, models, start: int, common_words: set, doc_key: str) -> None:
+def _one_word(explanations, models, start: int, common_words: set, doc_key: str, layers: dict) -> None:
     st.subheader("What one word attends to")
     ex_a = explanations["A"]
     sentence = ex_a.document.sentences[compare.sentence_index(ex_a, start)]
@@ -149,7 +155,7 @@ def _one_word(explanations, models, start: int, common_words: set, doc_key: str)
     for column, (slot, ex) in zip(st.columns(2), explanations.items()):
         with column:
             st.markdown(f"**{slot}: {models[slot].display_name}**")
-            rows = compare.word_self_attention(ex, start, word)
+            rows = compare.word_self_attention(ex, start, word, layers.get(slot))
             if not rows:
                 st.caption("No word self-attention in this model.")
                 continue
