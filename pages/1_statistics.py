@@ -4,7 +4,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.app import loading, samples, widgets
-from hierattn.app.panels import faithfulness, statistics, trust
+from hierattn.app.panels import faithfulness, heads, statistics, trust
 from hierattn.app.routing import run_through_app
 from hierattn.data.builtin import BUILTIN
 
@@ -60,6 +60,7 @@ elif result[0].empty:
             "Pick HCAN, SANet or HA-LSTM.")
 else:
     statistics.table(*result, name, dataset, split)
+heads.split_heads(classifier, checkpoints[name], name, dataset, split, texts)
 faithfulness.split_erasure(classifier, checkpoints[name], name, dataset, split, texts)
 trust.split_table(classifier, checkpoints[name], name, dataset, split, texts, truth)
 statistics.topic_versus_sentiment(checkpoints, labels)

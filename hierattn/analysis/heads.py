@@ -21,6 +21,8 @@ when its mean excess is at least ``MARGIN`` and the lower end of its bootstrap 9
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import numpy as np
 import torch
 
@@ -101,12 +103,12 @@ def grid(rows: list[dict]) -> tuple[np.ndarray, list[list[str]]]:
     return values, labels
 
 
-def split_overview(explanations: list[Explanation], draws: int = 1000, seed: int = 0) -> list[dict]:
+def split_overview(explanations: Iterable[Explanation], draws: int = 1000, seed: int = 0) -> list[dict]:
     """Per (layer, head) over documents: each pattern's mean excess over its even spread with a
     bootstrap 95% interval (documents resampled), and ``finding``: the pattern whose mean excess is
-    at least ``MARGIN`` and whose interval lies above 0 (the largest such), else None."""
-    per_document = [overview(ex) for ex in explanations]
-    per_document = [rows for rows in per_document if rows]
+    at least ``MARGIN`` and whose interval lies above 0 (the largest such), else None. The
+    explanations are read one at a time (a generator holds one document's maps at once)."""
+    per_document = [rows for rows in (overview(ex) for ex in explanations) if rows]
     if not per_document:
         return []
     rng = np.random.default_rng(seed)
@@ -128,3 +130,17 @@ def split_overview(explanations: list[Explanation], draws: int = 1000, seed: int
         row["finding"] = best[1]
         out.append(row)
     return out
+
+
+def over_split(classifier, texts: list[str], progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """``split_overview`` of ``texts`` explained one by one; ``progress(done, total)`` after each."""
+    from hierattn.analysis.explain import explained
+
+    def each():
+        for i, ex in explained(classifier, texts):
+            if progress:
+                progress(i + 1, len(texts))
+            if ex is not None:
+                yield ex
+
+    return split_overview(each())

@@ -159,7 +159,7 @@ def _head_overview(classifier, texts: list[str]) -> list[dict]:
     first = next((ex for _, ex in explained(classifier, texts[:1]) if ex is not None), None)
     if first is None or heads.layered_map(first) is None:
         return []
-    return heads.split_overview([ex for _, ex in explained(classifier, texts) if ex is not None])
+    return heads.over_split(classifier, texts)
 
 
 def _heads_text(rows: list[dict]) -> list[str]:

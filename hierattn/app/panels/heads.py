@@ -2,11 +2,12 @@
 heads grid of what each head does beside an even spread, a click opening that head's map below."""
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import heads
-from hierattn.analysis.explain import Explanation
+from hierattn.analysis.explain import Explanation, explained
 from hierattn.app.downloads import chart, table_downloads
 
 LABELS = {"special": "special tokens", "previous": "previous token", "next": "next token",
@@ -44,3 +45,54 @@ def head_overview(ex: Explanation, name: str, figures: dict) -> None:
     st.dataframe(table.rename(columns=LABELS).style.format(precision=3, na_rep="—"), hide_index=True,
                  width="stretch")
     table_downloads(table, f"heads-{name}", "heads_table")
+
+
+def split_heads(classifier, path, name: str, dataset: str, split: str, texts: list[str]) -> None:
+    """Dataset statistics: every head over documents spread evenly through the split, on request, in
+    the background; each pattern's mean share above an even spread with its bootstrap 95% interval."""
+    from hierattn.analysis.battery_split import evenly_spaced
+    from hierattn.app.loading import checkpoint_key
+    from hierattn.app.tasks import computed
+
+    if not texts:
+        return
+    probe = next((ex for _, ex in explained(classifier, texts[:1]) if ex is not None), None)
+    if probe is None or heads.layered_map(probe) is None:
+        return
+    st.subheader("Every head over the split")
+    st.caption("Explore's head overview for each document, then per head the mean share above an even spread "
+               f"with a bootstrap 95% interval over documents. A head's finding: a pattern at least "
+               f"{heads.MARGIN:.0%} above an even spread in the mean, its interval above 0.")
+    left, right = st.columns([1, 3])
+    count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
+                              key="heads_documents")
+    asked = (name, dataset, split, count)
+    if not (right.button("Measure every head over the split", key="heads_go")
+            or st.session_state.get("heads_shown") == asked):
+        return
+    st.session_state["heads_shown"] = asked
+    part = evenly_spaced(texts, count)
+    rows = computed(("split-heads", *checkpoint_key(path), dataset, split, count),
+                    lambda progress: heads.over_split(classifier, part, progress), f"Heads, {name} on {dataset}:")
+    if not rows:
+        return
+    layers, count_heads = max(r["layer"] for r in rows) + 1, max(r["head"] for r in rows) + 1
+    values = np.zeros((layers, count_heads))
+    labels = [[""] * count_heads for _ in range(layers)]
+    for r in rows:
+        best = r["finding"]
+        values[r["layer"], r["head"]] = max([r[p][0] for p in heads.PATTERNS if r[p] is not None] + [0.0])
+        labels[r["layer"]][r["head"]] = f"{best} +{r[best][0]:.0%}" if best else "no finding"
+    chart(viz.head_grid(values, labels, [f"layer {i + 1}" for i in range(layers)],
+                        [f"head {h + 1}" for h in range(count_heads)]), "every head over the split",
+          key=f"split_head_grid_{name}")
+    st.dataframe([{"layer": r["layer"] + 1, "head": r["head"] + 1, "finding": r["finding"] or "no finding",
+                   **{LABELS[p]: _cell(r[p]) for p in heads.PATTERNS}} for r in rows],
+                 hide_index=True, width="stretch")
+    st.caption(f"{rows[0]['documents']} documents spread evenly through the split. The command line prints the "
+               f"same: `python -m hierattn stats --checkpoint checkpoints/{name} --dataset {dataset} --split {split} "
+               f"--documents {count}`.")
+
+
+def _cell(value) -> str:
+    return "—" if value is None else f"{value[0]:+.2f} [{value[1]:+.2f}, {value[2]:+.2f}]"
