@@ -94,6 +94,10 @@ class Classifier:
         return sum(t.numel() * t.element_size() for t in tensors) + 150 * len(self.vocab)
 
     @property
+    def window(self) -> int | None:  # the most subword tokens a model of its own tokenizer reads at once
+        return getattr(self.vocab, "window", None)
+
+    @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
@@ -174,8 +178,7 @@ def card(directory: Path, name: str | None = None) -> str:
     if not isinstance(config, dict) or not isinstance(metrics, dict):
         raise CheckpointError(f"{directory.name}: config.json or metrics.json is not a JSON object")
     metrics = budget.typed_metrics(metrics)
-    if (spec := folder_spec(config)) is not None:
-        config = spec.folder.describe(directory, config, _read_json)  # in our config.json's terms
+    config = described(directory, config)
     weights = directory / "model.safetensors"
     if "num_parameters" not in metrics and weights.is_file():
         with safe_open(weights, "pt") as f:
@@ -236,6 +239,13 @@ def check_budget(directory: Path, config: dict) -> None:
                or budget.config_problem(config.get("model_type"), model_config))
     if problem:
         raise CheckpointError(f"{directory.name}: {problem}")
+
+
+def described(directory: Path, config: dict | None = None) -> dict:
+    """A checkpoint's config.json in our terms: ours as it is, another library's as its spec says."""
+    config = _read_json(Path(directory) / "config.json") if config is None else config
+    spec = folder_spec(config)
+    return spec.folder.describe(Path(directory), config, _read_json) if spec is not None else config
 
 
 def folder_spec(config) -> ModelSpec | None:

@@ -26,13 +26,15 @@ classifier = loading.load_or_stop(checkpoints[name])
 with st.sidebar:
     st.caption(f"**{classifier.display_name}** · "
                + (f"from the {viz.md_text(classifier.plugin)} · " if classifier.plugin else "")
-               + f"trained on {viz.md_code(classifier.dataset or '?')} · "
-               f"{classifier.num_parameters:,} parameters")
+               + (f"trained on {viz.md_code(classifier.dataset)} · " if classifier.dataset
+                  else "data set not recorded · ") + f"{classifier.num_parameters:,} parameters")
     if "test_accuracy" in classifier.metrics:
         st.caption(f"Test accuracy {classifier.metrics['test_accuracy']:.1%} · classes: "
                    f"{viz.md_text(', '.join(classifier.labels))}")
     st.caption(f"Reads up to {classifier.text_config.max_sentences} sentences × "
-               f"{classifier.text_config.max_words} words." + loading.untested_length(classifier))
+               f"{classifier.text_config.max_words} words" + (f", at most {classifier.window:,} subword tokens"
+                                                              if classifier.window else "")
+               + "." + loading.untested_length(classifier))
 
 text = widgets.document_input(classifier.dataset, "sample", "document", 180, "Paste a news article, a review or a "
                                                                              "tweet…",

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from hierattn.card import model_card
-from hierattn.checkpoint import card, list_checkpoints, write_card
+from hierattn.checkpoint import card, described, list_checkpoints, write_card
 from tests.conftest import REPO
 
 SHIPPED = list_checkpoints(REPO / "checkpoints")
@@ -28,7 +28,7 @@ def front_matter(text: str) -> dict[str, str]:
 def test_shipped_cards_are_what_their_checkpoints_record(path):
     text = (path / "README.md").read_text()
     assert text == card(path), f"rerun: python -m hierattn card checkpoints/{path.name}"
-    config = json.loads((path / "config.json").read_text())
+    config = described(path)  # config.json, or a Hugging Face folder's in our terms
     metrics = json.loads((path / "metrics.json").read_text())
     head = front_matter(text)
     assert head["library_name"] == "hierattn" and head["datasets"] == [json.dumps(config["dataset"])]
