@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--precision", choices=["fp32", "bf16"],
                    help="bf16: autocast the forward pass to bfloat16 (faster on CPUs and GPUs with bf16 units)")
     t.add_argument("--seed", type=int)
+    t.add_argument("--start-from", metavar="FOLDER",
+                   help="fine-tune: train further from this checkpoint folder (a Hugging Face classifier saved with "
+                        "save_pretrained, or one trained here), its tokenizer and weights kept")
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     _corpus_arguments(t)
     t.add_argument("--validate-every", type=int, metavar="DOCUMENTS",

@@ -90,7 +90,7 @@ def _model_and_text(args, default_text=None):
             raise ValueError(unknown_model(args.model))
         model_type, model_config, config = args.model, {}, TrainConfig()
     for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
-                "word_dropout", "embeddings", "precision"):
+                "word_dropout", "embeddings", "precision", "start_from"):
         if getattr(args, key) is not None:
             setattr(config, key, getattr(args, key))
     for item in args.set or []:

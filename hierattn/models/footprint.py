@@ -54,8 +54,8 @@ def config_problems(config_cls: type, config: dict, list_length: int = 16) -> li
         elif hint is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 problems.append(f"{f.name} must be a number of at least 0, not {value!r:.40}")
-        elif hint is str:
-            if not isinstance(value, str) or len(value) > 64:
+        elif hint is str:  # a field's metadata may allow longer text (a path: {"max_length": 4096})
+            if not isinstance(value, str) or len(value) > f.metadata.get("max_length", 64):
                 problems.append(f"{f.name} must be a short text, not {value!r:.40}")
         elif typing.get_origin(hint) is tuple and typing.get_args(hint)[:1] == (int,):
             if (not isinstance(value, (list, tuple)) or not 1 <= len(value) <= list_length

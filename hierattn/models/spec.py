@@ -51,6 +51,9 @@ class ModelSpec:
     ``vocabulary``: for a model that reads its own tokenizer's pieces, how training builds it:
     ``vocabulary(training documents, model config dict, TrainConfig) -> (vocab, config it implies)``;
     None: a word vocabulary (``Vocab.build``, ``min_freq`` and ``max_vocab`` of the TrainConfig).
+    ``relabel``: for a model that can be trained further from a checkpoint (fine-tuning),
+    ``relabel(model, labels) -> model``: the same model with a classification head for ``labels``
+    (kept where they are the checkpoint's, new otherwise). None: it always starts from scratch.
     """
 
     name: str
@@ -66,6 +69,7 @@ class ModelSpec:
     tested_words: tuple[int, str] | None = None
     folder: object | None = field(default=None, compare=False)
     vocabulary: Callable | None = None
+    relabel: Callable | None = None
 
     @property
     def fitted(self) -> bool:

@@ -333,6 +333,28 @@ def vocabulary(documents, config: dict, train_config) -> tuple[SubwordVocab, dic
     return SubwordVocab(tokenizer, int(config.get("max_positions", 512)), pad), {"pad_id": pad}
 
 
+def relabel(model: TransformerClassifier, labels: list[str]) -> TransformerClassifier:
+    """``model`` with a classification head for ``labels``: its own where they are its labels, in
+    their order; else a new head (the library's initialisation) on the same encoder, as transformers'
+    ``ignore_mismatched_sizes`` gives. The encoder's weights are kept either way."""
+    from transformers import AutoModelForSequenceClassification
+
+    config = model.encoder.config
+    if [config.id2label.get(i) for i in range(config.num_labels)] == list(labels):
+        return model
+    fresh_config = type(config).from_dict({**config.to_dict(), "num_labels": len(labels),
+                                           "id2label": dict(enumerate(labels)),
+                                           "label2id": {x: i for i, x in enumerate(labels)}})
+    encoder = AutoModelForSequenceClassification.from_config(fresh_config, attn_implementation=IMPLEMENTATION)
+    base = encoder.base_model_prefix + "."
+    kept = {k: v for k, v in model.encoder.state_dict().items() if k.startswith(base)}
+    missing = [k for k in encoder.load_state_dict(kept, strict=False).missing_keys if k.startswith(base)]
+    if missing:
+        raise ValueError(f"the encoder's weights do not fit a new head: {missing[:3]}")
+    fresh = TransformerClassifier(config_from_hf(fresh_config), encoder)
+    return fresh
+
+
 def display_name(config: dict) -> str:
     family = FAMILIES.get(config.get("family"), str(config.get("family", "transformer")))
     return f"{family} ({config.get('layers', '?')} layers × {config.get('heads', '?')} heads)"
@@ -343,7 +365,12 @@ SPEC = ModelSpec(
     "DistilBERT)", display_name, listed=8,
     knobs=(Knob("family", "Family", "Which transformers architecture to build from scratch: BERT ([CLS], token type "
                 "ids), RoBERTa (<s>, byte-level BPE) or DistilBERT (no token type ids).", "choice",
-                tuple(FAMILIES)),),
+                tuple(FAMILIES)),
+           Knob("layers", "Layers", "Transformer layers stacked.", "int", (), 1, 12),
+           Knob("max_positions", "Window (tokens)", "The most subword tokens one document is read in, special tokens "
+                "included; the rest is cut and reported.", "int", (), 16, 512),
+           Knob("subwords", "Tokenizer size", "Tokens in the tokenizer trained on the training split.", "int", (), 500,
+                50000)),
     maps="every layer's self-attention per head over its subword tokens, the same between words and between "
          "sentences, and the last layer's first-token ([CLS]) row over words and sentences",
-    folder=HuggingFaceFolder(), vocabulary=vocabulary)
+    folder=HuggingFaceFolder(), vocabulary=vocabulary, relabel=relabel)

@@ -79,15 +79,18 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     if REGISTRY[model_type].fitted:
         return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
     build_vocabulary = REGISTRY[model_type].vocabulary
-    if build_vocabulary:  # its own tokenizer, trained on the training split
-        vocab, implied = build_vocabulary(train_docs, model_config, config)
-        model_config = {**model_config, **implied}
+    if config.start_from:  # fine-tuning: the checkpoint's tokenizer and weights, a head for these labels
+        model, vocab = started_from(config.start_from, model_type, data.dataset.label_names)
     else:
-        vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
+        if build_vocabulary:  # its own tokenizer, trained on the training split
+            vocab, implied = build_vocabulary(train_docs, model_config, config)
+            model_config = {**model_config, **implied}
+        else:
+            vocab = Vocab.build(train_docs, config.min_freq, config.max_vocab)
+        model_config = sized_for_text(model_type, model_config, text_config.max_sentences, text_config.max_words)
+        model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
+                                         **model_config})
     val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
-    model_config = sized_for_text(model_type, model_config, text_config.max_sentences, text_config.max_words)
-    model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": len(data.dataset.label_names),
-                                     **model_config})
     pretrained_words = _pretrain_embeddings(model, config, train_docs, vocab)
     model = model.to(device)
     epochs = InMemoryEpochs(train_docs, train_y, vocab, config, val_batches, device)
@@ -105,6 +108,19 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     model.load_state_dict(outcome.best_state)
     return _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device,
                      record(state, outcome, model, config, device, started, pretrained_words=pretrained_words))
+
+
+def started_from(folder: str, model_type: str, labels: list[str]):
+    """(model, vocabulary) to fine-tune: the checkpoint at ``folder`` opened as the app opens one
+    (within its limits, nothing in it run), with a head for ``labels`` (``ModelSpec.relabel``)."""
+    from hierattn.checkpoint import load_classifier
+
+    base = load_classifier(folder, device="cpu")
+    relabel = REGISTRY[base.model_type].relabel
+    if base.model_type != model_type or relabel is None:
+        raise ValueError(f"{base.name} is a {base.model_type} checkpoint: it cannot start a {model_type} run"
+                         if base.model_type != model_type else f"a {model_type} model cannot be trained further")
+    return relabel(base.model, list(labels)).train(), base.vocab
 
 
 class _Bar:

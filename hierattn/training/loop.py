@@ -38,6 +38,9 @@ class TrainConfig:
     max_vocab: int | None = 20000
     embeddings: str = "random"  # or "word2vec": trained on the training split (HCAN section 4.3)
     precision: str = "fp32"  # or "bf16": autocast the forward pass (weights and optimizer stay fp32)
+    # A checkpoint folder to train further (a Hugging Face classifier's: fine-tuning), its tokenizer and
+    # weights kept, its classification head new where the labels differ; "" starts from scratch.
+    start_from: str = field(default="", metadata={"max_length": 4096})
 
 
 @dataclass

@@ -121,9 +121,35 @@ def training_section(dataset, model_type: str) -> tuple[TextConfig, TrainConfig]
     seed = t3.number_input("Seed", 0, 2**31 - 1, 1234, key="seed", help="Fixes the split and the initialisation.")
     embeddings = t1.selectbox("Embeddings", ["random", "word2vec"], key="embeddings", disabled=fitted,
                               help="word2vec: initialised with Word2Vec trained on the training split (HCAN §4.3).")
+    start_from = _start_from(t2, model_type)
     return (TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
             TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
-                        embeddings=embeddings))
+                        embeddings=embeddings, start_from=start_from))
+
+
+SCRATCH = "a new model, from scratch"
+
+
+def _start_from(where, model_type: str) -> str:
+    """For a model that can be trained further (``ModelSpec.relabel``): a checkpoint of its type to
+    fine-tune (its tokenizer and weights kept, a new head for your labels), or none."""
+    if REGISTRY[model_type].relabel is None:
+        return ""
+    from hierattn.checkpoint import CheckpointError, checkpoint_root, described, list_checkpoints
+
+    def of_this_type(path) -> bool:
+        try:
+            return described(path).get("model_type") == model_type
+        except (CheckpointError, ValueError, KeyError, OSError):
+            return False
+
+    folders = {p.name: str(p) for p in list_checkpoints(checkpoint_root()) if of_this_type(p)}
+    choice = where.selectbox("Start from", [SCRATCH] + list(folders), key=f"start_from_{model_type}",
+                             help="Fine-tune a checkpoint of this type (a Hugging Face classifier folder placed under "
+                                  "checkpoints/, or one trained here): its tokenizer and weights are kept, its "
+                                  "classification head is new where your labels differ. A small learning rate "
+                                  "(2e-5 to 5e-5) suits a pre-trained model.")
+    return "" if choice == SCRATCH else folders[choice]
 
 
 def run_panel(jobs, job_id: str) -> None:
