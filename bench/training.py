@@ -9,7 +9,8 @@ from contextlib import nullcontext
 import torch
 
 from hierattn.data.batches import bucketed_batches, encode_documents
-from hierattn.models import build_model, sized_for_text
+from hierattn.data.text import Vocab
+from hierattn.models import REGISTRY, build_model, sized_for_text
 from hierattn.training.presets import PRESETS
 
 
@@ -38,6 +39,12 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
     preset = PRESETS[f"bbc-news-{model_type}"]
     torch.manual_seed(0)
     sized = sized_for_text(model_type, preset.model_config, preset.text.max_sentences, preset.text.max_words)
+    own = REGISTRY[model_type].vocabulary
+    if own:  # a model of its own tokenizer (a transformer), trained on these documents as training trains it
+        vocab, implied = own(documents, sized, preset.train)
+        sized = {**sized, **implied}
+    elif vocab is None:
+        vocab = Vocab.build(documents, min_freq=2)
     model = build_model(model_type, {"vocab_size": len(vocab), "num_classes": num_classes, **sized}).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     if not (not reference if buckets is None else buckets):
