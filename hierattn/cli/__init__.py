@@ -1,5 +1,5 @@
 """Command line: ``python -m hierattn {train,preprocess,explain,evaluate,stats,card,faithfulness,reproduce,report,
-bench}``.
+fetch,bench}``.
 This module builds the parser; each command lives in ``training``, ``reports`` or ``experiments``, and
 imports what it needs when it runs (a command's start stays quick)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from hierattn.cli import experiments, faithfulness, reports, training
+from hierattn.cli import experiments, faithfulness, hub, reports, training
 
 
 def bench(args) -> int:
@@ -181,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     experiments.add_parsers(sub, plugin_argument)
     faithfulness.add_parser(sub, plugin_argument)
 
+    f = sub.add_parser("fetch", help="download a Hugging Face Hub classifier into checkpoints/ (its safe files only)")
+    f.add_argument("repo", help="the Hub id, e.g. distilbert/distilbert-base-uncased-finetuned-sst-2-english")
+    f.add_argument("--name", help="the checkpoint's name under checkpoints/ (default: the id's last part)")
+    f.add_argument("--out", help="the folder to write instead")
+    f.add_argument("--revision", help="a branch, tag or commit of the repository")
+    f.set_defaults(func=hub.fetch)
     b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")
     b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
