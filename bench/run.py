@@ -63,13 +63,13 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_classroom(results["classroom"])))
         return results
-    if only == "transformer":  # issue 33: the shipped transformers' explain latency, training beside HAN's
+    if only == "huggingface":  # issue 33: the shipped transformers' explain latency, training beside HAN's
         from bench.transformer import format_transformer, record_transformer
 
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
-        results["transformer"] = record_transformer(quick, checkpoints)
+        results["huggingface"] = record_transformer(quick, checkpoints)
         Path(out).write_text(json.dumps(results, indent=2))
-        print("\n".join(format_transformer(results["transformer"])))
+        print("\n".join(format_transformer(results["huggingface"])))
         return results
     if only == "soak":  # issue 22's soak alone, merged
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
