@@ -119,7 +119,8 @@ def layered(ex: Explanation) -> dict[str, AttentionMap]:
             unit_mask = _head_mean(d).mask
             out[derived] = AttentionMap(aggregate(rolled, member) * unit_mask, _head_mean(d).axes,
                                         d.level, unit_mask, d.kind, d.source)
-    return out
+    order = ("word", "sentence", "subword")  # the words first: the view a reader compares with the other models
+    return dict(sorted(out.items(), key=lambda item: order.index(item[1].level) if item[1].level in order else 9))
 
 
 def rolled_out(ex: Explanation) -> dict[str, AttentionMap]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hierattn.analysis import tour
+from hierattn.analysis import heads, tour
 from hierattn.analysis.explain import ExplainError, explain
 from hierattn.checkpoint import Classifier
 
@@ -32,6 +32,9 @@ CLAIMS = {
         ("tweets-sanet", "bbc-news-sanet"), "tweets and bbc-news"),
     4: ("HAN's word weights are more focused than HCAN's (Gini at least 0.2 higher on the same document)",
         ("tweets-han", "tweets-hcan"), "tweets"),
+    5: ("some head of the transformer attends by position or to special tokens (a share 30 points above an even "
+        "spread, as Clark et al. 2019 found in BERT)",
+        ("tweets-transformer",), "tweets"),
 }
 PICKS = ("strongest", "typical", "weakest")
 
@@ -109,9 +112,21 @@ def _han_against_hcan(han, hcan):
     return holds, a.head_gini - b.head_gini
 
 
+def _patterned(ex):
+    rows = heads.overview(ex)
+    if not rows:
+        return None
+    best = max((heads.excess(r, p) for r in rows for p in heads.PATTERNS if heads.excess(r, p) is not None),
+               default=0.0)
+    return any(r["finding"] for r in rows), best - heads.MARGIN
+
+
 def step_rate(step: int, models: list[Classifier], split: dict[str, tuple[list[str], list[str]]],
               progress=None) -> StepRate:
     """Step ``step``'s check on every document of ``split`` ({data set: (texts, true labels)})."""
+    if step == 5:
+        (dataset, (texts, truth)), = split.items()
+        return _rate(step, dataset, *_loop(texts, truth, models, _patterned, progress))
     if step in (1, 2):
         (dataset, (texts, truth)), = split.items()
         return _rate(step, dataset, *_loop(texts, truth, models, _concentrated if step == 1 else _branches, progress))

@@ -245,6 +245,9 @@ def tour_rates(args) -> int:
         rates[step] = tour_split.step_rate(step, models, data)
         print(f"step {step}: {tour_split.sentence(rates[step])}", flush=True)
     if args.write:
-        tour_split.save(rates, stamps, Path(args.write))
+        if args.steps and Path(args.write).exists():  # some steps: the others' records stay
+            before, before_stamps = tour_split.load(Path(args.write))
+            rates, stamps = {**before, **rates}, {**before_stamps, **stamps}
+        tour_split.save(dict(sorted(rates.items())), stamps, Path(args.write))
         print(f"wrote {args.write}")
     return 0
