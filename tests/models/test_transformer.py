@@ -233,6 +233,8 @@ def test_the_command_line_and_the_notebook_read_a_folder(folder, classifier, tmp
                  "--permutations", "5", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert any(r["test"].startswith("comprehensiveness") for r in report["rows"])
+    assert main(["evaluate", "--dataset", "tweets", "--checkpoints", str(folder)]) == 0
+    assert f"`{folder.name}`" in capsys.readouterr().out
     ex = notebook.explain(classifier, TEXTS[1])
     assert notebook.heatmaps(ex, "subword.self", layer=0)[0].layout.title.text.startswith("subword.self · layer 1")
     figure, table = notebook.heads(ex)
