@@ -144,3 +144,17 @@ def over_split(classifier, texts: list[str], progress: Callable[[int, int], None
                 yield ex
 
     return split_overview(each())
+
+
+def first_token_to_special(ex: Explanation, head: int | None = None) -> float | None:
+    """The share of the first token's attention in the last layer (``head``, or the mean of heads)
+    that goes to special tokens: what the word shading, renormalised over words, leaves out. None
+    for a model without layers of heads over subword tokens."""
+    name = layered_map(ex)
+    if name is None or not ex.subwords:
+        return None
+    a = ex.attentions[name]
+    row = a.weights[0, -1, :, 0, :].double()  # (heads, T)
+    row = row.mean(0) if head is None else row[head]
+    special = torch.tensor([w < 0 for _, w in ex.subwords][: row.shape[-1]])
+    return float(row[: len(special)][special].sum())

@@ -80,3 +80,14 @@ def test_same_word_pieces_are_measured_on_a_split_word(tmp_path):
 
 def test_a_model_without_layers_of_subword_heads_has_no_overview(checkpoint_dir):
     assert heads.overview(explain(load_classifier(checkpoint_dir / "tiny-hcan"), TEXTS[0])) == []
+
+
+def test_the_first_tokens_share_of_special_tokens_is_what_the_word_shading_leaves_out(tmp_path):
+    classifier = load_classifier(save_tiny("roberta", tmp_path / "roberta"), device="cpu")
+    ex = explain(classifier, TEXTS[1])
+    a = ex.attentions["subword.self"]
+    special = torch.tensor([w < 0 for _, w in ex.subwords])
+    for head in range(2):
+        row = a.weights[0, -1, head, 0]
+        assert heads.first_token_to_special(ex, head) == pytest.approx(float(row[special].sum()), abs=1e-6)
+        assert 0 < heads.first_token_to_special(ex, head) < 1

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from hierattn import viz
+from hierattn.analysis import heads
 from hierattn.analysis.explain import Explanation, head_axis, map_title
 from hierattn.app.downloads import chart
 from hierattn.app.widgets import head_picker, keep_valid
@@ -64,6 +65,12 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
     if shading.coverage:
         st.caption(f"{model_name} has no attention. The shading is {model_maps}: where its features came "
                    "from, not an attention distribution.")
+    special = heads.first_token_to_special(ex, shading.head)
+    if special is not None:  # a transformer: what the word shading, renormalised over words, leaves out
+        st.caption(f"In the last layer the first token gives {special:.0%} of its attention "
+                   f"({'mean of heads' if shading.head is None else f'head {shading.head + 1}'}) to special tokens "
+                   "([CLS], [SEP], <s>, </s>); the shading spreads the rest over the words (Clark et al. 2019 found "
+                   "most of many BERT heads' attention there).")
     if shading.words is not None:
         keep_valid("shade_scale", ["document", "sentence"])
         shading.scale = st.radio("Word shading", ["document", "sentence"], horizontal=True, key="shade_scale",
