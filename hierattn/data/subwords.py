@@ -94,7 +94,9 @@ class SubwordVocab:
                 at += len(w) + 1
             texts.append(" ".join(words))
             starts.append(offsets)
-        for enc, offsets in zip(self.tokenizer.encode_batch(texts, add_special_tokens=False), starts):
+        # one document at a time: encode_batch runs on a thread pool of every core, past the process's
+        # thread budget (hierattn.threads), and warns after a fork
+        for enc, offsets in zip((self.tokenizer.encode(t, add_special_tokens=False) for t in texts), starts):
             words = [max(0, bisect.bisect_right(offsets, a) - 1) for a, _ in enc.offsets]
             out.append((list(enc.ids), list(enc.tokens), words))
         return out
@@ -175,6 +177,11 @@ def train_tokenizer(documents: list[Document], kind: str, size: int, seed_words:
     RoBERTa's: ``"wordpiece"`` (lower-cased, accents stripped, ``[CLS] ... [SEP]``) or ``"byte_bpe"``
     (byte-level BPE, cased, ``<s> ... </s>``), of at most ``size`` tokens. Returns the
     ``tokenizers.Tokenizer``; its pad id is ``SPECIAL[kind]``'s padding token's."""
+    import os
+
+    # The trainer runs on a pool of threads sized once per process from RAYON_NUM_THREADS (else every
+    # core): within this process's thread budget (hierattn.threads), which torch's count follows.
+    os.environ.setdefault("RAYON_NUM_THREADS", str(max(1, torch.get_num_threads())))
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     specials = list(SPECIAL[kind])
