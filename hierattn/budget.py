@@ -64,7 +64,8 @@ def config_problem(model_type: str, model_config: dict) -> str | None:
         return None  # the loader's own messages say it
     config = {**legacy_config(model_type), **model_config}
     problems = config_problems(spec.config, config)
-    bounds = {"vocab_size": limits.VOCABULARY, "num_classes": limits.CLASSES}
+    # sizes of a vocabulary (a model's own tokenizer's too) are bounded as vocabularies, not as layers
+    bounds = {"vocab_size": limits.VOCABULARY, "subwords": limits.VOCABULARY, "num_classes": limits.CLASSES}
     for name, value in sizes(spec.config, config):
         limit = bounds.get(name, limits.WIDTH)
         if limit.exceeded(value):

@@ -279,3 +279,28 @@ def test_a_stopping_server_ends_its_training_processes(tmp_path):
     while job.active and time.time() < deadline:  # the watching thread sees its process gone
         time.sleep(0.1)
     assert job.status == "failed" and not (tmp_path / "orphan").exists()
+
+
+@pytest.mark.slow
+def test_fine_tune_a_hugging_face_folder_from_the_page(train_env):
+    """Issue 33: a BERT folder under checkpoints/ is offered as a start; the run keeps its tokenizer
+    and gives it the upload's labels, with the page's progress and the same job machinery."""
+    from tests.models.tiny_transformers import save_tiny
+
+    save_tiny("bert", train_env / "tiny-bert")
+    at = upload(open_train_page(), toy_csv())
+    at.selectbox(key="model_type").set_value("transformer").run()
+    assert at.selectbox(key="start_from_transformer").options == ["a new model, from scratch", "tiny-bert"]
+    at.selectbox(key="start_from_transformer").set_value("tiny-bert").run()
+    at.number_input(key="epochs").set_value(1).run()
+    at.number_input(key="batch_size").set_value(8).run()
+    at.number_input(key="lr").set_value(1e-4).run()
+    run_name_box(at).input("films-bert").run()
+    at.button(key="start").click().run()
+    assert not at.exception, at.exception
+    # a random BERT on 48 documents for one epoch may not beat the majority class: said as a warning
+    wait_for(at, lambda a: any("Finished" in s.value for s in list(a.success) + list(a.warning)))
+    tuned, base = load_classifier(train_env / "films-bert", "cpu"), load_classifier(train_env / "tiny-bert", "cpu")
+    assert tuned.labels == ["neg", "pos"] and tuned.vocab.tokenizer.to_str() == base.vocab.tokenizer.to_str()
+    saved = json.loads((train_env / "films-bert" / "metrics.json").read_text())
+    assert saved["train_config"]["start_from"].endswith("tiny-bert") and "attention_gini" in saved["history"][0]
