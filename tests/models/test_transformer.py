@@ -256,3 +256,16 @@ def test_compare_sets_a_transformer_beside_han(classifier, checkpoint_dir):
     word = spans[0]
     rows = compare.word_self_attention(ex, start, word, layer=0)
     assert len(rows) == 2 and all(len(r["weights"]) == len(spans) for r in rows)  # one line per head
+
+
+def test_a_folder_over_the_limits_is_refused_before_its_weights_are_read(folder, monkeypatch):
+    import hierattn.checkpoint as checkpoint
+
+    monkeypatch.setenv("HIERATTN_MAX_PARAMETERS", "1000")
+    monkeypatch.setattr(checkpoint, "load_file", lambda *a: pytest.fail("the weights were read"))
+    with pytest.raises(CheckpointError, match="parameters and buffers is .* over the limit of 1,000"):
+        load_classifier(folder, device="cpu")
+    monkeypatch.delenv("HIERATTN_MAX_PARAMETERS")
+    monkeypatch.setenv("HIERATTN_MAX_VOCAB_MB", "0.001")
+    with pytest.raises(CheckpointError, match="tokenizer.json's size"):
+        load_classifier(folder, device="cpu")
