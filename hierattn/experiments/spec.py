@@ -52,7 +52,9 @@ class Experiment:
     def digest(self) -> str:
         """A short hash of everything a run depends on but the seed: a recorded result whose digest
         differs was produced by another spec and is not this row's."""
-        recipe = {k: v for k, v in dataclasses.asdict(self.recipe).items() if k != "seed"}
+        # Recipe fields added later stay out at their default, so that old results keep their digests.
+        recipe = {k: v for k, v in dataclasses.asdict(self.recipe).items()
+                  if k != "seed" and not (k in ADDED_LATER and v == ADDED_LATER[k])}
         # Text settings left unset (None) stay out, so a setting added later keeps old digests.
         text = {k: v for k, v in dataclasses.asdict(self.text).items() if v is not None}
         blob = json.dumps([self.dataset, self.model, self.config, text, recipe], sort_keys=True)
@@ -68,6 +70,10 @@ class Experiment:
         if self.config.get("dropout") != other.config.get("dropout"):
             out.append(f"dropout {self.config.get('dropout', 'default')} vs {other.config.get('dropout', 'default')}")
         return out
+
+
+# TrainConfig fields added after results were recorded, with the default that means "as before".
+ADDED_LATER = {"start_from": ""}
 
 
 @dataclass(frozen=True)
