@@ -203,10 +203,23 @@ def test_the_rates_over_a_split_on_a_quick_budget(tmp_path, capsys):
     out = tmp_path / "tour.json"
     assert main(["tour", "--documents", "8", "--write", str(out)]) == 0
     rates, stamps = tour_split.load(out)
-    assert sorted(rates) == [1, 2, 3, 4] and set(stamps) >= {"bbc-news-hcan", "tweets-han", "tweets-sanet"}
+    assert sorted(rates) == [1, 2, 3, 4, 5]
+    assert set(stamps) >= {"bbc-news-hcan", "tweets-han", "tweets-sanet", "tweets-transformer"}
     for rate in rates.values():
         assert 0 <= rate.holds <= rate.documents
         picks = {k.split(" ")[-1] for k in rate.picks}
         assert picks == set(tour_split.PICKS)
     assert rates[3].documents == 8 * 8  # (tweet, article) pairs
     assert "claim holds on" in capsys.readouterr().out
+
+
+def test_recording_some_steps_keeps_the_others(tmp_path):
+    from hierattn.analysis import tour_split
+    from hierattn.cli import main
+
+    out = tmp_path / "tour.json"
+    assert main(["tour", "--steps", "1", "--documents", "4", "--write", str(out)]) == 0
+    assert main(["tour", "--steps", "5", "--documents", "4", "--write", str(out)]) == 0
+    rates, stamps = tour_split.load(out)
+    assert sorted(rates) == [1, 5] and {"bbc-news-hcan", "tweets-transformer"} <= set(stamps)
+    assert rates[5].documents == 4 and rates[5].claim.startswith("some head of the transformer")

@@ -131,7 +131,7 @@ def test_evaluation_page_and_opening_a_mistake_in_explore():
     at.button(key="eval_all").click().run()
     settle(at)
     results = at.dataframe[2].value
-    assert set(results["checkpoint"]) == {"bbc-news-han", "bbc-news-hcan", "bbc-news-sanet"}
+    assert set(results["checkpoint"]) == {"bbc-news-han", "bbc-news-hcan", "bbc-news-sanet", "bbc-news-transformer"}
     assert list(results["test accuracy"]) == sorted(results["test accuracy"], reverse=True)
     # the Explore page takes a document handed over by the Evaluation page's button
     at = open_page("pages/explore.py",
