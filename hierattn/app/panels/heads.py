@@ -10,6 +10,9 @@ from hierattn.analysis import heads
 from hierattn.analysis.explain import Explanation, explained
 from hierattn.app.downloads import chart, table_downloads
 
+# the overview table's columns at 1024 px: each share, and the even spread's in brackets
+SHORT = {"special": "special (even)", "previous": "previous (even)", "next": "next (even)",
+         "same word": "same word (even)", "diagonality_b1": "b=1 (even)"}
 LABELS = {"special": "special tokens", "previous": "previous token", "next": "next token",
           "same word": "same word's pieces", "gini": "Gini", "diagonality_b1": "b=1",
           "special (even)": "special tokens (even)", "previous (even)": "previous token (even)",
@@ -42,8 +45,14 @@ def head_overview(ex: Explanation, name: str, figures: dict) -> None:
             st.session_state["self_layer"] = picked[0]
             st.session_state["self_head"] = f"head {picked[1] + 1}"
     table = viz.head_table(rows)
-    st.dataframe(table.rename(columns=LABELS).style.format(precision=3, na_rep="—"), hide_index=True,
-                 width="stretch")
+    # each share beside its even-spread value in one cell, so that every column fits at 1024 px
+    shown = table[["layer", "head", "finding"]].copy()
+    for column in ("special", "previous", "next", "same word", "diagonality_b1"):
+        shown[SHORT[column]] = [("—" if v != v or v is None else f"{v:.2f} ({e:.2f})")
+                                             for v, e in zip(table[column], table[f"{column} (even)"])]
+    shown["Gini"] = table["gini"].map(lambda v: f"{v:.2f}")
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(width="small") for c in ("layer", "head")})
     table_downloads(table, f"heads-{name}", "heads_table")
 
 
