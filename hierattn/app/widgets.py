@@ -71,3 +71,18 @@ def head_picker(where, label: str, count: int, key: str, axis: str = "head", rad
             else where.selectbox(label, options, key=key))
     position = options.index(pick)
     return None if position == 0 else position - 1
+
+
+def documents_count(where, key: str, total: int) -> int:
+    """How many documents of a split a split-level computation reads (at most 100 by default)."""
+    return int(where.number_input("Documents", min(10, total), total, min(100, total), step=10,
+                                  key=f"{key}_documents"))
+
+
+def asked_for(where, key: str, label: str, asked: tuple) -> bool:
+    """True once ``label``'s button was clicked for ``asked`` (the settings of the computation), and
+    on every later rerun while they stay the same: a split-level result stays on the page."""
+    if not (where.button(label, key=f"{key}_go") or st.session_state.get(f"{key}_shown") == asked):
+        return False
+    st.session_state[f"{key}_shown"] = asked
+    return True

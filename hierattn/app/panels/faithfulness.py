@@ -14,7 +14,7 @@ from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
 from hierattn.app.panels.shading import Shading
 from hierattn.app.tasks import computed
-from hierattn.app.widgets import keep_valid
+from hierattn.app.widgets import asked_for, documents_count, keep_valid
 from hierattn.checkpoint import Classifier
 
 
@@ -66,15 +66,11 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
                "the model predicted. Curves are means over documents; the area is the mean drop. Leave-one-out "
                "needs one forward pass per word: slow on long articles.")
     left, middle, right = st.columns([2, 3, 3])  # the toggle's label whole at 1024 px
-    count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
-                              key="erasure_documents")
+    count = documents_count(left, "erasure", len(texts))
     with_occlusion = middle.toggle("Include leave-one-out", value=classifier.text_config.max_sentences <= 10,
                                    key="erasure_occlusion")
-    asked = (name, dataset, split, count, with_occlusion)
-    if not (right.button("Compute the erasure curves", key="erasure_go")
-            or st.session_state.get("erasure_shown") == asked):
+    if not asked_for(right, "erasure", "Compute the erasure curves", (name, dataset, split, count, with_occlusion)):
         return
-    st.session_state["erasure_shown"] = asked
     methods = faithfulness.METHODS if with_occlusion else tuple(m for m in faithfulness.METHODS if m != "leave-one-out")
     part = evenly_spaced(texts, count)  # a split may be sorted by class: its head is not a sample
     erasure = computed(("split-erasure", *checkpoint_key(path), dataset, split, count, methods),

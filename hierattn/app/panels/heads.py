@@ -7,8 +7,9 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis import heads
-from hierattn.analysis.explain import Explanation, explained
+from hierattn.analysis.explain import ExplainError, Explanation
 from hierattn.app.downloads import chart, table_downloads
+from hierattn.app.widgets import asked_for, documents_count
 
 # the overview table's columns at 1024 px: each share, and the even spread's in brackets
 SHORT = {"special": "special (even)", "previous": "previous (even)", "next": "next (even)",
@@ -60,26 +61,25 @@ def split_heads(classifier, path, name: str, dataset: str, split: str, texts: li
     """Dataset statistics: every head over documents spread evenly through the split, on request, in
     the background; each pattern's mean share above an even spread with its bootstrap 95% interval."""
     from hierattn.analysis.battery_split import evenly_spaced
-    from hierattn.app.loading import checkpoint_key
+    from hierattn.app.loading import checkpoint_key, explain_cached
     from hierattn.app.tasks import computed
 
     if not texts:
         return
-    probe = next((ex for _, ex in explained(classifier, texts[:1]) if ex is not None), None)
-    if probe is None or heads.layered_map(probe) is None:
+    try:  # the model's maps, from an explanation the page keeps (no pass of its own on each rerun)
+        probe = explain_cached(path, texts[0])
+    except ExplainError:
+        return
+    if heads.layered_map(probe) is None:
         return
     st.subheader("Every head over the split")
     st.caption("Explore's head overview for each document, then per head the mean share above an even spread "
                f"with a bootstrap 95% interval over documents. A head's finding: a pattern at least "
                f"{heads.MARGIN:.0%} above an even spread in the mean, its interval above 0.")
     left, right = st.columns([1, 3])
-    count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
-                              key="heads_documents")
-    asked = (name, dataset, split, count)
-    if not (right.button("Measure every head over the split", key="heads_go")
-            or st.session_state.get("heads_shown") == asked):
+    count = documents_count(left, "heads", len(texts))
+    if not asked_for(right, "heads", "Measure every head over the split", (name, dataset, split, count)):
         return
-    st.session_state["heads_shown"] = asked
     part = evenly_spaced(texts, count)
     rows = computed(("split-heads", *checkpoint_key(path), dataset, split, count),
                     lambda progress: heads.over_split(classifier, part, progress), f"Heads, {name} on {dataset}:")

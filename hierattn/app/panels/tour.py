@@ -64,6 +64,15 @@ def _picked(rate: tour_split.StepRate | None, dataset: str, prefix: str = "") ->
     return out
 
 
+def _explained_pick(rate: tour_split.StepRate | None, dataset: str, label: str, key: str, checkpoint: Path):
+    """A picker of the step's recorded documents (else the data set's samples), and the chosen one
+    explained by ``checkpoint``."""
+    docs = _picked(rate, dataset) or [(f"{name} · {' '.join(text.split()[:10])}…", text)
+                                      for name, text in sample_documents(dataset)]
+    pick = st.selectbox(label, range(len(docs)), key=key, format_func=lambda i: docs[i][0])
+    return loading.explain_cached(checkpoint, docs[pick][1])
+
+
 def target_attention(checkpoints: dict[str, Path]) -> None:
     """Step 1: target attention on a bbc-news article (HCAN Figure 4)."""
     st.subheader("Target attention: the document says where it looks (HCAN Figure 4)")
@@ -71,11 +80,7 @@ def target_attention(checkpoints: dict[str, Path]) -> None:
                 "target vector scores every position, and the softmax of those scores weighs the average. Word "
                 "shade = weight within its sentence; the orange bar = the sentence's weight in the document.")
     rate = _rate(1, checkpoints)
-    docs = _picked(rate, "bbc-news") or [(f"{label} · {' '.join(text.split()[:10])}…", text)
-                                         for label, text in sample_documents("bbc-news")]
-    pick = st.selectbox("An article from the test split", range(len(docs)), key="tour1_doc",
-                        format_func=lambda i: docs[i][0])
-    ex = loading.explain_cached(checkpoints["bbc-news-hcan"], docs[pick][1])
+    ex = _explained_pick(rate, "bbc-news", "An article from the test split", "tour1_doc", checkpoints["bbc-news-hcan"])
     st.markdown(f"bbc-news-hcan predicts **{viz.md_text(ex.label)}** ({max(ex.probabilities):.1%}).")
     c = tour.concentration(ex)
     shown, verdict = tour.concentration_verdict(c)
@@ -209,12 +214,8 @@ def transformer_heads(checkpoints: dict[str, Path]) -> None:
                 "token, to the next, to the separator token. The grid measures each head of our small BERT, trained "
                 "from scratch on tweets, against an even spread over the same tokens: a head is labelled when its "
                 f"share is {heads.MARGIN:.0%} above.")
-    rate = _rate(5, checkpoints)
-    docs = _picked(rate, "tweets") or [(f"{label} · {' '.join(text.split()[:10])}…", text)
-                                       for label, text in sample_documents("tweets")]
-    pick = st.selectbox("A tweet from the test split", range(len(docs)), key="tour5_doc",
-                        format_func=lambda i: docs[i][0])
-    ex = loading.explain_cached(checkpoints["tweets-transformer"], docs[pick][1])
+    ex = _explained_pick(_rate(5, checkpoints), "tweets", "A tweet from the test split", "tour5_doc",
+                         checkpoints["tweets-transformer"])
     rows = heads.overview(ex)
     found = [r for r in rows if r["finding"]]
     _verdict(bool(found), (f"{len(found)} of {len(rows)} heads have a pattern {heads.MARGIN:.0%} above an even "

@@ -13,6 +13,7 @@ from hierattn.analysis.explain import Explanation, map_title
 from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
 from hierattn.app.tasks import computed
+from hierattn.app.widgets import asked_for, documents_count
 from hierattn.checkpoint import Classifier
 
 HALF = 330  # pixels a heatmap may take in half of the page at 1024 px
@@ -144,13 +145,9 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
                "is an intervention at inference; Wiegreffe & Pinter's test trains a frozen-uniform twin (the "
                "registry's orderings).")
     left, right = st.columns([1, 3])
-    count = left.number_input("Documents", min(10, len(texts)), len(texts), min(100, len(texts)), step=10,
-                              key="battery_documents")
-    asked = (name, dataset, split, count)
-    if not (right.button("Run the tests over the split", key="battery_go")
-            or st.session_state.get("battery_shown") == asked):
+    count = documents_count(left, "battery", len(texts))
+    if not asked_for(right, "battery", "Run the tests over the split", (name, dataset, split, count)):
         return
-    st.session_state["battery_shown"] = asked
     part, labels = battery_split.evenly_spaced(texts, count), battery_split.evenly_spaced(truth, count)
     result = computed(("split-battery", *checkpoint_key(path), dataset, split, count),
                       lambda progress: battery_split.split_battery(classifier, part, labels, progress=progress),
