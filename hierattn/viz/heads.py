@@ -26,7 +26,7 @@ def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str
     for i in range(rows):
         for j in range(cols):
             fig.add_annotation(x=j, y=i, text=text[i][j], showarrow=False,
-                               font=dict(size=11, color="white" if dark[i][j] else "#1f2937"))
+                               font=dict(size=13, color="white" if dark[i][j] else "#1f2937"))
     fig.update_layout(height=max(220, 58 * rows + 110), margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(side="top", tickmode="array", tickvals=list(range(cols)), ticktext=list(head_names),
                                  showgrid=False),
