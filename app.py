@@ -14,7 +14,9 @@ else:  # every page run of every session
 
     # A file of ours, not a ":material/..." icon: the browser fetches those from a font server, which
     # an offline classroom does not reach.
-    st.set_page_config(page_title="hierattn", page_icon=str(Path(__file__).parent / "hierattn/app/icon.png"),
+    import hierattn.app
+
+    st.set_page_config(page_title="hierattn", page_icon=str(Path(hierattn.app.__file__).parent / "icon.png"),
                        layout="wide")
     # A metric's value (the predicted class) shrinks with the window instead of being cut to "entertain…".
     st.html("<style>[data-testid=stMetricValue]{font-size:clamp(1.3rem,2.3vw,2.25rem)}</style>")

@@ -1,10 +1,16 @@
-"""python -m hierattn: the command line (``hierattn.cli``)."""
+"""python -m hierattn, and the ``hierattn`` command an installed package puts on the PATH: the
+command line (``hierattn.cli``)."""
 import sys
 
 from hierattn.threads import prepare_environment
 
-prepare_environment()  # before torch is imported: OpenMP reads it once, at its start
 
-from hierattn.cli import main  # noqa: E402
+def run() -> int:
+    prepare_environment()  # before torch is imported: OpenMP reads it once, at its start
+    from hierattn.cli import main
 
-sys.exit(main())
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(run())

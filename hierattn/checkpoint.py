@@ -25,6 +25,7 @@ from hierattn import budget, limits
 from hierattn.card import model_card
 from hierattn.data.files import NotAFile, exchange, fsync, is_replaceable, read_bytes, remove_stale_temporaries
 from hierattn.data.text import TextConfig, Vocab
+from hierattn.home import checkpoint_root, find_checkpoint  # noqa: F401  (re-exported: callers import them here)
 from hierattn.limits import LimitExceeded
 from hierattn.models import (
     BUILT_IN,
@@ -202,11 +203,6 @@ def write_card(directory: str | Path) -> Path:
     fsync(tmp)
     os.replace(tmp, directory / "README.md")
     return directory / "README.md"
-
-
-def checkpoint_root() -> Path:
-    """``$HIERATTN_CHECKPOINTS`` when set (tests use it), else ``checkpoints/`` beside app.py."""
-    return Path(os.environ.get("HIERATTN_CHECKPOINTS", Path(__file__).resolve().parent.parent / "checkpoints"))
 
 
 def refuse_to_replace(directory: Path) -> None:

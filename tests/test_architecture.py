@@ -18,22 +18,25 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "contract": (),
     "threads": (),
     "limits": (),  # what a request, upload, checkpoint or server may spend
+    "home": (),  # where app.py, checkpoints/, experiments/ and results/ are: a checkout, or an installed wheel
     "data": ("contract", "limits"),
     # token and vocabulary types (words, subword tokens); never loaders, splits or batches
     "models": ("contract", "data.text", "data.subwords"),
     "card": ("contract", "data", "models"),  # a checkpoint's README.md, from its JSON files
     "budget": ("contract", "limits", "data", "models"),  # a model within the limits, before it is built at size
-    "checkpoint": ("contract", "limits", "data", "models", "card", "budget"),
+    "checkpoint": ("contract", "home", "limits", "data", "models", "card", "budget"),
     "analysis": ("contract", "limits", "data", "models", "budget", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
-    "training": ("contract", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis"),
-    "experiments": ("contract", "threads", "limits", "data", "models", "checkpoint", "analysis", "training", "viz.svg"),
-    "cli": ("contract", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis", "training",
+    "training": ("contract", "home", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis"),
+    "experiments": ("contract", "home", "threads", "limits", "data", "models", "checkpoint", "analysis", "training",
+                    "viz.svg"),
+    "cli": ("contract", "home", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis", "training",
             "experiments"),
-    "app": ("contract", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis", "training",
+    "app": ("contract", "home", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis", "training",
             "experiments", "viz"),
     "pages": ("app", "viz", "analysis", "data", "checkpoint", "training", "experiments"),
-    "notebook": ("contract", "data", "models", "checkpoint", "analysis", "viz"),  # the app's views, without Streamlit
+    # the app's views, without Streamlit
+    "notebook": ("contract", "home", "data", "models", "checkpoint", "analysis", "viz"),
 }
 # Third-party libraries that belong to some layers only (the bench and the tests may use any).
 ONLY_IN = {"streamlit": {"app", "pages", "app.py"}, "plotly": {"viz"}, "playwright": set()}

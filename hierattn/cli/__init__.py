@@ -1,5 +1,5 @@
-"""Command line: ``python -m hierattn {train,preprocess,explain,evaluate,stats,card,faithfulness,reproduce,report,
-fetch,bench}``.
+"""Command line: ``hierattn {app,train,preprocess,explain,evaluate,stats,card,faithfulness,reproduce,report,
+fetch,bench}`` (or ``python -m hierattn``).
 This module builds the parser; each command lives in ``training``, ``reports`` or ``experiments``, and
 imports what it needs when it runs (a command's start stays quick)."""
 from __future__ import annotations
@@ -29,6 +29,24 @@ def bench(args) -> int:
                   " --markdown " + args.markdown
         Path(args.markdown).write_text(f"# Benchmarks\n\nProduced by `{command}`.\n\n{format_table(results)}\n")
     return 0
+
+
+def serve_app(args) -> int:
+    """``streamlit run`` on the app.py of hierattn/home.py: the checkout's, or the one a wheel installed."""
+    import subprocess
+
+    from hierattn.home import home
+
+    app = home() / "app.py"
+    if not app.is_file():
+        print(f"error: no app.py in {home()} (set HIERATTN_HOME to the folder that holds app.py and pages/)",
+              file=sys.stderr)
+        return 2
+    command = [sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_arguments]
+    if os.name == "posix":  # become the server: a signal (Ctrl+C, a service manager's stop) reaches it, no orphan
+        sys.stdout.flush()
+        os.execv(sys.executable, command)
+    return subprocess.call(command)
 
 
 def _corpus_arguments(parser) -> None:
@@ -61,7 +79,7 @@ def load_plugins(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hierattn", description="Look inside hierarchical attention "
+    parser = argparse.ArgumentParser(prog="hierattn", description="Look inside hierarchical attention "
                                      "text classifiers: train, explain, evaluate, measure attention against its "
                                      "baseline, benchmark.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -116,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=training.preprocess)
 
     e = sub.add_parser("explain", help="print a document's prediction, attention and metrics as JSON")
-    e.add_argument("--checkpoint", required=True)
+    e.add_argument("--checkpoint", required=True, help="a checkpoint folder, or a name under checkpoints/")
     src = e.add_mutually_exclusive_group(required=True)
     src.add_argument("--text")
     src.add_argument("--file")
@@ -187,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--out", help="the folder to write instead")
     f.add_argument("--revision", help="a branch, tag or commit of the repository")
     f.set_defaults(func=hub.fetch)
+    a = sub.add_parser("app", help="serve the app (streamlit run on this installation's app.py); "
+                                   "arguments after it go to streamlit, e.g. --server.port 8502")
+    a.set_defaults(func=serve_app)
     b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")
     b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
@@ -198,7 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                         "that leave mid-computation, then the server's memory and time back to idle)")
     b.set_defaults(func=bench)
 
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if args.command == "app":  # the rest is streamlit's (its options start with --, which argparse would refuse)
+        args.streamlit_arguments = unknown
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         load_plugins(args)
         return args.func(args)

@@ -38,12 +38,12 @@ def add_parser(sub, plugin_argument) -> None:
 
 def run(args) -> int:
     from hierattn.analysis.battery_split import evenly_spaced, split_battery
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
 
     try:
-        classifier = load_classifier(args.checkpoint, device=args.device)
+        classifier = load_classifier(find_checkpoint(args.checkpoint), device=args.device)
         dataset = args.dataset or classifier.dataset
         if dataset is None:
             print("error: the checkpoint names no data set: pass --dataset", file=sys.stderr)
@@ -78,7 +78,7 @@ def run(args) -> int:
 
 def spread(args) -> int:
     from hierattn.analysis.battery_split import pooling_spread
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
 
@@ -87,7 +87,7 @@ def spread(args) -> int:
         print("error: give one --label per checkpoint", file=sys.stderr)
         return 2
     try:
-        classifiers = [load_classifier(p, device=args.device) for p in args.checkpoint]
+        classifiers = [load_classifier(find_checkpoint(p), device=args.device) for p in args.checkpoint]
         ds = load_builtin(args.dataset)
     except (CheckpointError, KeyError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -49,11 +49,11 @@ def cards(args) -> int:
 
 def explain(args) -> int:
     from hierattn.analysis.explain import ExplainError, explain
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
 
     try:
         text = args.text if args.text is not None else _read_document(Path(args.file))
-        classifier = load_classifier(args.checkpoint, device=args.device)
+        classifier = load_classifier(find_checkpoint(args.checkpoint), device=args.device)
         result = explain(classifier, text)
     except (CheckpointError, ExplainError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -97,11 +97,11 @@ def _split_statistics(checkpoint: str, dataset: str | None, split: str, document
     """(classifier, data set name, statistics rows) for ``documents`` spread through a split."""
     from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.stats import split_statistics
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint import find_checkpoint, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
 
-    classifier = load_classifier(checkpoint, device=device)
+    classifier = load_classifier(find_checkpoint(checkpoint), device=device)
     name = dataset or classifier.dataset
     if name is None:
         raise ValueError(f"{classifier.name} records no data set: give --dataset")

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hierattn.data.text import TextConfig
+from hierattn.home import home
 from hierattn.models import REGISTRY, display_name
 from hierattn.training.loop import TrainConfig
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = home()  # the checkout, or an installed package's share/hierattn (hierattn/home.py)
 EXPERIMENTS = ROOT / "experiments"
 # Recipe fields that change what a model learns beyond how long it trains: an ordering between
 # rows that differ in one of these says so.

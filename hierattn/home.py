@@ -1,0 +1,50 @@
+"""Where hierattn's own files are: the folder holding ``app.py``, ``pages/``, ``checkpoints/``,
+``experiments/`` and ``results/``, and the checkpoints folder within it.
+
+In a checkout it is the repository root, beside the ``hierattn`` package. A wheel carries the same
+files as data files under ``<prefix>/share/hierattn`` (``setup.py`` lists them), so an installed
+package finds its shipped checkpoints, its registry and its app there; ``hierattn app`` serves that
+``app.py``. ``HIERATTN_HOME`` names another such folder. Imports nothing of hierattn: every layer may
+ask where its files are.
+"""
+from __future__ import annotations
+
+import os
+import site
+import sysconfig
+from pathlib import Path
+
+# The wheel's data files go here, relative to the install scheme's data folder (setup.py).
+INSTALLED = Path("share") / "hierattn"
+
+
+def is_home(folder: Path) -> bool:
+    return (folder / "app.py").is_file() and (folder / "pages").is_dir()
+
+
+def home() -> Path:
+    """``$HIERATTN_HOME``; else the checkout this package sits in; else where the wheel installed its
+    data files (the environment's prefix, or the user's base for ``pip install --user``)."""
+    if os.environ.get("HIERATTN_HOME"):
+        return Path(os.environ["HIERATTN_HOME"]).expanduser()
+    checkout = Path(__file__).resolve().parent.parent
+    if is_home(checkout):
+        return checkout
+    candidates = [Path(sysconfig.get_path("data")) / INSTALLED, Path(site.getuserbase()) / INSTALLED]
+    return next((c for c in candidates if is_home(c)), candidates[0])
+
+
+def checkpoint_root() -> Path:
+    """``$HIERATTN_CHECKPOINTS`` when set (tests use it, and an installed package that trains its own
+    models names a writable folder there), else ``checkpoints/`` in :func:`home`."""
+    return Path(os.environ.get("HIERATTN_CHECKPOINTS") or home() / "checkpoints")
+
+
+def find_checkpoint(checkpoint: str | Path) -> Path:
+    """A checkpoint folder by path, or by name under :func:`checkpoint_root` (``tweets-han``); the
+    path as given when neither is a folder, so that loading it says what is wrong."""
+    path = Path(checkpoint)
+    if path.is_dir() or path.is_absolute() or len(path.parts) != 1:
+        return path
+    named = checkpoint_root() / path
+    return named if named.is_dir() else path

@@ -1,0 +1,52 @@
+"""Where hierattn finds its own files (hierattn/home.py), and the command line's parts of it: a
+checkpoint by name, and ``hierattn app``."""
+from __future__ import annotations
+
+import pytest
+
+from hierattn.cli import main
+from hierattn.home import checkpoint_root, find_checkpoint, home
+from tests.conftest import REPO
+
+
+def test_a_checkout_is_its_own_home_and_holds_the_shipped_checkpoints(monkeypatch):
+    monkeypatch.delenv("HIERATTN_HOME", raising=False)
+    monkeypatch.delenv("HIERATTN_CHECKPOINTS", raising=False)
+    assert home() == REPO
+    assert checkpoint_root() == REPO / "checkpoints"
+
+
+def test_hierattn_home_and_hierattn_checkpoints_name_other_folders(monkeypatch, tmp_path):
+    monkeypatch.setenv("HIERATTN_HOME", str(tmp_path))
+    monkeypatch.delenv("HIERATTN_CHECKPOINTS", raising=False)
+    assert home() == tmp_path and checkpoint_root() == tmp_path / "checkpoints"
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(tmp_path / "mine"))
+    assert checkpoint_root() == tmp_path / "mine"
+
+
+def test_a_checkpoint_is_found_by_path_or_by_name(monkeypatch, tmp_path, checkpoint_dir):
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
+    monkeypatch.chdir(tmp_path)
+    assert find_checkpoint("tiny-han") == checkpoint_dir / "tiny-han"
+    (tmp_path / "tiny-han").mkdir()  # a folder of that name here wins: a path is a path
+    assert find_checkpoint("tiny-han").resolve() == tmp_path / "tiny-han"
+    assert str(find_checkpoint("no-such-model")) == "no-such-model"  # left for the loader to refuse by name
+    assert str(find_checkpoint("sub/tiny-han")) == "sub/tiny-han"  # a relative path is never a name
+
+
+def test_explain_takes_a_checkpoint_by_name(monkeypatch, checkpoint_dir, capsys):
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
+    assert main(["explain", "--checkpoint", "tiny-hcan", "--text", "The team won.", "--compact"]) == 0
+    assert '"checkpoint": "tiny-hcan"' in capsys.readouterr().out
+
+
+def test_app_without_an_app_py_says_where_it_looked(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("HIERATTN_HOME", str(tmp_path))
+    assert main(["app", "--server.port", "1"]) == 2
+    assert f"no app.py in {tmp_path}" in capsys.readouterr().err
+
+
+def test_other_commands_still_refuse_unknown_arguments(capsys):
+    with pytest.raises(SystemExit):
+        main(["explain", "--checkpoint", "x", "--text", "y", "--server.port", "1"])
+    assert "unrecognized arguments: --server.port 1" in capsys.readouterr().err
