@@ -294,7 +294,8 @@ def divergence_from_even(ex: Explanation, name: str) -> float:
     """Mean JSD of a pooling map's distributions (per sentence and head, with two or more keys)
     from an even spread over the same keys: the scale an adversarial divergence is read against."""
     a = ex.attentions[name]
-    w, m = a.weights[0].float(), a.mask[0]
-    d = tests.jsd(w, tests.even_spread(w, m))
-    keep = m.sum(-1) >= 2
-    return float(d[keep].mean()) if keep.any() else 0.0
+    w, m = a.weights[0].double(), a.mask[0]
+    keep = m.sum(-1) >= 2  # a row over one key (or none) has nothing to spread
+    if not keep.any():
+        return 0.0
+    return float(tests.js_divergence(w[keep].numpy(), tests.even_spread(w, m)[keep].numpy()).mean())

@@ -30,13 +30,19 @@ def evenly_spaced(items: list, count: int) -> list:
 
 
 def bootstrap(values: list[float], replicates: int = 1000, seed: int = 0) -> tuple[float, float, float]:
-    """(mean, 2.5%, 97.5%) of the mean over documents, resampled with replacement."""
+    """(mean, 2.5%, 97.5%) of the mean over documents: scipy's percentile bootstrap, resampling
+    documents with replacement. None and NaN values are left out; one value has no spread to
+    resample (scipy refuses it), so its interval is the value itself."""
+    from scipy.stats import bootstrap as scipy_bootstrap
+
     x = np.asarray([v for v in values if v is not None and not math.isnan(v)], dtype=np.float64)
     if len(x) == 0:
         return (math.nan, math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), (replicates, len(x)))].mean(1)
-    return float(x.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+    if len(x) == 1:
+        return (float(x[0]),) * 3
+    interval = scipy_bootstrap((x,), np.mean, n_resamples=replicates, method="percentile", confidence_level=0.95,
+                               rng=np.random.default_rng(seed)).confidence_interval
+    return float(x.mean()), float(interval.low), float(interval.high)
 
 
 @dataclass

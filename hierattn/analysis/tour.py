@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from hierattn.analysis.attention_tests import js_divergence
 from hierattn.analysis.compare import importance, word_self_attention
 from hierattn.analysis.explain import Explanation, head_axis
 from hierattn.analysis.metrics import diagonality, even_spread, gini, gini_of_values
@@ -161,17 +162,6 @@ def concentration_verdict(c: Concentration) -> tuple[bool, str]:
         f"{100 * MOST:.0f}%, and {100 * MIN_SHARE:.0f} points more than the even spread.")
 
 
-def _jsd_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Jensen-Shannon divergence (natural log, 0 .. ln 2) between matching rows over the last axis."""
-    m = (p + q) / 2
-
-    def kl(a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(a > 0, a * np.log(a / b), 0.0).sum(-1)
-
-    return (kl(p, m) + kl(q, m)) / 2
-
-
 @dataclass
 class BranchContrast:
     """Step 2: do the two parallel self-attentions relate words to different words?"""
@@ -192,7 +182,7 @@ class BranchContrast:
 
 def _pairwise_jsd(rows: np.ndarray) -> np.ndarray:
     """(..., m, n) distributions -> (..., m, m) Jensen-Shannon divergences between every two."""
-    return _jsd_rows(rows[..., :, None, :], rows[..., None, :, :])
+    return js_divergence(rows[..., :, None, :], rows[..., None, :, :])
 
 
 def _split_gaps(divergences: np.ndarray, heads: int) -> np.ndarray:
@@ -231,7 +221,7 @@ def branch_contrast(ex: Explanation) -> BranchContrast | None:
             continue
         a = ex.self_attention("word.self.a", s, None).to(torch.float64)
         b = ex.self_attention("word.self.b", s, None).to(torch.float64)
-        divergences += _jsd_rows(a.numpy(), b.numpy()).tolist()
+        divergences += js_divergence(a.numpy(), b.numpy()).tolist()
         if heads >= 2:
             rows = np.stack([ex.self_attention(name, s, h).to(torch.float64).numpy()
                              for name in ("word.self.a", "word.self.b") for h in range(heads)], 1)  # (n, 2h, n)
