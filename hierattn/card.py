@@ -1,14 +1,13 @@
 """Checkpoint cards: the ``README.md`` of a checkpoint folder, in the model-card convention of the
-Hugging Face Hub (YAML front matter with ``model-index`` results, then model, data set, recipe,
-metrics, intended use, limits), written from what the checkpoint records (config.json and
-metrics.json) and nothing else: a card states no figure the checkpoint cannot back.
+Hugging Face Hub (YAML front matter with ``model-index`` results, written by huggingface_hub's
+``ModelCardData`` and ``EvalResult``; then model, data set, recipe, metrics, intended use, limits),
+written from what the checkpoint records (config.json and metrics.json) and nothing else: a card
+states no figure the checkpoint cannot back.
 
 ``save_checkpoint`` writes it with the other files; ``python -m hierattn card DIR...`` rewrites
 the cards of existing checkpoints from their files (weights and vocabulary are not read).
 """
 from __future__ import annotations
-
-import json
 
 from hierattn.data.builtin import DESCRIPTIONS
 from hierattn.data.split import SEED
@@ -19,10 +18,6 @@ TRAIN_SETTINGS = {  # the recipe's fields as a reader names them, in the order a
     "word_dropout": "word dropout", "embeddings": "embedding initialisation", "min_freq": "vocabulary minimum count",
     "max_vocab": "vocabulary size cap", "precision": "precision", "seed": "seed",
 }
-
-
-def _yaml_string(value) -> str:
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid YAML scalar
 
 
 def _cell(value) -> str:
@@ -44,18 +39,7 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
     text = config.get("text", {})
     test, validation = metrics.get("test_accuracy"), metrics.get("validation_accuracy")
 
-    front = ["---", "library_name: hierattn", "pipeline_tag: text-classification", "tags:", "- hierattn",
-             "- attention", f"- {_yaml_string(model_type)}", "datasets:", f"- {_yaml_string(dataset)}",
-             "metrics:", "- accuracy", "model-index:", f"- name: {_yaml_string(name)}", "  results:"]
-    for split, value in (("test", test), ("validation", validation)):
-        if isinstance(value, (int, float)):
-            front += ["  - task:", "      type: text-classification", "    dataset:",
-                      f"      name: {_yaml_string(dataset)}", f"      type: {_yaml_string(dataset)}",
-                      f"      split: {split}", "    metrics:", "    - type: accuracy", f"      value: {value:.4f}",
-                      f"      name: {split} accuracy"]
-    if test is None and validation is None:
-        front[-1] = "  results: []"
-    front.append("---")
+    front = _front_matter(name, model_type, dataset, test, validation)
 
     source = ("hierattn" if plugin is None else
               f"the plug-in file `{plugin.get('file')}`" if plugin.get("file") else
@@ -134,4 +118,23 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
               "this shading?\" and `python -m hierattn faithfulness` test them against erasure, gradients and "
               "random baselines.",
               "- Not for decisions about people."]
-    return "\n".join(front) + "\n\n" + "\n".join(lines) + "\n"
+    return front + "\n\n" + "\n".join(lines) + "\n"
+
+
+def _front_matter(name: str, model_type: str, dataset: str, test, validation) -> str:
+    """The card's YAML metadata, ``---`` lines included, written by huggingface_hub's ModelCardData:
+    the Hub's own schema, with ``model-index`` built from EvalResults (one per split with an
+    accuracy)."""
+    from huggingface_hub import ModelCardData
+    from huggingface_hub.repocard_data import EvalResult
+
+    results = [EvalResult(task_type="text-classification", dataset_type=dataset, dataset_name=dataset,
+                          dataset_split=split, metric_type="accuracy", metric_value=round(float(value), 4),
+                          metric_name=f"{split} accuracy")
+               for split, value in (("test", test), ("validation", validation)) if isinstance(value, (int, float))]
+    # Nothing recorded: the model-index names the model with no results, as the hand-written cards did.
+    empty = {} if results else {"model-index": [{"name": name, "results": []}]}
+    data = ModelCardData(library_name="hierattn", pipeline_tag="text-classification",
+                         tags=["hierattn", "attention", str(model_type)], datasets=[str(dataset)], metrics=["accuracy"],
+                         model_name=name if results else None, eval_results=results or None, **empty)
+    return f"---\n{data.to_yaml()}\n---"

@@ -3,9 +3,9 @@ the Hugging Face Hub's model-card layout, and the shipped ones up to date with t
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
+import yaml
 
 from hierattn.card import model_card
 from hierattn.checkpoint import card, described, list_checkpoints, write_card
@@ -14,14 +14,49 @@ from tests.conftest import REPO
 SHIPPED = list_checkpoints(REPO / "checkpoints")
 
 
-def front_matter(text: str) -> dict[str, str]:
-    """The YAML front matter's top-level scalar keys and the model-index values, read plainly."""
+def front_matter(text: str) -> dict:
+    """The YAML front matter, read as YAML, with the model-index accuracies as (value to 4 places,
+    split) pairs."""
     assert text.startswith("---\n")
-    head = text.split("---\n")[1]
-    values = dict(re.findall(r"^(\w[\w-]*): (.+)$", head, re.M))
-    values["accuracies"] = re.findall(r"value: ([0-9.]+)\n\s+name: (\w+) accuracy", head)
-    values["datasets"] = re.findall(r"^datasets:\n- (.+)$", head, re.M)
+    values = yaml.safe_load(text.split("---\n")[1])
+    values["accuracies"] = [(f"{m['value']:.4f}", r["dataset"]["split"]) for index in values.get("model-index", [])
+                            for r in index["results"] for m in r["metrics"]]
     return values
+
+
+def split_card(text: str) -> tuple[dict, str]:
+    _, head, body = text.split("---\n", 2)
+    return yaml.safe_load(head), body
+
+
+RECORDED = json.loads((REPO / "tests" / "recorded" / "cards_before_hub.json").read_text())
+
+
+@pytest.mark.parametrize("recorded", RECORDED["shipped"], ids=lambda r: r["name"])
+def test_the_hub_written_card_carries_what_the_hand_written_one_did(recorded):
+    new = card(REPO / "checkpoints" / recorded["name"])
+    assert split_card(new) == split_card(recorded["card"])
+
+
+@pytest.mark.parametrize("recorded", RECORDED["given"], ids=["accuracy", "nothing-recorded"])
+def test_cards_from_given_inputs_carry_what_the_hand_written_ones_did(recorded):
+    assert split_card(model_card(*recorded["args"])) == split_card(recorded["card"])
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_the_model_index_reads_back_as_the_hubs_eval_results(path):
+    from huggingface_hub import ModelCard
+    from huggingface_hub.repocard_data import model_index_to_eval_results
+
+    text = (path / "README.md").read_text()
+    metrics = json.loads((path / "metrics.json").read_text())
+    loaded = ModelCard(text)  # the Hub library's own parser and schema
+    name, results = model_index_to_eval_results(loaded.data.to_dict()["model-index"])
+    assert name == path.name and loaded.data.library_name == "hierattn"
+    assert [(r.dataset_split, r.metric_type, r.metric_value) for r in results] == [
+        ("test", "accuracy", round(metrics["test_accuracy"], 4)),
+        ("validation", "accuracy", round(metrics["validation_accuracy"], 4))]
+    assert all(r.task_type == "text-classification" and r.dataset_type == loaded.data.datasets[0] for r in results)
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
@@ -31,7 +66,7 @@ def test_shipped_cards_are_what_their_checkpoints_record(path):
     config = described(path)  # config.json, or a Hugging Face folder's in our terms
     metrics = json.loads((path / "metrics.json").read_text())
     head = front_matter(text)
-    assert head["library_name"] == "hierattn" and head["datasets"] == [json.dumps(config["dataset"])]
+    assert head["library_name"] == "hierattn" and head["datasets"] == [config["dataset"]]
     assert head["accuracies"] == [(f"{metrics['test_accuracy']:.4f}", "test"),
                                   (f"{metrics['validation_accuracy']:.4f}", "validation")]
     for section in ("## Model", "## Data set", "## Training recipe", "## Metrics", "## Intended use", "## Limits"):
@@ -61,7 +96,7 @@ def test_a_card_keeps_to_what_it_was_given_and_cannot_break_its_tables():
               "text": {"max_sentences": 2, "max_words": 3}, "dataset": "mine: \"quoted\""}
     text = model_card("n", config, {"train_config": {"lr": "1|2"}, "test_accuracy": 0.5}, "X", "X (test)", "", None)
     assert "`a\\|b`" in text and "| learning rate | 1\\|2 |" in text and "c d" in text
-    assert front_matter(text)["datasets"] == [json.dumps('mine: "quoted"')]  # a quoted scalar, valid YAML
+    assert front_matter(text)["datasets"] == ['mine: "quoted"']  # quoted as YAML needs: it reads back whole
     assert front_matter(text)["accuracies"] == [("0.5000", "test")]
     assert "a data set of the person who trained it" in text and "## Training recipe" in text
     plugin = model_card("n", config, {}, "X", "X", "", {"file": "x.py", "path": "/p/x.py"})
