@@ -71,6 +71,18 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_transformer(results["huggingface"])))
         return results
+    if only == "attribution":  # issue 34: each attribution method's cost per document, recorded
+        from bench.attribution import format_attribution, record_attribution
+
+        results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        results["attribution"] = record_attribution(quick, checkpoints)
+        Path(out).write_text(json.dumps(results, indent=2))
+        if not quick:
+            from hierattn.experiments.results import write_timing
+
+            write_timing("attribution", results["attribution"])
+        print("\n".join(format_attribution(results["attribution"])))
+        return results
     if only == "soak":  # issue 22's soak alone, merged
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         results["soak"] = record_soak(2 if quick else 3)

@@ -9,6 +9,8 @@
     nb.heatmaps(ex)            # the self-attention matrices, one plotly heatmap per map and head
     nb.metrics(ex)             # Gini and diagonality per matrix, beside an even spread's (a DataFrame)
     nb.compare(han, hcan, ex.document.text)   # both shadings on one scale, and their agreement
+    nb.attributions(hcan, ex)  # Integrated Gradients and occlusion (captum) beside the attention
+    nb.sentence_attributions(hcan, ex)  # each sentence's attention, occlusion and KernelSHAP (a DataFrame)
 
 Each call returns an object Jupyter displays as the cell's output (HTML, plotly figures, a
 DataFrame) and that code can read: ``.html``, the figures themselves, ``.agreement``.
@@ -26,7 +28,8 @@ from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, fi
 
 MAX_POSITIONS = 120  # rows and columns of a heatmap, as on the Explore page
 
-__all__ = ["Comparison", "Figures", "HTMLView", "compare", "explain", "heatmaps", "load", "metrics", "shaded"]
+__all__ = ["Attributions", "Comparison", "Figures", "HTMLView", "attributions", "compare", "explain", "heatmaps",
+           "load", "metrics", "sentence_attributions", "shaded"]
 
 
 class HTMLView:
@@ -190,3 +193,51 @@ def compare(model_a: Classifier, model_b: Classifier, text: str) -> Comparison:
         markup += ("<p><b>Agreement</b> (one scale for both; beside each measure, what two unrelated rankings "
                    f"give)</p>{table}")
     return Comparison(markup, explanations["A"], explanations["B"], agreement)
+
+
+class Attributions(HTMLView):
+    """The attention shading beside captum's attributions; ``.results``: method -> ``Attribution``
+    (signed scores per word, reading order; Integrated Gradients' ``.delta`` and ``.relative_delta``)."""
+
+    def __init__(self, markup: str, results: dict):
+        super().__init__(markup)
+        self.results = results
+
+
+def attributions(model: Classifier, ex: Explanation, steps: int | None = None) -> Attributions:
+    """Explore's "Beside the attention shading": the document shaded by its attention, by Integrated
+    Gradients (``steps`` points, default ``attribution.IG_STEPS``; its convergence delta beside it) and
+    by word occlusion, each on its own scale; a word that argues against the class is left unshaded."""
+    from hierattn.analysis import attribution
+    from hierattn.analysis.faithfulness import by_sentence
+
+    label = ex.labels.index(ex.label)
+    results = {}
+    integrated = attribution.integrated_gradients(model, ex.document, label, steps or attribution.IG_STEPS)
+    if integrated is not None:
+        results[attribution.INTEGRATED_GRADIENTS] = integrated
+    results[attribution.OCCLUSION] = attribution.occlusion(model, ex.document, label)
+    cells = [f"<td style='vertical-align:top;padding:0 8px'>{shaded(ex).html}</td>"]
+    for method, result in results.items():
+        note = (f" · completeness within {result.relative_delta:.1%}" if result.relative_delta is not None else "")
+        body = viz.document_html(ex.document.text, ex.document.spans(), by_sentence(result.scores, ex.document),
+                                 None, "document")
+        cells.append(f"<td style='vertical-align:top;padding:0 8px'><p style='margin:0 0 .4em 0'><b>"
+                     f"{html.escape(method)}</b>{html.escape(note)}</p>{body}</td>")
+    return Attributions(f"<table style='width:100%;border:0'><tr>{''.join(cells)}</tr></table>", results)
+
+
+def sentence_attributions(model: Classifier, ex: Explanation):
+    """Each sentence's share of the attention beside its occlusion and KernelSHAP (captum), in
+    probability points, as Explore's sentence attributions show them (a DataFrame; ``.attrs["caption"]``
+    says how they agree and what they cost)."""
+    import pandas as pd
+
+    from hierattn.analysis.attribution import sentence_table
+
+    if len(ex.document.sentences) < 2:
+        raise ValueError("sentence attributions need a document of two or more sentences")
+    table = sentence_table(model, ex)
+    frame = pd.DataFrame(table["rows"])
+    frame.attrs["caption"] = table["caption"]
+    return frame

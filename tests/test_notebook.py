@@ -94,3 +94,21 @@ def test_figures_display_one_after_another(tiny, monkeypatch):
 def test_load_says_what_it_could_not_find():
     with pytest.raises(ValueError, match="no checkpoint 'no-such-model'"):
         nb.load("no-such-model")
+
+
+def test_attributions_beside_the_attention_escape_the_text_and_carry_captums_results(tiny, checkpoint_dir):
+    text = "<script>alert(1)</script> was <b>great</b>. Truly & really. I loved it."
+    ex = nb.explain(tiny["tiny-hcan"], text)
+    view = nb.attributions(tiny["tiny-hcan"], ex, steps=16)
+    assert "<script>" not in view.html and "<b>great</b>" not in view.html and "&lt;" in view.html
+    assert list(view.results) == ["integrated gradients", "occlusion"]
+    assert all(len(r.scores) == ex.word_count() for r in view.results.values())
+    assert "completeness within" in view.html  # Integrated Gradients' convergence delta, beside its shading
+    table = nb.sentence_attributions(tiny["tiny-hcan"], ex)
+    assert list(table.columns) == ["sentence", "attention (%)", "occlusion (points)", "KernelSHAP (points)"]
+    assert len(table) == len(ex.document.sentences) and "KernelSHAP" in table.attrs["caption"]
+    tfidf = nb.load(checkpoint_dir / "tiny-tfidf")
+    without_gradients = nb.attributions(tfidf, nb.explain(tfidf, text))
+    assert list(without_gradients.results) == ["occlusion"]
+    with pytest.raises(ValueError, match="two or more sentences"):
+        nb.sentence_attributions(tiny["tiny-han"], nb.explain(tiny["tiny-han"], "one sentence only"))

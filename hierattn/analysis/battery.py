@@ -9,9 +9,13 @@ which rankings and sites exist, runs every test that applies, and says which do 
   weights sum to 1 within each sentence and do not compare across sentences) and the sentence
   attention; each beside random rankings of the same units and, where words are ranked across
   sentences, beside the structural null 1 / sentence length;
+- beside the attention's rankings in ERASER, captum's (``attribution``): Integrated Gradients and
+  word occlusion over the words, sentence occlusion over the sentences, scored the same way: what
+  a ranking that follows the model itself achieves on this document;
 - Kendall tau of the same rankings with gradient importance (Jain & Wallace's: attention held
-  constant) and with leave-one-out, per level, beside a random ranking's and 1 / sentence length's
-  (a sentence's gradient importance is the sum of its words');
+  constant), with leave-one-out (their TVD, from the word and sentence occlusion's passes) and with
+  Integrated Gradients, per level, beside a random ranking's and 1 / sentence length's (a
+  sentence's gradient importance is the sum of its words');
 - the permutation and uniform tests, per level; the adversarial search, on request;
 - over a split (``battery_split``), each figure's mean with a bootstrap 95% interval over documents.
 """
@@ -26,16 +30,22 @@ import torch
 
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis import eraser
+from hierattn.analysis.attribution import by_sentence as attribution_by_sentence
+from hierattn.analysis.attribution import integrated_gradients, occlusion
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import Explanation
-from hierattn.analysis.faithfulness import STRUCTURAL, gradient_times_input, sentence_length_scores, without
+from hierattn.analysis.faithfulness import STRUCTURAL, gradient_times_input, sentence_length_scores
 from hierattn.checkpoint import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
 
 LEVELS = (WORD, SENTENCE)
 WORD_ATTENTION, TWO_STAGE, SENTENCE_ATTENTION = "word attention", "two-stage", "sentence attention"
 RANDOM = {eraser.WORD_UNITS: "random words", eraser.SENTENCE_UNITS: "random sentences"}
-UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENTENCE_ATTENTION: eraser.SENTENCE_UNITS}
+# captum's attributions, ranked beside the attention: what a ranking that tracks the model achieves
+IG, WORD_OCCLUSION, SENTENCE_OCCLUSION = "integrated gradients", "occlusion of words", "occlusion of sentences"
+UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENTENCE_ATTENTION: eraser.SENTENCE_UNITS,
+           IG: eraser.WORD_UNITS, WORD_OCCLUSION: eraser.WORD_UNITS, SENTENCE_OCCLUSION: eraser.SENTENCE_UNITS}
+ATTRIBUTION_RANKINGS = (IG, WORD_OCCLUSION, SENTENCE_OCCLUSION)
 PERMUTATIONS = 100
 RANDOM_DRAWS = 5
 MAX_LOO_WORDS = 1000  # leave-one-out over a random sample of this many words in longer documents
@@ -147,10 +157,23 @@ def rankings(ex: Explanation) -> tuple[dict[str, list[float]], list[str]]:
     return out, missing
 
 
-def _loo(classifier, ex, label_reference, unit, positions):
-    documents = ([without(ex.document, {i}) for i in positions] if unit == eraser.WORD_UNITS else
-                 [eraser.keeping(ex.document, unit, set(range(len(ex.document.sentences))) - {i}) for i in positions])
-    return tests.tvd(eraser.output_distributions(classifier, documents), label_reference).tolist()
+def _attributions(classifier: Classifier, ex: Explanation, label: int, ranked: dict, positions: list[int]) -> dict:
+    """captum's rankings beside the attention's, for the units the attention ranks: Integrated
+    Gradients and word occlusion (when every word was occluded), sentence occlusion. Also the two
+    occlusions themselves, whose outputs give leave-one-out's change (Jain & Wallace's TVD)."""
+    document, out = ex.document, {}
+    words = any(UNIT_OF[n] == eraser.WORD_UNITS for n in ranked)
+    if words:
+        integrated = integrated_gradients(classifier, document, label)
+        if integrated is not None:
+            out[IG] = integrated.scores
+    out["word occlusion"] = occlusion(classifier, document, label, eraser.WORD_UNITS, positions)
+    if words and len(positions) == eraser.unit_count(document, eraser.WORD_UNITS):
+        out[WORD_OCCLUSION] = out["word occlusion"].scores
+    if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
+        out["sentence occlusion"] = occlusion(classifier, document, label, eraser.SENTENCE_UNITS)
+        out[SENTENCE_OCCLUSION] = out["sentence occlusion"].scores
+    return out
 
 
 def document_battery(classifier: Classifier, ex: Explanation, permutations: int = PERMUTATIONS,
@@ -167,9 +190,17 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
     stages = 4 + (2 if adversarial else 0)
     tick = (lambda i: progress(i, stages)) if progress else (lambda i: None)
 
-    # ERASER, each unit's rankings beside random ones
+    rng = random.Random(seed)
+    positions = list(range(words))
+    if words > max_loo_words:
+        positions = sorted(rng.sample(positions, max_loo_words))
+        battery.sampled_words = max_loo_words
+    found = _attributions(classifier, ex, label, ranked, positions) if ranked else {}
+
+    # ERASER, each unit's rankings (the attention's, then captum's beside them) beside random ones
     for unit in (eraser.WORD_UNITS, eraser.SENTENCE_UNITS):
         names = [n for n in ranked if UNIT_OF[n] == unit]
+        names += [n for n in ATTRIBUTION_RANKINGS if n in found and UNIT_OF[n] == unit] if names else []
         if names and eraser.unit_count(document, unit) < 2:  # one unit: every ranking is the same ranking
             battery.not_applicable.append(f"{unit}-level ERASER: the document has one {unit}")
             continue
@@ -177,7 +208,7 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
             continue
         n = eraser.unit_count(document, unit)
         randoms = eraser.random_rankings(n, random_draws, seed)
-        scored = [ranked[m] for m in names]
+        scored = [ranked[m] if m in ranked else found[m] for m in names]
         if unit == eraser.WORD_UNITS and len(document.sentences) >= 2:  # words ranked across sentences
             names, scored = names + [STRUCTURAL], scored + [sentence_length_scores(document, seed)]
         scores = eraser.eraser_scores(classifier, document, scored + randoms, unit, label, base)
@@ -187,14 +218,9 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
 
     # Kendall tau with gradient importance and leave-one-out, per level
     gradient = gradient_times_input(classifier, document, label, jain_wallace=True)  # their tau's gradient
-    rng = random.Random(seed)
     word_attention = ranked.get(TWO_STAGE, ranked.get(WORD_ATTENTION))
     if word_attention is not None:
-        positions = list(range(words))
-        if words > max_loo_words:
-            positions = sorted(rng.sample(positions, max_loo_words))
-            battery.sampled_words = max_loo_words
-        loo = _loo(classifier, ex, reference, eraser.WORD_UNITS, positions)
+        loo = tests.tvd(found["word occlusion"].removed, reference).tolist()  # each word alone out: its TVD
         shuffled = [[rng.random() for _ in range(words)] for _ in range(random_draws)]
         lengths = [1.0 / len(s.tokens) for s in document.sentences for _ in s.tokens]  # tau-b counts the ties
         spans = len(document.sentences) >= 2
@@ -209,9 +235,14 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
         if spans:
             battery.kendall_structural[(WORD, "leave-one-out")] = tests.kendall_tau([lengths[i] for i in positions],
                                                                                     loo)
+        if IG in found:  # signed: above 0 for a word that supports the class
+            battery.kendall[(WORD, IG)] = tests.kendall_tau(word_attention, found[IG])
+            battery.kendall_random[(WORD, IG)] = _mean_tau([(r, found[IG]) for r in shuffled])
+            if spans:
+                battery.kendall_structural[(WORD, IG)] = tests.kendall_tau(lengths, found[IG])
     if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
         sentence_attention = ranked[SENTENCE_ATTENTION]
-        loo = _loo(classifier, ex, reference, eraser.SENTENCE_UNITS, range(len(document.sentences)))
+        loo = tests.tvd(found["sentence occlusion"].removed, reference).tolist()
         shuffled = [[rng.random() for _ in sentence_attention] for _ in range(random_draws)]
         if gradient is not None:
             by_sentence, i = [], 0
@@ -222,6 +253,10 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
             battery.kendall_random[(SENTENCE, "gradient")] = _mean_tau([(r, by_sentence) for r in shuffled])
         battery.kendall[(SENTENCE, "leave-one-out")] = tests.kendall_tau(sentence_attention, loo)
         battery.kendall_random[(SENTENCE, "leave-one-out")] = _mean_tau([(r, loo) for r in shuffled])
+        if IG in found:
+            integrated = attribution_by_sentence(found[IG], document)
+            battery.kendall[(SENTENCE, IG)] = tests.kendall_tau(sentence_attention, integrated)
+            battery.kendall_random[(SENTENCE, IG)] = _mean_tau([(r, integrated) for r in shuffled])
     if gradient is None and word_attention is not None:
         battery.not_applicable.append("Kendall tau with gradient importance: no embedding table to differentiate")
     tick(2)

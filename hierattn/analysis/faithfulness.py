@@ -7,7 +7,10 @@ the probability of the class the model predicted on the whole document fall.
   for HAN and HCAN; the attention a word receives for models with only self-attention, a proxy);
 - ``gradient × input``: |(d logit / d embedding) . embedding| per word, the logit of the predicted
   class, one backward pass (Simonyan et al. 2014; Shrikumar et al. 2017);
-- ``leave-one-out``: the drop in that probability when the word alone is removed (occlusion);
+- ``integrated gradients``: Integrated Gradients of the label's logit on the embedding layer, per
+  word, signed (``attribution.integrated_gradients``: captum, with its convergence delta);
+- ``leave-one-out``: the drop in that probability when the word alone is removed (word occlusion,
+  captum's ``FeatureAblation`` with one feature per word: ``attribution.occlusion``);
 - ``1 / sentence length``: each word scored by the inverse length of its sentence, ties broken at
   random; the structural null of a ranking of words across sentences (a hierarchical model's word
   weights sum to 1 within each sentence), on documents of two or more sentences;
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from hierattn.analysis.attribution import integrated_gradients, occlusion
 from hierattn.analysis.compare import importance, spearman
 from hierattn.analysis.eraser import output_distributions
 from hierattn.analysis.explain import Explanation
@@ -37,7 +41,9 @@ from hierattn.data.text import Document, Sentence
 from hierattn.models.intervention import ObservedEmbedding, attention_override, embedding_lookups
 
 STRUCTURAL = "1 / sentence length"  # the ranking per-sentence weights give with no attention (issue 32)
-METHODS = ("attention", "gradient × input", "leave-one-out", STRUCTURAL, "random")
+IG = "integrated gradients"
+METHODS = ("attention", "gradient × input", IG, "leave-one-out", STRUCTURAL, "random")
+ATTRIBUTIONS = ("gradient × input", IG, "leave-one-out")  # what the attention's ranking is compared with
 MAX_K = 20
 RANDOM_DRAWS = 5
 MIN_WORDS = 4  # a split's documents shorter than this are left out of its mean curves
@@ -61,7 +67,8 @@ class ErasureCurves:
     ks: list[int]  # 1..K
     drops: dict[str, list[float]]  # method -> drop at each k (probability points, 0..1)
     scores: dict[str, list[float]] = field(default_factory=dict)  # method -> per-word score, reading order
-    agreement: dict[str, float | None] = field(default_factory=dict)  # "gradient × input" / "leave-one-out"
+    agreement: dict[str, float | None] = field(default_factory=dict)  # attribution method -> Spearman with attention
+    convergence: float | None = None  # Integrated Gradients' |delta| / |change| (completeness, under ~5%: converged)
 
     @property
     def auc(self) -> dict[str, float]:
@@ -152,9 +159,11 @@ def gradient_times_input(classifier: Classifier, document: Document, label: int,
     return scores.detach().cpu().tolist() if len(scores) == n else None
 
 
-def leave_one_out(classifier: Classifier, document: Document, label: int, base: float) -> list[float]:
-    n = len(_words(document))
-    return [base - p for p in probabilities(classifier, [without(document, {i}) for i in range(n)], label)]
+def leave_one_out(classifier: Classifier, document: Document, label: int, base: float | None = None) -> list[float]:
+    """The fall in P(label) when each word alone is taken out: captum's word occlusion
+    (``attribution.occlusion``), which measures P(label) on the whole document itself (``base`` is
+    accepted for the callers that have it)."""
+    return occlusion(classifier, document, label).scores
 
 
 def by_sentence(scores: list[float], document: Document) -> list[list[float]]:
@@ -201,6 +210,11 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
     gradient = gradient_times_input(classifier, document, label) if "gradient × input" in methods else None
     if gradient is not None:
         scores["gradient × input"] = gradient
+    convergence = None
+    if IG in methods:
+        integrated = integrated_gradients(classifier, document, label)
+        if integrated is not None:
+            scores[IG], convergence = integrated.scores, integrated.relative_delta
     if "leave-one-out" in methods:
         scores["leave-one-out"] = leave_one_out(classifier, document, label, base)
     if STRUCTURAL in methods and len(document.sentences) >= 2:
@@ -219,10 +233,10 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
     drops["random"] = [base - sum(probs[d * len(ks) + j] for d in range(draws)) / draws for j in range(len(ks))]
     agreement = {}
     if "attention" in scores:
-        for method in ("gradient × input", "leave-one-out"):
+        for method in ATTRIBUTIONS:
             if method in scores:
                 agreement[method] = spearman(scores["attention"], scores[method])
-    return ErasureCurves(ex.labels[label], base, ks, drops, scores, agreement)
+    return ErasureCurves(ex.labels[label], base, ks, drops, scores, agreement, convergence)
 
 
 @dataclass

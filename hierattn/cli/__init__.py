@@ -212,11 +212,13 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--json", required=True, help="where to write the figures")
     b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
-    b.add_argument("--only", choices=["corpus", "batch-one", "overlap", "gpu", "soak", "classroom", "huggingface"],
+    b.add_argument("--only", choices=["corpus", "batch-one", "overlap", "gpu", "soak", "classroom", "huggingface",
+                                        "attribution"],
                    help="run this section alone and merge it into the --json figures (batch-one: HCAN Table 2's "
                         "timing protocol, also recorded under results/timing/; overlap: two trainings at once, and the "
                         "pages while a run trains; gpu: training and explain on the GPU, recorded; soak: sessions "
-                        "that leave mid-computation, then the server's memory and time back to idle)")
+                        "that leave mid-computation, then the server's memory and time back to idle; attribution: "
+                        "each attribution method's cost per document, recorded)")
     b.set_defaults(func=bench)
 
     args, unknown = parser.parse_known_args(argv)

@@ -61,9 +61,16 @@ def intervene(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.Ten
 _EMBEDDED: ContextVar[list | None] = ContextVar("hierattn_embedding_lookups", default=None)
 
 
+# (ids, vectors) -> the vectors the model goes on with: an attribution method's inputs in place of a
+# lookup's (captum's Integrated Gradients interpolates them), for this thread or task alone.
+_REPLACED: ContextVar[Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None] = ContextVar(
+    "hierattn_embedding_replaced", default=None)
+
+
 class ObservedEmbedding(torch.nn.Embedding):
     """``nn.Embedding`` that hands each lookup, ``(ids, vectors)``, to an ``embedding_lookups()``
-    block of the calling thread or asyncio task, and to nothing otherwise.
+    block of the calling thread or asyncio task, and to nothing otherwise; inside an
+    ``embedding_replaced(fn)`` block, the model reads ``fn(ids, vectors)`` instead of the vectors.
 
     A cached model is shared by every session of the app: a forward hook attached to it per call
     sees every thread's forward passes (one such hook handed a session another's tensors, from
@@ -73,6 +80,9 @@ class ObservedEmbedding(torch.nn.Embedding):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         vectors = super().forward(ids)
+        replace = _REPLACED.get()
+        if replace is not None:
+            vectors = replace(ids, vectors)
         lookups = _EMBEDDED.get()
         if lookups is not None:
             lookups.append((ids, vectors))
@@ -86,6 +96,17 @@ def observe_embedding(model: torch.nn.Module) -> torch.nn.Module:
     if type(embedding) is torch.nn.Embedding:
         embedding.__class__ = ObservedEmbedding
     return model
+
+
+@contextmanager
+def embedding_replaced(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]):
+    """Inside the block, every ``ObservedEmbedding`` lookup of this thread or task returns
+    ``fn(ids, vectors)``; other threads' lookups are untouched, and nothing outlives the block."""
+    token = _REPLACED.set(fn)
+    try:
+        yield
+    finally:
+        _REPLACED.reset(token)
 
 
 @contextmanager

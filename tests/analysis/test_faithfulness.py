@@ -94,14 +94,15 @@ def test_erasure_curves_are_the_probability_drops_of_each_ranking(checkpoint_dir
     curves = erasure_curves(classifier, ex, max_k=5, draws=3)
     label = ex.labels.index(curves.label)
     assert curves.ks == [1, 2, 3, 4, 5] and set(curves.drops) == {"attention", "gradient × input",
-                                                                    "leave-one-out", "1 / sentence length", "random"}
+                                                                    "integrated gradients", "leave-one-out",
+                                                                    "1 / sentence length", "random"}
     scores = curves.scores["attention"]
     top3 = set(sorted(range(len(scores)), key=lambda i: -scores[i])[:3])
     expected = curves.probability - _probability(classifier, without(ex.document, top3), label)
     assert curves.drops["attention"][2] == pytest.approx(expected, abs=1e-5)
     # leave-one-out's first step removes the word whose removal alone hurts most: its drop is the max
     assert curves.drops["leave-one-out"][0] == pytest.approx(max(curves.scores["leave-one-out"]), abs=1e-6)
-    assert set(curves.agreement) == {"gradient × input", "leave-one-out"}
+    assert set(curves.agreement) == {"gradient × input", "integrated gradients", "leave-one-out"}
     assert all(-1 <= r <= 1 for r in curves.agreement.values() if r is not None)
 
 

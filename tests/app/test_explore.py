@@ -343,6 +343,57 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
 
 
+def _settled(at, seconds: float = 120) -> AppTest:
+    import time
+
+    deadline = time.time() + seconds
+    while at.get("progress") and time.time() < deadline:
+        time.sleep(0.3)
+        at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+# every built-in model with an embedding table and an attention to set them beside (TF-IDF has no
+# embedding table; the plain ON-LSTM comparator no attention, only its gates)
+WITH_EMBEDDINGS = ["tiny-hcan", "tiny-han", "tiny-han-cached", "tiny-hcan-flat-max", "tiny-sanet", "tiny-halstm",
+                   "tiny-mahnn", "tiny-kimcnn"]
+
+
+@pytest.mark.parametrize("model", [pytest.param(m, marks=pytest.mark.slow) if m != "tiny-hcan" else m
+                                   for m in WITH_EMBEDDINGS])
+def test_integrated_gradients_and_occlusion_beside_the_attention(app_env, model):
+    at = run_app(DOC, model)
+    if not at.toggle(key="faithfulness").label:
+        pytest.fail("no 'Test the shading' toggle")
+    at.toggle(key="faithfulness").set_value(True).run()
+    _settled(at)
+    assert at.radio(key="attribution").options == ["gradient × input", "integrated gradients", "leave-one-out"]
+    assert "- integrated gradients: removing its top words (1 to " in texts(at)
+    at.radio(key="attribution").set_value("integrated gradients").run()
+    assert "**integrated gradients** · Spearman ρ with attention:" in texts(at)
+    assert "Convergence delta: the words' scores add up to the logit's change" in texts(at)
+    at.toggle(key="sentence_attributions").set_value(True).run()
+    _settled(at)
+    table = next(d.value for d in at.dataframe if "KernelSHAP (points)" in d.value.columns)
+    assert list(table.columns) == ["sentence", "attention (%)", "occlusion (points)", "KernelSHAP (points)"]
+    assert len(table) == 3 and table["sentence"].iloc[0].startswith("S1: The striker")
+    assert "KernelSHAP's values add up to the probability's change" in texts(at)
+    at.toggle(key="sentence_attributions").set_value(False).run()
+    at.toggle(key="faithfulness").set_value(False).run()
+
+
+def test_the_trust_panel_ranks_captums_attributions_beside_the_attention(app_env):
+    at = run_app(DOC, "tiny-han")
+    at.toggle(key="trust").set_value(True).run()
+    _settled(at)
+    tests = set(next(d.value for d in at.dataframe if "verdict" in d.value.columns)["test"])
+    assert {"comprehensiveness (two-stage)", "comprehensiveness (integrated gradients)",
+            "comprehensiveness (occlusion of words)", "comprehensiveness (occlusion of sentences)",
+            "Kendall tau with integrated gradients"} <= tests
+    at.toggle(key="trust").set_value(False).run()
+
+
 @pytest.mark.slow
 def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
     text = " ".join(f"The team won match number {i} on Sunday." for i in range(150))  # 150 sentences, 1,200 words
@@ -367,7 +418,7 @@ def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
         at.run()
     assert "Leave-one-out is left out" in texts(at) and "- random: removing random words" in texts(at)
     assert "leave-one-out: removing its top words" not in texts(at)
-    assert at.radio(key="attribution").options == ["gradient × input"]
+    assert at.radio(key="attribution").options == ["gradient × input", "integrated gradients"]
     at.toggle(key="faithfulness").set_value(False).run()  # else the next model's curves start in the background
     at.selectbox(key="model").set_value("long-flat").run()
     titles = [c.proto.spec for c in at.get("plotly_chart")]

@@ -7,7 +7,9 @@ from pathlib import Path
 import streamlit as st
 
 from hierattn import viz
+from hierattn.analysis import compare as comparing
 from hierattn.analysis import faithfulness
+from hierattn.analysis.attribution import IG_STEPS, SHAP_SAMPLES, sentence_table
 from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.explain import Explanation
 from hierattn.app.downloads import chart
@@ -16,6 +18,14 @@ from hierattn.app.panels.shading import Shading
 from hierattn.app.tasks import computed
 from hierattn.app.widgets import asked_for, documents_count, keep_valid
 from hierattn.checkpoint import Classifier
+
+CONVERGED = 0.05  # Integrated Gradients' relative delta under which its scores are read as complete
+
+
+def offered(ex: Explanation, shading: Shading) -> bool:
+    """Whether Explore offers "Test the shading": the model paints the document, or its
+    self-attention gives each word the attention it receives (the ranking its curves use)."""
+    return shading.painted or comparing.importance(ex) is not None
 
 
 def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shading: Shading, doc_key: str,
@@ -32,21 +42,34 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
                       lambda progress: faithfulness.erasure_curves(classifier, ex, methods=methods), "Removing words:")
     if curves is None:
         return None
-    attributions = [m for m in ("gradient × input", "leave-one-out") if m in curves.scores]
+    attributions = [m for m in faithfulness.ATTRIBUTIONS if m in curves.scores]
     if attributions:  # the attention shading and an attribution's, side by side, with their agreement
-        with shading.slot.container():
+        with (shading.slot or st.empty()).container():
             keep_valid("attribution", attributions)
             method = st.radio("Beside the attention shading", attributions, horizontal=True, key="attribution",
                               help="Gradient × input: |gradient · embedding| of the predicted class's logit. "
-                                   "Leave-one-out: the fall in its probability when the word alone is removed "
-                                   "(a word whose removal raises it is left unshaded).")
+                                   "Integrated gradients (captum): that logit's gradient integrated from every word "
+                                   "replaced by one the model does not know to the document, per word. "
+                                   "Leave-one-out (captum's occlusion): the fall in its probability when the word "
+                                   "alone is removed. A word that argues against the class is left unshaded.")
             rho = curves.agreement.get(method)
             left, right = st.columns(2)
-            left.markdown("**Attention**")
-            left.html(viz.shaded_document_html(ex, **shading.options()))
+            if shading.painted:
+                left.markdown("**Attention**")
+                left.html(viz.shaded_document_html(ex, **shading.options()))
+            else:  # self-attention only: the attention each word receives, the ranking the curves use
+                received = comparing.importance(ex)
+                left.markdown(f"**Attention** ({viz.md_text(received.source)})")
+                left.html(viz.shaded_document_html(ex, comparing.shading(ex, received), None, part=shading.part))
             right.markdown(f"**{method}** · Spearman ρ with attention: " + ("n/a" if rho is None else f"{rho:+.2f}"))
             attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
             right.html(viz.shaded_document_html(ex, attribution, None, shading.scale, shading.part, legend=False))
+            if method == faithfulness.IG and curves.convergence is not None:
+                converged = curves.convergence <= CONVERGED
+                (right.caption if converged else right.warning)(
+                    f"Convergence delta: the words' scores add up to the logit's change from the baseline within "
+                    f"{curves.convergence:.1%} ({IG_STEPS} steps)"
+                    + ("." if converged else f", more than {CONVERGED:.0%}: read the shading with care."))
     drawn, verdict = st.columns([3, 2])
     chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), "erasure curves", drawn,
           collect=figures)
@@ -54,7 +77,29 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
     for method, rho in curves.agreement.items():
         verdict.metric(f"Spearman, attention vs {method}", "n/a" if rho is None else f"{rho:+.2f}",
                        help="Rank correlation of the words' attention and their attribution, over this document.")
+    sentence_attributions(classifier, path, ex, doc_key)
     return curves
+
+
+def sentence_attributions(classifier: Classifier, path: Path, ex: Explanation, doc_key: str) -> None:
+    """Each sentence's attention beside captum's sentence occlusion and KernelSHAP, on request (the
+    two cost one and SHAP_SAMPLES forward passes per document)."""
+    if len(ex.document.sentences) < 2:
+        return
+    if not st.toggle("Sentence attributions: occlusion and KernelSHAP beside the sentence attention",
+                     key="sentence_attributions",
+                     help="Occlusion: the fall in P(predicted class) when the sentence alone is removed. "
+                          "KernelSHAP: each sentence's Shapley value for that probability, estimated from "
+                          f"{SHAP_SAMPLES} documents keeping a random subset of the sentences (captum). One forward "
+                          f"pass per sentence, then {SHAP_SAMPLES}, in the background."):
+        return
+    table = computed(("sentence-attributions", *checkpoint_key(path), doc_key),
+                     lambda progress: sentence_table(classifier, ex), "Attributing the sentences:")
+    if table is None:
+        return
+    st.dataframe(table["rows"], hide_index=True, width="stretch",
+                 column_config={"sentence": st.column_config.TextColumn(width="large")})
+    st.caption(table["caption"])
 
 
 def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, split: str, texts: list[str]) -> None:

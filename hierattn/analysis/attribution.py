@@ -1,0 +1,244 @@
+"""Attribution methods beside attention, computed by captum (Kokhlikyan et al. 2020), the library
+captum, inseq and LIT users compare attention with. Each gives one signed score per word or per
+sentence of the document as the model reads it (reading order): above 0, the unit supports the
+class; below 0, it argues against it.
+
+- **Integrated Gradients** (Sundararajan et al. 2017) on the embedding layer: the model's logit of
+  the class, integrated along the straight line from a baseline to the document's embeddings. The
+  baseline is the document with every word's embedding replaced by that of a token that carries no
+  word, special tokens and padding kept: "the words absent, the structure kept". For our word
+  models that token is ``<unk>``, not the zero vector: a model that normalises its embeddings
+  (HCAN, SANet, HA-LSTM) reads every nonzero multiple of a vector alike, so from zero the path
+  jumps at its first step and no number of steps converges (measured on a bbc-news article:
+  bbc-news-hcan's delta was 154% of the change from a zero baseline and 0.02% from ``<unk>``). For a
+  transformer it is ``[PAD]``, as captum's BERT tutorial does. The scores sum to
+  the logit's change from baseline to document up to the *convergence delta* (completeness); the
+  delta is returned and shown, and it shrinks as ``steps`` grows. A word of several subword pieces
+  gets its pieces' sum.
+- **Occlusion** (feature ablation): each unit (a word, or a whole sentence) taken out of the input
+  alone, the output's fall recorded. captum's ``FeatureAblation`` enumerates the units through a
+  mask (one feature per word, or per sentence) over a keep-vector; taking a unit out closes its
+  sentence up, as every removal in hierattn does (``eraser.keeping``), rather than putting a
+  ``<pad>`` or ``<unk>`` where the model never saw one. Leave-one-out is word occlusion.
+- **KernelSHAP** (Lundberg & Lee 2017) at the sentence level: Shapley values of the sentences,
+  estimated from ``samples`` coalitions (documents keeping a subset of the sentences), each one
+  forward pass. Word-level SHAP would need thousands of passes on an article: not offered.
+
+Nothing is attached to the model: the embedding is replaced per call through
+``models.intervention.embedding_replaced`` (this thread's lookups only), gradients are taken of the
+inputs alone (no parameter's ``.grad`` is touched), and captum's own text view (raw HTML
+of the text) is never used: our escaped views draw the scores.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from hierattn.analysis.eraser import SENTENCE_UNITS, WORD_UNITS, keeping, output_distributions, unit_count
+from hierattn.checkpoint import Classifier
+from hierattn.data.batches import encode_documents
+from hierattn.data.text import Document
+from hierattn.models.intervention import ObservedEmbedding, embedding_lookups, embedding_replaced
+
+INTEGRATED_GRADIENTS = "integrated gradients"
+OCCLUSION = "occlusion"
+SHAP = "KernelSHAP"
+IG_STEPS = 32  # captum's Gauss-Legendre points; the delta says whether they were enough
+IG_TOKENS_PER_PASS = 4096  # interpolated copies per forward pass: a long article runs a few at a time
+SHAP_SAMPLES = 128  # coalitions per document (one forward pass each)
+PER_PASS = 64  # ablated documents per forward pass (``eraser.CHUNK``)
+
+
+@dataclass
+class Attribution:
+    """One method's scores for one document and class."""
+
+    method: str
+    unit: str  # "word" or "sentence"
+    scores: list[float]  # one per unit, reading order; > 0 supports the class
+    label: int
+    forward_passes: int  # documents the model read to compute them (the method's cost)
+    seconds: float
+    delta: float | None = None  # Integrated Gradients: sum(scores) - (F(document) - F(baseline)), logits
+    change: float | None = None  # Integrated Gradients: F(document) - F(baseline), logits
+    # occlusion: the softmax output with each unit taken out, (units, classes), from the same passes
+    removed: torch.Tensor | None = None
+
+    @property
+    def relative_delta(self) -> float | None:
+        """|delta| / |change|: completeness holds to this share (under ~5%: enough steps)."""
+        if self.delta is None or self.change is None:
+            return None
+        return abs(self.delta) / max(abs(self.change), 1e-6)
+
+
+def supports_gradients(classifier: Classifier) -> bool:
+    """Integrated Gradients needs an embedding table looked up once per token (every built-in model
+    but TF-IDF)."""
+    return isinstance(getattr(classifier.model, "embedding", None), ObservedEmbedding)
+
+
+def _attributed(lookup_ids: torch.Tensor, batch) -> torch.Tensor:
+    """Which positions of an embedding lookup hold a word of the document (bool, the lookup's
+    shape): a word model's non-padding ids; a transformer's pieces of words (not its specials)."""
+    if batch.pieces is not None and batch.pieces.word.shape == lookup_ids.shape:
+        return batch.pieces.word >= 0
+    return lookup_ids != 0
+
+
+def integrated_gradients(classifier: Classifier, document: Document, label: int,
+                         steps: int = IG_STEPS) -> Attribution | None:
+    """Integrated Gradients of the ``label`` logit per word (see the module doc); None for a model
+    without an embedding table."""
+    from captum.attr import IntegratedGradients
+
+    if not supports_gradients(classifier):
+        return None
+    start = time.perf_counter()
+    model, vocab, device = classifier.model, classifier.vocab, classifier.device
+    batch = encode_documents([document], vocab).to(device)
+    with embedding_lookups() as lookups, torch.no_grad():
+        model(batch, return_attentions=False)
+    ids, vectors = lookups[0]
+    real = _attributed(ids, batch)
+    inputs = vectors[real].unsqueeze(0).float()  # (1, tokens, d): the document's word tokens, reading order
+    absent = vocab.pad_id if batch.pieces is not None else vocab.unk_id
+    baseline = model.embedding.weight[absent].detach().float().expand_as(inputs)
+    copies: dict[int, object] = {}
+
+    def forward(x: torch.Tensor) -> torch.Tensor:  # (k, tokens, d) -> (k,) logits of the label
+        k = x.shape[0]
+        if k not in copies:
+            copies[k] = encode_documents([document] * k, vocab).to(device)
+        b = copies[k]
+
+        def replace(lookup_ids, lookup_vectors):
+            where = _attributed(lookup_ids, b)
+            if int(where.sum()) * x.shape[-1] != x.numel():  # another lookup than the words'
+                return lookup_vectors
+            return lookup_vectors.masked_scatter(where.unsqueeze(-1), x.to(lookup_vectors.dtype))
+
+        with embedding_replaced(replace):
+            return model(b, return_attentions=False).logits[:, label].float()
+
+    per_pass = max(1, min(steps, IG_TOKENS_PER_PASS // max(1, inputs.shape[1])))
+    with torch.enable_grad():  # captum differentiates the inputs alone: no parameter's .grad is touched
+        attributions, delta = IntegratedGradients(forward).attribute(
+            inputs, baselines=baseline, n_steps=steps, internal_batch_size=per_pass, return_convergence_delta=True)
+    with torch.no_grad():
+        ends = forward(torch.cat([inputs, baseline]))
+    per_token = attributions.sum(-1)[0].detach().cpu()
+    words = unit_count(document, WORD_UNITS)
+    if batch.pieces is not None:  # a word's pieces summed
+        owner = batch.pieces.word[0][real[0]].cpu()
+        scores = torch.zeros(words, dtype=per_token.dtype).index_add_(0, owner, per_token)
+    elif len(per_token) == words:
+        scores = per_token
+    else:
+        return None
+    passes = steps + 2 + 1
+    return Attribution(INTEGRATED_GRADIENTS, WORD_UNITS, scores.tolist(), label, passes,
+                       time.perf_counter() - start, float(delta.sum()), float(ends[0] - ends[1]))
+
+
+def _removal_output(classifier: Classifier, document: Document, unit: str, positions: list[int],
+                    output: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """captum's forward over a keep-vector: (k, len(positions)) of 1 (kept) and 0 (taken out) ->
+    ``output`` of the softmax of each such document, (k,)."""
+    everything = set(range(unit_count(document, unit)))
+
+    def forward(keep: torch.Tensor) -> torch.Tensor:
+        removed = [(row == 0).nonzero().flatten().tolist() for row in keep]
+        documents = [keeping(document, unit, everything - {positions[j] for j in r}) for r in removed]
+        distributions = output_distributions(classifier, documents)
+        for r, distribution in zip(removed, distributions):
+            if len(r) == 1:
+                forward.alone[r[0]] = distribution
+        return output(distributions)
+
+    forward.alone = {}  # position index -> the output with that unit alone taken out
+    return forward
+
+
+def occlusion(classifier: Classifier, document: Document, label: int, unit: str = WORD_UNITS,
+              positions: list[int] | None = None,
+              output: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Attribution:
+    """Each unit at ``positions`` (default: every word, or every sentence) taken out alone:
+    ``output`` (default P(label), from the softmax outputs) on the document minus on the document
+    without it, through captum's ``FeatureAblation`` with one feature per unit."""
+    from captum.attr import FeatureAblation
+
+    start = time.perf_counter()
+    positions = list(range(unit_count(document, unit))) if positions is None else list(positions)
+    output = output or (lambda distributions: distributions[:, label])
+    keep = torch.ones(1, len(positions))
+    if not positions:
+        return Attribution(OCCLUSION, unit, [], label, 0, 0.0)
+    forward = _removal_output(classifier, document, unit, positions, output)
+    scores = FeatureAblation(forward).attribute(keep, baselines=0.0, perturbations_per_eval=PER_PASS)
+    removed = torch.stack([forward.alone[j] for j in range(len(positions))])
+    return Attribution(OCCLUSION, unit, scores[0].tolist(), label, len(positions) + 1, time.perf_counter() - start,
+                       removed=removed)
+
+
+def sentence_shap(classifier: Classifier, document: Document, label: int, samples: int = SHAP_SAMPLES,
+                  seed: int = 0) -> Attribution | None:
+    """KernelSHAP values of the sentences for P(label), from ``samples`` coalitions; None for a
+    document of one sentence (nothing to share out). Seeded: the same document gets the same values."""
+    from captum.attr import KernelShap
+
+    sentences = unit_count(document, SENTENCE_UNITS)
+    if sentences < 2:
+        return None
+    start = time.perf_counter()
+    forward = _removal_output(classifier, document, SENTENCE_UNITS, list(range(sentences)),
+                              lambda distributions: distributions[:, label])
+    with torch.random.fork_rng(devices=[]):  # captum samples coalitions from torch's global generator
+        torch.manual_seed(seed)
+        scores = KernelShap(forward).attribute(torch.ones(1, sentences), baselines=0.0, n_samples=samples,
+                                               perturbations_per_eval=PER_PASS)
+    return Attribution(SHAP, SENTENCE_UNITS, scores[0].tolist(), label, samples + 1, time.perf_counter() - start)
+
+
+def by_sentence(word_scores: list[float], document: Document) -> list[float]:
+    """Per-word scores summed per sentence (an attribution's sentence importance)."""
+    out, i = [], 0
+    for sentence in document.sentences:
+        out.append(sum(word_scores[i: i + len(sentence.tokens)]))
+        i += len(sentence.tokens)
+    return out
+
+
+def sentence_table(classifier: Classifier, ex) -> dict:
+    """Explore's sentence attributions for an explained document: one row per sentence (its
+    opening, its share of the attention, its occlusion and KernelSHAP for the predicted class, in
+    probability points) and a caption with their agreement and cost. ``ex``: an ``Explanation``."""
+    from hierattn.analysis.compare import importance, spearman
+
+    label = ex.labels.index(ex.label)
+    occluded = occlusion(classifier, ex.document, label, SENTENCE_UNITS)
+    shap = sentence_shap(classifier, ex.document, label)
+    shares = importance(ex)
+    attention = list(shares.sentences.values()) if shares is not None else None
+    if attention is not None and len(attention) != len(ex.document.sentences):
+        attention = None
+    rows = []
+    for i, sentence in enumerate(ex.document.sentences):
+        opening = " ".join(t.text for t in sentence.tokens[:8]) + (" …" if len(sentence.tokens) > 8 else "")
+        rows.append({"sentence": f"S{i + 1}: {opening}",
+                     "attention (%)": None if attention is None else round(100 * attention[i], 1),
+                     "occlusion (points)": round(100 * occluded.scores[i], 1),
+                     "KernelSHAP (points)": round(100 * shap.scores[i], 1)})
+    parts = []
+    if attention is not None:
+        for name, method in (("occlusion", occluded), ("KernelSHAP", shap)):
+            rho = spearman(attention, method.scores)
+            parts.append(f"Spearman ρ of the attention with {name}: " + ("n/a" if rho is None else f"{rho:+.2f}"))
+    source = f"Attention: {shares.source}." if shares is not None else "No attention over the sentences."
+    cost = (f"Occlusion read {occluded.forward_passes} documents ({occluded.seconds:.1f} s), KernelSHAP "
+            f"{shap.forward_passes} ({shap.seconds:.1f} s). KernelSHAP's values add up to the probability's "
+            f"change from no sentence to all ({100 * sum(shap.scores):+.1f} points here).")
+    return {"rows": rows, "caption": " ".join([source, *(p + "." for p in parts), cost])}
