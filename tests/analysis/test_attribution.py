@@ -76,7 +76,7 @@ def test_integrated_gradients_match_a_riemann_sum_and_are_complete(checkpoint_di
 def test_integrated_gradients_of_a_transformer_sum_each_words_pieces(tmp_path):
     from tests.models.tiny_transformers import save_tiny
 
-    classifier = load_classifier(save_tiny(tmp_path / "bert", "bert"), device="cpu")
+    classifier = load_classifier(save_tiny("bert", tmp_path / "bert"), device="cpu")
     ex = explain(classifier, "Unbelievably wonderful acting. Terrible plot!")
     label = ex.labels.index(ex.label)
     result = attribution.integrated_gradients(classifier, ex.document, label, steps=64)
