@@ -227,7 +227,7 @@ def sentence_table(classifier: Classifier, ex) -> dict:
         attention = None
     rows = []
     for i, sentence in enumerate(ex.document.sentences):
-        opening = " ".join(t.text for t in sentence.tokens[:8]) + (" …" if len(sentence.tokens) > 8 else "")
+        opening = " ".join(t.text for t in sentence.tokens[:6]) + (" …" if len(sentence.tokens) > 6 else "")
         rows.append({"sentence": f"S{i + 1}: {opening}",
                      "attention (%)": None if attention is None else round(100 * attention[i], 1),
                      "occlusion (points)": round(100 * occluded.scores[i], 1),
@@ -241,4 +241,8 @@ def sentence_table(classifier: Classifier, ex) -> dict:
     cost = (f"Occlusion read {occluded.forward_passes} documents ({occluded.seconds:.1f} s), KernelSHAP "
             f"{shap.forward_passes} ({shap.seconds:.1f} s). KernelSHAP's values add up to the probability's "
             f"change from no sentence to all ({100 * sum(shap.scores):+.1f} points here).")
-    return {"rows": rows, "caption": " ".join([source, *(p + "." for p in parts), cost])}
+    probability = ex.probabilities[label]
+    saturated = (f"P({ex.label}) is {probability:.4f}: taking out one sentence barely moves a prediction this "
+                 "sure, so occlusion is near 0 for every sentence; KernelSHAP, which takes out many at once, still "
+                 "tells them apart." if probability > 0.999 else "")
+    return {"rows": rows, "caption": " ".join([source, *(p + "." for p in parts), cost, saturated]).strip()}

@@ -283,7 +283,10 @@ def erasure_chart(steps: Sequence[float], drops: dict[str, Sequence[float]], lab
         fig.add_trace(go.Scatter(x=list(steps), y=[100 * v for v in values], mode="lines+markers", name=method,
                                  line=dict(color=color, dash=dash), marker=dict(size=5),
                                  hovertemplate=f"{html.escape(method, quote=False)}: %{{y:.1f}} points<extra></extra>"))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=1.12),
+    # The key under the plot: six methods wrap to three rows in half a 1024-px page, and above it
+    # they would cover the curves.
+    fig.update_layout(height=400, margin=dict(l=10, r=10, t=10, b=10),
+                      legend=dict(orientation="h", y=-0.22, yanchor="top"),
                       xaxis=dict(title=x_title, tickformat=".0%" if percent_x else None),
                       yaxis=dict(title=f"drop in P({short(label, 30)}), points", zeroline=True))
     return fig

@@ -215,11 +215,11 @@ def test_erasure_curves_on_request(app_env):
     for method in ("attention", "gradient × input", "leave-one-out"):
         assert f"- {method}: removing its top words (1 to " in verdicts
     assert "- random: removing random words (1 to " in verdicts
-    assert {m.label for m in at.metric} >= {"Spearman, attention vs gradient × input",
-                                             "Spearman, attention vs leave-one-out"}
+    line = next(m.value for m in at.markdown if m.value.startswith("**Spearman ρ of the attention with**"))
+    found = dict(re.findall(r"(gradient × input|integrated gradients|leave-one-out) ([+-][0-9.]+|n/a)", line))
+    assert set(found) == {"gradient × input", "integrated gradients", "leave-one-out"}
     # the attribution's shading beside the attention's, with their rank correlation
-    rho = next(m.value for m in at.metric if m.label == "Spearman, attention vs gradient × input")
-    assert f"**gradient × input** · Spearman ρ with attention: {rho}" in texts(at)
+    assert f"**gradient × input** · Spearman ρ with attention: {found['gradient × input']}" in texts(at)
     attention_view, attribution_view = html_blocks(at)[:2]
     assert "striker" in attention_view and "striker" in attribution_view
     assert _shades(attention_view) != _shades(attribution_view)  # two different rankings, drawn
@@ -387,10 +387,12 @@ def test_the_trust_panel_ranks_captums_attributions_beside_the_attention(app_env
     at = run_app(DOC, "tiny-han")
     at.toggle(key="trust").set_value(True).run()
     _settled(at)
-    tests = set(next(d.value for d in at.dataframe if "verdict" in d.value.columns)["test"])
-    assert {"comprehensiveness (two-stage)", "comprehensiveness (integrated gradients)",
-            "comprehensiveness (occlusion of words)", "comprehensiveness (occlusion of sentences)",
-            "Kendall tau with integrated gradients"} <= tests
+    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    tests = set(zip(table["test"], table["level"]))
+    assert {("comprehensiveness (two-stage)", "word"), ("comprehensiveness (IG)", "word"),
+            ("comprehensiveness (occlusion)", "word"), ("comprehensiveness (occlusion)", "sentence"),
+            ("Kendall tau with IG", "word"), ("Kendall tau with IG", "sentence")} <= tests
+    assert "Rows marked IG (Integrated Gradients) and occlusion rank the units by captum's" in texts(at)
     at.toggle(key="trust").set_value(False).run()
 
 

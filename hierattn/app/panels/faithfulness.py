@@ -74,9 +74,10 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
     chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), "erasure curves", drawn,
           collect=figures)
     verdict.markdown("\n".join(f"- {viz.md_text(line)}" for line in curves.verdicts()))
-    for method, rho in curves.agreement.items():
-        verdict.metric(f"Spearman, attention vs {method}", "n/a" if rho is None else f"{rho:+.2f}",
-                       help="Rank correlation of the words' attention and their attribution, over this document.")
+    if curves.agreement:  # one line: three metrics' labels are cut short in half a 1024-px page
+        verdict.markdown("**Spearman ρ of the attention with** " + " · ".join(
+            f"{method} {'n/a' if rho is None else f'{rho:+.2f}'}" for method, rho in curves.agreement.items()),
+            help="Rank correlation of the words' attention and each attribution's, over this document.")
     sentence_attributions(classifier, path, ex, doc_key)
     return curves
 
@@ -98,7 +99,7 @@ def sentence_attributions(classifier: Classifier, path: Path, ex: Explanation, d
     if table is None:
         return
     st.dataframe(table["rows"], hide_index=True, width="stretch",
-                 column_config={"sentence": st.column_config.TextColumn(width="large")})
+                 column_config={"sentence": st.column_config.TextColumn(width="medium")})
     st.caption(table["caption"])
 
 

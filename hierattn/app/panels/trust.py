@@ -23,6 +23,18 @@ def _figure(value) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
+# captum's rankings, named short in the table (the level column says words or sentences), so that
+# every column shows at 1024 px; the caption spells them out
+SHORT = {"(integrated gradients)": "(IG)", "with integrated gradients": "with IG",
+         "(occlusion of words)": "(occlusion)", "(occlusion of sentences)": "(occlusion)"}
+
+
+def _short(test: str) -> str:
+    for long, short in SHORT.items():
+        test = test.replace(long, short)
+    return test
+
+
 def _difference(row: dict) -> str:
     if row["value"] is None or row["baseline"] is None:
         return ""
@@ -51,7 +63,7 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
                     "small for every ranking, random included. Compare each figure with its baseline, not with zero.")
         structural = any(r.get("structural") is not None for r in rows)
         # Numbers first, then the verdict; at 1024 px every column shows without scrolling sideways.
-        st.dataframe([{"test": r["test"], "level": r["level"], "value": _figure(r["value"]),
+        st.dataframe([{"test": _short(r["test"]), "level": r["level"], "value": _figure(r["value"]),
                        "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
                        "value - baseline": _difference(r)}
                       | ({"1 / sentence length": "" if r.get("structural") is None else _figure(r["structural"])}
@@ -70,7 +82,9 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
         st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
                    f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
                    f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
-                   "Dataset statistics runs the same tests over a split, with intervals."
+                   "Dataset statistics runs the same tests over a split, with intervals. Rows marked IG (Integrated "
+                   "Gradients) and occlusion rank the units by captum's attributions instead of the attention: what a "
+                   "ranking that follows the model achieves on this document, to read the attention's rows against."
                    + (" Words ranked across sentences also face 1 / sentence length: the ranking per-sentence "
                       "weights would give with no attention at all." if structural else ""))
         readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
@@ -158,7 +172,7 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
         structural = any(r.get("structural") for r in result.rows)
         uneven = len({r["documents"] for r in result.rows}) > 1  # one-sentence documents have no sentence figure
         # The baseline's name inside its cell, and the count only where it varies: the table fits 1024 px.
-        st.dataframe([{"test": r["test"], "level": r["level"], "mean [95% interval]": _cell(r["value"]),
+        st.dataframe([{"test": _short(r["test"]), "level": r["level"], "mean [95% interval]": _cell(r["value"]),
                        "baseline [95%]": f"{r['baseline is']}: {_cell(r['baseline'])}" if r["baseline"] else "",
                        "difference [95%]": _cell(r["difference"])}
                       | ({"1 / sentence length [95%]": _cell(r.get("structural")),
