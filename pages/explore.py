@@ -72,12 +72,11 @@ chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities",
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?
 view = shading.document_shading(ex, classifier.display_name, classifier.spec.maps, doc_key)
 curves = None
-if faithfulness.offered(ex, view) and st.toggle("Test the shading: remove the top words and watch the prediction",
-                                                key="faithfulness",
-                                                help="Erasure curves: attention against gradient × input, "
-                                                     "Integrated Gradients, leave-one-out and random orders, and "
-                                                     "each attribution's shading beside the attention's. One "
-                                                     "forward pass per word, in the background."):
+if faithfulness.offered(classifier, ex, view) and st.toggle(
+        "Test the shading: remove the top words and watch the prediction", key="faithfulness",
+        help="Erasure curves: attention against gradient × input, Integrated Gradients, leave-one-out and random "
+             "orders, and each attribution's shading beside the attention's. One forward pass per word, in the "
+             "background."):
     curves = faithfulness.document_erasure(classifier, checkpoints[name], ex, view, doc_key, figures)
 if st.toggle("Can I trust this shading? The standard tests, for this document", key="trust",
              help="ERASER comprehensiveness and sufficiency, Kendall tau with gradient and leave-one-out, the "

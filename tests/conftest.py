@@ -7,7 +7,14 @@ os.environ.pop("HIERATTN_PLUGINS", None)
 import shutil  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+# captum.attr and scipy.stats are imported here, in the main thread, before any test starts a
+# background analysis: pytest rewrites the asserts of every imported file named like a test
+# (scipy.stats' `_bws_test.py` is one), and a first import inside an app task's thread then compiles
+# beside the main thread's, which Python 3.11 can fail at ("AST constructor recursion depth
+# mismatch"). Outside pytest nothing is compiled.
+import captum.attr  # noqa: E402, F401
 import pytest  # noqa: E402
+import scipy.stats  # noqa: E402, F401
 import torch
 
 from hierattn.checkpoint import save_checkpoint

@@ -9,7 +9,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import compare as comparing
 from hierattn.analysis import faithfulness
-from hierattn.analysis.attribution import IG_STEPS, SHAP_SAMPLES, sentence_table
+from hierattn.analysis.attribution import IG_STEPS, SHAP_SAMPLES, sentence_table, supports_gradients
 from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.explain import Explanation
 from hierattn.app.downloads import chart
@@ -22,10 +22,11 @@ from hierattn.checkpoint import Classifier
 CONVERGED = 0.05  # Integrated Gradients' relative delta under which its scores are read as complete
 
 
-def offered(ex: Explanation, shading: Shading) -> bool:
-    """Whether Explore offers "Test the shading": the model paints the document, or its
-    self-attention gives each word the attention it receives (the ranking its curves use)."""
-    return shading.painted or comparing.importance(ex) is not None
+def offered(classifier: Classifier, ex: Explanation, shading: Shading) -> bool:
+    """Whether Explore offers "Test the shading": the model paints the document, its self-attention
+    gives each word the attention it receives (the ranking its curves use), or it has an embedding
+    table to attribute through (a model without attention, ON-LSTM: the attributions alone)."""
+    return shading.painted or comparing.importance(ex) is not None or supports_gradients(classifier)
 
 
 def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shading: Shading, doc_key: str,
@@ -53,17 +54,25 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
                                    "Leave-one-out (captum's occlusion): the fall in its probability when the word "
                                    "alone is removed. A word that argues against the class is left unshaded.")
             rho = curves.agreement.get(method)
+            received = None if shading.painted else comparing.importance(ex)
             left, right = st.columns(2)
-            if shading.painted:
+            if not shading.painted and received is None:  # no attention to set it beside
+                left.markdown(f"**{method}**")
+                left.html(viz.shaded_document_html(ex, faithfulness.by_sentence(curves.scores[method], ex.document),
+                                                   None, part=shading.part))
+                right.info(f"{viz.md_text(classifier.display_name)} has no attention: the attribution shows where "
+                           "the prediction comes from without one to compare it with.")
+            elif shading.painted:
                 left.markdown("**Attention**")
                 left.html(viz.shaded_document_html(ex, **shading.options()))
             else:  # self-attention only: the attention each word receives, the ranking the curves use
-                received = comparing.importance(ex)
                 left.markdown(f"**Attention** ({viz.md_text(received.source)})")
                 left.html(viz.shaded_document_html(ex, comparing.shading(ex, received), None, part=shading.part))
-            right.markdown(f"**{method}** · Spearman ρ with attention: " + ("n/a" if rho is None else f"{rho:+.2f}"))
-            attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
-            right.html(viz.shaded_document_html(ex, attribution, None, shading.scale, shading.part, legend=False))
+            if shading.painted or received is not None:
+                right.markdown(f"**{method}** · Spearman ρ with attention: "
+                               + ("n/a" if rho is None else f"{rho:+.2f}"))
+                attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
+                right.html(viz.shaded_document_html(ex, attribution, None, shading.scale, shading.part, legend=False))
             if method == faithfulness.IG and curves.convergence is not None:
                 converged = curves.convergence <= CONVERGED
                 (right.caption if converged else right.warning)(
