@@ -47,7 +47,9 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
     if attributions:  # the attention shading and an attribution's, side by side, with their agreement
         with (shading.slot or st.empty()).container():
             keep_valid("attribution", attributions)
-            method = st.radio("Beside the attention shading", attributions, horizontal=True, key="attribution",
+            alone = not shading.painted and comparing.importance(ex) is None  # no attention to set it beside
+            method = st.radio("Attribution" if alone else "Beside the attention shading", attributions,
+                              horizontal=True, key="attribution",
                               help="Gradient × input: |gradient · embedding| of the predicted class's logit. "
                                    "Integrated gradients (captum): that logit's gradient integrated from every word "
                                    "replaced by one the model does not know to the document, per word. "
@@ -56,7 +58,7 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
             rho = curves.agreement.get(method)
             received = None if shading.painted else comparing.importance(ex)
             left, right = st.columns(2)
-            if not shading.painted and received is None:  # no attention to set it beside
+            if alone:
                 left.markdown(f"**{method}**")
                 left.html(viz.shaded_document_html(ex, faithfulness.by_sentence(curves.scores[method], ex.document),
                                                    None, part=shading.part))
