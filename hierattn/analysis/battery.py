@@ -10,7 +10,8 @@ which rankings and sites exist, runs every test that applies, and says which do 
   attention; each beside random rankings of the same units and, where words are ranked across
   sentences, beside the structural null 1 / sentence length;
 - beside the attention's rankings in ERASER, captum's (``attribution``): Integrated Gradients and
-  word occlusion over the words, sentence occlusion over the sentences, scored the same way: what
+  word occlusion over the words, sentence occlusion and KernelSHAP over the sentences, scored the
+  same way: what
   a ranking that follows the model itself achieves on this document;
 - Kendall tau of the same rankings with gradient importance (Jain & Wallace's: attention held
   constant), with leave-one-out (their TVD, from the word and sentence occlusion's passes) and with
@@ -31,7 +32,7 @@ import torch
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis import eraser
 from hierattn.analysis.attribution import by_sentence as attribution_by_sentence
-from hierattn.analysis.attribution import integrated_gradients, occlusion
+from hierattn.analysis.attribution import integrated_gradients, occlusion, sentence_shap
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import Explanation
 from hierattn.analysis.faithfulness import STRUCTURAL, gradient_times_input, sentence_length_scores
@@ -43,9 +44,11 @@ WORD_ATTENTION, TWO_STAGE, SENTENCE_ATTENTION = "word attention", "two-stage", "
 RANDOM = {eraser.WORD_UNITS: "random words", eraser.SENTENCE_UNITS: "random sentences"}
 # captum's attributions, ranked beside the attention: what a ranking that tracks the model achieves
 IG, WORD_OCCLUSION, SENTENCE_OCCLUSION = "integrated gradients", "occlusion of words", "occlusion of sentences"
+SHAP = "KernelSHAP of sentences"
 UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENTENCE_ATTENTION: eraser.SENTENCE_UNITS,
-           IG: eraser.WORD_UNITS, WORD_OCCLUSION: eraser.WORD_UNITS, SENTENCE_OCCLUSION: eraser.SENTENCE_UNITS}
-ATTRIBUTION_RANKINGS = (IG, WORD_OCCLUSION, SENTENCE_OCCLUSION)
+           IG: eraser.WORD_UNITS, WORD_OCCLUSION: eraser.WORD_UNITS, SENTENCE_OCCLUSION: eraser.SENTENCE_UNITS,
+           SHAP: eraser.SENTENCE_UNITS}
+ATTRIBUTION_RANKINGS = (IG, WORD_OCCLUSION, SENTENCE_OCCLUSION, SHAP)
 PERMUTATIONS = 100
 RANDOM_DRAWS = 5
 MAX_LOO_WORDS = 1000  # leave-one-out over a random sample of this many words in longer documents
@@ -173,6 +176,7 @@ def _attributions(classifier: Classifier, ex: Explanation, label: int, ranked: d
     if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
         out["sentence occlusion"] = occlusion(classifier, document, label, eraser.SENTENCE_UNITS)
         out[SENTENCE_OCCLUSION] = out["sentence occlusion"].scores
+        out[SHAP] = sentence_shap(classifier, document, label).scores  # SHAP_SAMPLES passes: 0.2-4.6 s an article
     return out
 
 

@@ -393,8 +393,9 @@ def test_the_trust_panel_ranks_captums_attributions_beside_the_attention(app_env
     tests = set(zip(table["test"], table["level"]))
     assert {("comprehensiveness (two-stage)", "word"), ("comprehensiveness (IG)", "word"),
             ("comprehensiveness (occlusion)", "word"), ("comprehensiveness (occlusion)", "sentence"),
-            ("Kendall tau with IG", "word"), ("Kendall tau with IG", "sentence")} <= tests
-    assert "Rows marked IG (Integrated Gradients) and occlusion rank the units by captum's" in texts(at)
+            ("comprehensiveness (KernelSHAP)", "sentence"), ("Kendall tau with IG", "word"),
+            ("Kendall tau with IG", "sentence")} <= tests
+    assert "Rows marked IG (Integrated Gradients), occlusion and KernelSHAP rank the units by captum's" in texts(at)
     at.toggle(key="trust").set_value(False).run()
 
 

@@ -26,7 +26,8 @@ def _figure(value) -> str:
 # captum's rankings, named short in the table (the level column says words or sentences), so that
 # every column shows at 1024 px; the caption spells them out
 SHORT = {"(integrated gradients)": "(IG)", "with integrated gradients": "with IG",
-         "(occlusion of words)": "(occlusion)", "(occlusion of sentences)": "(occlusion)"}
+         "(occlusion of words)": "(occlusion)", "(occlusion of sentences)": "(occlusion)",
+         "(KernelSHAP of sentences)": "(KernelSHAP)"}
 
 
 def _short(test: str) -> str:
@@ -83,8 +84,9 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
                    f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
                    f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
                    "Dataset statistics runs the same tests over a split, with intervals. Rows marked IG (Integrated "
-                   "Gradients) and occlusion rank the units by captum's attributions instead of the attention: what a "
-                   "ranking that follows the model achieves on this document, to read the attention's rows against."
+                   "Gradients), occlusion and KernelSHAP rank the units by captum's attributions instead of the "
+                   "attention: what a ranking that follows the model achieves on this document, to read the "
+                   "attention's rows against."
                    + (" Words ranked across sentences also face 1 / sentence length: the ranking per-sentence "
                       "weights would give with no attention at all." if structural else ""))
         readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
