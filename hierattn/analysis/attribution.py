@@ -196,10 +196,26 @@ def sentence_shap(classifier: Classifier, document: Document, label: int, sample
     start = time.perf_counter()
     forward = _removal_output(classifier, document, SENTENCE_UNITS, list(range(sentences)),
                               lambda distributions: distributions[:, label])
-    with torch.random.fork_rng(devices=[]):  # captum samples coalitions from torch's global generator
-        torch.manual_seed(seed)
-        scores = KernelShap(forward).attribute(torch.ones(1, sentences), baselines=0.0, n_samples=samples,
-                                               perturbations_per_eval=PER_PASS)
+    class SeededKernelShap(KernelShap):
+        """captum's KernelSHAP drawing its coalitions from a generator of its own: its default draws
+        from torch's global one, which every thread of the server shares (another session's draws
+        would change these values, and a reseed here would change theirs)."""
+
+        generator = torch.Generator().manual_seed(seed)
+
+        def kernel_shap_perturb_generator(self, original_inp, **kwargs):  # captum's sampling, seeded
+            features = int(kwargs["num_interp_features"])
+            sizes = kwargs["num_select_distribution"].probs
+            yield torch.ones(1, features, dtype=torch.long)
+            yield torch.zeros(1, features, dtype=torch.long)
+            while True:
+                chosen = int(torch.multinomial(sizes, 1, generator=self.generator))
+                values = torch.randn(1, features, generator=self.generator)
+                threshold = torch.kthvalue(values, features - chosen).values.item()
+                yield (values > threshold).long()
+
+    scores = SeededKernelShap(forward).attribute(torch.ones(1, sentences), baselines=0.0, n_samples=samples,
+                                                 perturbations_per_eval=PER_PASS)
     return Attribution(SHAP, SENTENCE_UNITS, scores[0].tolist(), label, samples + 1, time.perf_counter() - start)
 
 

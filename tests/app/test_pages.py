@@ -168,7 +168,8 @@ def test_statistics_erasure_curves_over_a_split():
     at.button(key="erasure_go").click().run()
     settle(at)
     table = next(d.value for d in at.dataframe if "mean drop (points)" in d.value.columns)
-    assert list(table["method"]) == ["attention", "gradient × input", "leave-one-out", "1 / sentence length", "random"]
+    assert list(table["method"]) == ["attention", "gradient × input", "integrated gradients", "leave-one-out",
+                                     "1 / sentence length", "random"]
     assert table.loc[table["method"] == "random", "vs random (points)"].item() == 0.0
     assert any("10 documents" in c.value or "documents. Mean Spearman" in c.value for c in at.caption)
     at.run()  # the result stays on the page after another rerun

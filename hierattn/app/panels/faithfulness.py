@@ -117,7 +117,8 @@ def sentence_attributions(classifier: Classifier, path: Path, ex: Explanation, d
 def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, split: str, texts: list[str]) -> None:
     """Dataset statistics' erasure over documents spread evenly through a split, on request."""
     st.subheader("Is the attention faithful? Erasure over the split")
-    st.caption("For each document: remove the top words by attention, by gradient × input, by leave-one-out "
+    st.caption("For each document: remove the top words by attention, by gradient × input, by Integrated "
+               "Gradients (captum), by leave-one-out "
                "occlusion, by 1 / sentence length (what per-sentence weights give with no attention at all) and in "
                "random orders (1/40 up to half of its words), and measure the drop in the probability of the class "
                "the model predicted. Curves are means over documents; the area is the mean drop. Leave-one-out "
