@@ -389,7 +389,7 @@ def test_the_trust_panel_ranks_captums_attributions_beside_the_attention(app_env
     at = run_app(DOC, "tiny-han")
     at.toggle(key="trust").set_value(True).run()
     _settled(at)
-    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    table = next(d.value for d in at.table if "verdict" in d.value.columns)
     tests = set(zip(table["test"], table["level"]))
     assert {("comprehensiveness (two-stage)", "word"), ("comprehensiveness (IG)", "word"),
             ("comprehensiveness (occlusion)", "word"), ("comprehensiveness (occlusion)", "sentence"),

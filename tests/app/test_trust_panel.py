@@ -29,18 +29,23 @@ def test_the_panel_runs_the_battery_or_says_which_tests_apply(name, monkeypatch)
     _settle(at)
     assert not at.exception, at.exception
     words = shown("\n".join(str(e.value) for kind in ("markdown", "info", "caption") for e in getattr(at, kind)))
-    frames = at.dataframe
+    frames = at.table
     if name.endswith(("kimcnn", "onlstm")):  # coverage and a gate: no attention to test
         assert "Tests that do not apply to this model" in words and not frames
         return
     assert frames, f"{name}: no table of results"
     table = frames[0].value
-    assert {"test", "level", "verdict", "value", "baseline", "baseline is", "value - baseline"} <= set(table.columns)
+    assert list(table.columns) == ["test", "level", "value", "baseline", "− baseline", "verdict"]
     assert all(table["verdict"])  # every row read in words (issue 30: 15 rows of raw numbers)
     assert "How to read them" in words and "Comprehensiveness (AOPC)" in words
     assert any(t.startswith("comprehensiveness") for t in table["test"])
     if name.endswith(("han", "hcan")):  # hierarchical: sentence units and the interventions at both levels
         assert {"word", "sentence"} <= set(table["level"]) and "permutation" in set(table["test"])
+        # words ranked across sentences meet 1 / sentence length, in a table of their own
+        assert any("1 / sentence length" in f.value.columns for f in frames)
+    for beside in (f.value for f in frames if "1 / sentence length" in f.value.columns):
+        assert set(beside["test"]) <= set(table["test"]) and any(t.startswith("Kendall") for t in beside["test"])
+        assert all(beside["1 / sentence length"]) and "Words ranked across sentences" in words
     if name.endswith(("hcan", "sanet")):  # self-attention beside its gradient-weighted version
         assert any("gradient-weighted" in c.proto.spec for c in at.get("plotly_chart"))
     if name.endswith("halstm"):

@@ -27,7 +27,7 @@ def _figure(value) -> str:
 # every column shows at 1024 px; the caption spells them out
 SHORT = {"(integrated gradients)": "(IG)", "with integrated gradients": "with IG",
          "(occlusion of words)": "(occlusion)", "(occlusion of sentences)": "(occlusion)",
-         "(KernelSHAP of sentences)": "(KernelSHAP)"}
+         "(KernelSHAP of sentences)": "(KernelSHAP)", "(sentence attention)": "(attention)"}
 
 
 def _short(test: str) -> str:
@@ -40,6 +40,33 @@ def _difference(row: dict) -> str:
     if row["value"] is None or row["baseline"] is None:
         return ""
     return f"{row['value'] - row['baseline']:+.3g}"
+
+
+def _document_table(rows: list[dict]) -> None:
+    """The battery's rows, each figure beside the baseline it must beat and read in words. A static
+    table: its cells wrap, so every column shows at 1024 px (564 px beside the sidebar) and on a
+    slide, where a scrolling grid would hide the verdicts."""
+    st.table([{"test": _short(r["test"]), "level": r["level"], "value": _figure(r["value"]),
+               "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
+               "− baseline": _difference(r), "verdict": verdicts.verdict(r)} for r in rows],
+             hide_index=True, border="horizontal")
+
+
+def _structural_table(rows: list[dict]) -> None:
+    """Words ranked across sentences beside 1 / sentence length, in a table of their own so that
+    the main one fits 1024 px: the null a hierarchical model's per-sentence word weights meet."""
+    beside = [r for r in rows if r.get("structural") is not None and r["value"] is not None]
+    if not beside:
+        return
+    st.markdown("**Words ranked across sentences, beside 1 / sentence length**")
+    st.table([{"test": _short(r["test"]), "level": r["level"], "value": _figure(r["value"]),
+               "1 / sentence length": _figure(r["structural"]),
+               "− 1 / sentence length": _difference({**r, "baseline": r["structural"]})} for r in beside],
+             hide_index=True, border="horizontal")
+    st.caption("Word weights that sum to 1 within each sentence, ranked across sentences, mostly order the words "
+               "by the length of their sentence: 1 / sentence length is the ranking such weights give with no "
+               "attention at all. A ranking that beats random but not this has learned little beyond length "
+               "(the verdict above says so). Sufficiency: lower is better.")
 
 
 def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: dict) -> None:
@@ -62,33 +89,17 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
             st.info(f"The model gives {viz.md_text(result.label)} a probability of {result.probability:.4f}: "
                     "removing or reshuffling anything barely moves a prediction this sure, so the changes below are "
                     "small for every ranking, random included. Compare each figure with its baseline, not with zero.")
-        structural = any(r.get("structural") is not None for r in rows)
-        # Numbers first, then the verdict; at 1024 px every column shows without scrolling sideways.
-        st.dataframe([{"test": _short(r["test"]), "level": r["level"], "value": _figure(r["value"]),
-                       "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
-                       "value - baseline": _difference(r)}
-                      | ({"1 / sentence length": "" if r.get("structural") is None else _figure(r["structural"])}
-                         if structural else {})
-                      | {"verdict": verdicts.verdict(r), "baseline is": r["baseline is"]} for r in rows],
-                     hide_index=True, width="stretch", height=38 + 35 * len(rows),
-                     column_config={"test": st.column_config.TextColumn(width="medium"),
-                                    "level": st.column_config.TextColumn(width="small"),
-                                    "value": st.column_config.TextColumn(width="small"),
-                                    "baseline": st.column_config.TextColumn(width="small"),
-                                    "value - baseline": st.column_config.TextColumn("− baseline", width="small"),
-                                    "1 / sentence length": st.column_config.TextColumn("1/sent. len",
-                                                                                       width="small"),
-                                    "verdict": st.column_config.TextColumn(width="medium"),
-                                    "baseline is": st.column_config.TextColumn(width="small")})
+        _document_table(rows)
         st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
                    f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
                    f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
                    "Dataset statistics runs the same tests over a split, with intervals. Rows marked IG (Integrated "
                    "Gradients), occlusion and KernelSHAP rank the units by captum's attributions instead of the "
                    "attention: what a ranking that follows the model achieves on this document, to read the "
-                   "attention's rows against."
-                   + (" Words ranked across sentences also face 1 / sentence length: the ranking per-sentence "
-                      "weights would give with no attention at all." if structural else ""))
+                   "attention's rows against. The baseline is a random ranking of the same units (ERASER, Kendall "
+                   "tau) or, for adversarial attention, the attention's own Jensen-Shannon divergence from an even "
+                   "spread.")
+        _structural_table(rows)
         readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
         st.markdown("**How to read them**\n" + "\n".join(f"- {viz.md_text(line)}" for line in readings))
         if result.sampled_words:
