@@ -204,13 +204,19 @@ class Attributions(HTMLView):
         self.results = results
 
 
-def attributions(model: Classifier, ex: Explanation, steps: int | None = None) -> Attributions:
-    """Explore's "Beside the attention shading": the document shaded by its attention, by Integrated
-    Gradients (``steps`` points, default ``attribution.IG_STEPS``; its convergence delta beside it) and
-    by word occlusion, each on its own scale; a word that argues against the class is left unshaded."""
+def _explained(model: Classifier, ex: Explanation | str) -> Explanation:
+    return explain(model, ex) if isinstance(ex, str) else ex
+
+
+def attributions(model: Classifier, ex: Explanation | str, steps: int | None = None) -> Attributions:
+    """Explore's "Beside the attention shading": the document (an explanation of ``model``, or its
+    text) shaded by its attention, by Integrated Gradients (``steps`` points, default
+    ``attribution.IG_STEPS``; its convergence delta beside it) and by word occlusion, each on its own
+    scale; a word that argues against the class is left unshaded."""
     from hierattn.analysis import attribution
     from hierattn.analysis.faithfulness import by_sentence
 
+    ex = _explained(model, ex)
     label = ex.labels.index(ex.label)
     results = {}
     integrated = attribution.integrated_gradients(model, ex.document, label, steps or attribution.IG_STEPS)
@@ -227,7 +233,7 @@ def attributions(model: Classifier, ex: Explanation, steps: int | None = None) -
     return Attributions(f"<table style='width:100%;border:0'><tr>{''.join(cells)}</tr></table>", results)
 
 
-def sentence_attributions(model: Classifier, ex: Explanation):
+def sentence_attributions(model: Classifier, ex: Explanation | str):
     """Each sentence's share of the attention beside its occlusion and KernelSHAP (captum), in
     probability points, as Explore's sentence attributions show them (a DataFrame; ``.attrs["caption"]``
     says how they agree and what they cost)."""
@@ -235,6 +241,7 @@ def sentence_attributions(model: Classifier, ex: Explanation):
 
     from hierattn.analysis.attribution import sentence_table
 
+    ex = _explained(model, ex)
     if len(ex.document.sentences) < 2:
         raise ValueError("sentence attributions need a document of two or more sentences")
     table = sentence_table(model, ex)

@@ -110,5 +110,8 @@ def test_attributions_beside_the_attention_escape_the_text_and_carry_captums_res
     tfidf = nb.load(checkpoint_dir / "tiny-tfidf")
     without_gradients = nb.attributions(tfidf, nb.explain(tfidf, text))
     assert list(without_gradients.results) == ["occlusion"]
+    from_text = nb.attributions(tfidf, text)  # the text itself, explained on the way
+    assert from_text.results["occlusion"].scores == without_gradients.results["occlusion"].scores
+    assert nb.sentence_attributions(tiny["tiny-hcan"], text).equals(table)
     with pytest.raises(ValueError, match="two or more sentences"):
         nb.sentence_attributions(tiny["tiny-han"], nb.explain(tiny["tiny-han"], "one sentence only"))
