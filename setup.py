@@ -1,12 +1,13 @@
-"""The wheel's data files: app.py, pages/, checkpoints/, experiments/ and results/ under share/hierattn,
-where hierattn/home.py finds them in an installed package. pyproject.toml holds everything else;
-setuptools reads both. A folder is walked here, so a new shipped checkpoint needs no edit."""
+"""The wheel's data files: app.py, its .streamlit/config.toml, pages/, checkpoints/, experiments/ and
+results/ under share/hierattn, where hierattn/home.py finds them in an installed package.
+pyproject.toml holds everything else; setuptools reads both. A folder is walked here, so a new
+shipped checkpoint needs no edit."""
 from pathlib import Path
 
 from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
-SHIPPED = ("app.py", "pages", "checkpoints", "experiments", "results")
+SHIPPED = ("app.py", ".streamlit/config.toml", "pages", "checkpoints", "experiments", "results")
 
 
 def data_files() -> list[tuple[str, list[str]]]:

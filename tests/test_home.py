@@ -2,6 +2,8 @@
 checkpoint by name, and ``hierattn app``."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from hierattn.cli import main
@@ -44,6 +46,37 @@ def test_app_without_an_app_py_says_where_it_looked(monkeypatch, tmp_path, capsy
     monkeypatch.setenv("HIERATTN_HOME", str(tmp_path))
     assert main(["app", "--server.port", "1"]) == 2
     assert f"no app.py in {tmp_path}" in capsys.readouterr().err
+
+
+def test_app_carries_the_apps_streamlit_settings_from_any_folder(monkeypatch, tmp_path):
+    """Streamlit reads .streamlit/config.toml only from the folder it starts in: started elsewhere
+    (an installed package), the app would send usage statistics and show visitors tracebacks."""
+    import tomllib
+
+    from streamlit import config
+
+    monkeypatch.chdir(tmp_path)  # no .streamlit here
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMLIT_", "HIERATTN_HOME"))}
+    environment["STREAMLIT_SERVER_MAX_UPLOAD_SIZE"] = "7"  # the user's own setting wins
+    monkeypatch.setattr(os, "environ", environment)  # what the command sets stays out of this process
+    started = {}
+
+    def execv(program, command):
+        started.update(command=command, env=dict(os.environ))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(os, "execv", execv)
+    with pytest.raises(SystemExit):
+        main(["app", "--server.port", "1"])
+    assert started["command"][-3:] == [str(REPO / "app.py"), "--server.port", "1"]
+    shipped = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
+    for section, options in shipped.items():
+        for key, value in options.items():
+            name = config._config_options_template[f"{section}.{key}"].env_var  # Streamlit's own name for it
+            expected = "7" if key == "maxUploadSize" else str(value).lower() if isinstance(value, bool) else str(value)
+            assert started["env"][name] == expected, name
+    assert started["env"]["STREAMLIT_CLIENT_SHOW_ERROR_DETAILS"] == "type"
+    assert started["env"]["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] == "false"
 
 
 def test_other_commands_still_refuse_unknown_arguments(capsys):

@@ -77,6 +77,7 @@ def test_the_wheel_carries_the_package_the_app_and_every_shipped_checkpoint(inst
     in_wheel = {n.split("/")[5] for n in names if "/share/hierattn/checkpoints/" in n}
     assert shipped and in_wheel == shipped
     assert any(n.endswith("/share/hierattn/app.py") for n in names)
+    assert any(n.endswith("/share/hierattn/.streamlit/config.toml") for n in names)  # hierattn app applies it
     assert any(n.endswith("/share/hierattn/pages/explore.py") for n in names)
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
 
