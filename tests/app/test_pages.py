@@ -270,14 +270,16 @@ def test_statistics_battery_over_a_split_with_intervals():
     at.button(key="battery_go").click().run()
     settle(at)
     assert not at.exception, at.exception
-    table = next(d.value for d in at.dataframe if "mean [95% interval]" in d.value.columns)
+    table = next(d.value for d in at.table if "baseline [95%]" in d.value.columns)
     row = table[table["test"] == "comprehensiveness (two-stage)"].iloc[0]  # HAN's words: the two-stage product
     assert row["baseline [95%]"].startswith("random words: ") and row["difference [95%]"].count("[") == 1
-    assert row["difference from it [95%]"].count("[") == 1  # beside 1 / sentence length too (issue 32)
-    accuracy = next(d.value for d in at.dataframe if "accuracy, uniform attention" in d.value.columns)
+    beside = next(d.value for d in at.table if "1 / sentence length [95%]" in d.value.columns)  # issue 32
+    row = beside[beside["test"] == "comprehensiveness (two-stage)"].iloc[0]
+    assert row["difference from it [95%]"].count("[") == 1 and set(beside["level"]) == {"word"}
+    accuracy = next(d.value for d in at.table if "accuracy, uniform attention" in d.value.columns)
     assert set(accuracy["attention replaced at"]) == {"word", "sentence", "both"}
     at.run()  # kept: the result stays on the page after another rerun
-    assert any("mean [95% interval]" in d.value.columns for d in at.dataframe)
+    assert any("mean [95% interval]" in d.value.columns for d in at.table)
 
 
 def test_every_page_is_served_at_its_files_name():

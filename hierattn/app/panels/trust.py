@@ -182,21 +182,24 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
     if result is None:
         return
     if result.rows:
-        structural = any(r.get("structural") for r in result.rows)
         uneven = len({r["documents"] for r in result.rows}) > 1  # one-sentence documents have no sentence figure
-        # The baseline's name inside its cell, and the count only where it varies: the table fits 1024 px.
-        st.dataframe([{"test": _short(r["test"]), "level": r["level"], "mean [95% interval]": _cell(r["value"]),
-                       "baseline [95%]": f"{r['baseline is']}: {_cell(r['baseline'])}" if r["baseline"] else "",
-                       "difference [95%]": _cell(r["difference"])}
-                      | ({"1 / sentence length [95%]": _cell(r.get("structural")),
-                          "difference from it [95%]": _cell(r.get("structural difference"))} if structural else {})
-                      | ({"documents": r["documents"]} if uneven else {}) for r in result.rows],
-                     hide_index=True, width="stretch",
-                     column_config={"level": st.column_config.TextColumn(width="small")})
+        # Static tables whose cells wrap: every column shows at 1024 px and on a slide.
+        st.table([{"test": _short(r["test"]), "level": r["level"], "mean [95% interval]": _cell(r["value"]),
+                   "baseline [95%]": f"{r['baseline is']}: {_cell(r['baseline'])}" if r["baseline"] else "",
+                   "difference [95%]": _cell(r["difference"])}
+                  | ({"documents": r["documents"]} if uneven else {}) for r in result.rows],
+                 hide_index=True, border="horizontal")
+        beside = [r for r in result.rows if r.get("structural")]
+        if beside:
+            st.markdown("**Words ranked across sentences, beside 1 / sentence length**")
+            st.table([{"test": _short(r["test"]), "level": r["level"], "mean [95% interval]": _cell(r["value"]),
+                       "1 / sentence length [95%]": _cell(r["structural"]),
+                       "difference from it [95%]": _cell(r.get("structural difference"))} for r in beside],
+                     hide_index=True, border="horizontal")
     if result.accuracy:
-        st.dataframe([{"attention replaced at": level, "accuracy, trained attention": _cell(a["trained"]),
-                       "accuracy, uniform attention": _cell(a["uniform"]), "difference [95%]": _cell(a["difference"])}
-                      for level, a in result.accuracy.items()], hide_index=True, width="stretch")
+        st.table([{"attention replaced at": level, "accuracy, trained attention": _cell(a["trained"]),
+                   "accuracy, uniform attention": _cell(a["uniform"]), "difference [95%]": _cell(a["difference"])}
+                  for level, a in result.accuracy.items()], hide_index=True, border="horizontal")
     if result.not_applicable:
         st.markdown("**Tests that do not apply to this model:**\n"
                     + "\n".join(f"- {viz.md_text(line)}" for line in result.not_applicable))
