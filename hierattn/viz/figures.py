@@ -18,8 +18,11 @@ def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> 
     colors = ["#1f77b4" if i == best else "#aec7e8" for i in range(len(labels))]
     fig = go.Figure(go.Bar(x=list(probabilities), y=[short(label, 60) for label in labels], orientation="h",
                            marker_color=colors,
-                           text=[f"{p:.1%}" for p in probabilities], textposition="auto",
-                           hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
+                           text=[f"{p:.1%}" for p in probabilities],
+                           # beside a short bar, inside a long one: plotly's "auto" dropped the
+                           # label of a bar too thin to hold it (one class of five showed none)
+                           textposition=["inside" if p >= 0.25 else "outside" for p in probabilities],
+                           cliponaxis=False, hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
     fig.update_layout(xaxis=dict(range=[0, 1], tickformat=".0%", title="probability", automargin=True),
                       yaxis=dict(autorange="reversed", automargin=True), height=60 + 32 * len(labels),
                       margin=dict(l=10, r=10, t=10, b=40))

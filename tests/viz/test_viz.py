@@ -40,6 +40,8 @@ def test_plotly_labels_are_escaped():
 def test_probability_chart_highlights_the_prediction():
     fig = viz.probability_chart(["a", "b", "c"], [0.2, 0.7, 0.1])
     assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
+    assert list(fig.data[0].text) == ["20.0%", "70.0%", "10.0%"]
+    assert list(fig.data[0].textposition) == ["outside", "inside", "outside"]  # every bar labelled
 
 
 def test_compact_heatmap_is_a_small_multiple_with_its_words():
