@@ -42,14 +42,25 @@ def _difference(row: dict) -> str:
     return f"{row['value'] - row['baseline']:+.3g}"
 
 
+STRUCTURAL_HEADING = "**Words ranked across sentences, beside 1 / sentence length**"
+
+
+def _static_table(rows: list[dict]) -> None:
+    """A static table: its cells wrap, so every column shows at 1024 px (564 px beside the sidebar)
+    and on a slide, where a scrolling grid would hide the verdicts."""
+    st.table(rows, hide_index=True, border="horizontal")
+
+
+def _named(row: dict, column: str, figure: str) -> dict:
+    """A table row's first cells: the test (short), its level and its figure."""
+    return {"test": _short(row["test"]), "level": row["level"], column: figure}
+
+
 def _document_table(rows: list[dict]) -> None:
-    """The battery's rows, each figure beside the baseline it must beat and read in words. A static
-    table: its cells wrap, so every column shows at 1024 px (564 px beside the sidebar) and on a
-    slide, where a scrolling grid would hide the verdicts."""
-    st.table([{"test": _short(r["test"]), "level": r["level"], "value": _figure(r["value"]),
-               "baseline": _figure(r["baseline"]) if r["baseline is"] else "",
-               "− baseline": _difference(r), "verdict": verdicts.verdict(r)} for r in rows],
-             hide_index=True, border="horizontal")
+    """The battery's rows, each figure beside the baseline it must beat and read in words."""
+    _static_table([_named(r, "value", _figure(r["value"]))
+                   | {"baseline": _figure(r["baseline"]) if r["baseline is"] else "",
+                      "− baseline": _difference(r), "verdict": verdicts.verdict(r)} for r in rows])
 
 
 def _structural_table(rows: list[dict]) -> None:
@@ -58,11 +69,10 @@ def _structural_table(rows: list[dict]) -> None:
     beside = [r for r in rows if r.get("structural") is not None and r["value"] is not None]
     if not beside:
         return
-    st.markdown("**Words ranked across sentences, beside 1 / sentence length**")
-    st.table([{"test": _short(r["test"]), "level": r["level"], "value": _figure(r["value"]),
-               "1 / sentence length": _figure(r["structural"]),
-               "− 1 / sentence length": _difference({**r, "baseline": r["structural"]})} for r in beside],
-             hide_index=True, border="horizontal")
+    st.markdown(STRUCTURAL_HEADING)
+    _static_table([_named(r, "value", _figure(r["value"]))
+                   | {"1 / sentence length": _figure(r["structural"]),
+                      "− 1 / sentence length": _difference({**r, "baseline": r["structural"]})} for r in beside])
     st.caption("Word weights that sum to 1 within each sentence, ranked across sentences, mostly order the words "
                "by the length of their sentence: 1 / sentence length is the ranking such weights give with no "
                "attention at all. A ranking that beats random but not this has learned little beyond length "
@@ -183,23 +193,20 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
         return
     if result.rows:
         uneven = len({r["documents"] for r in result.rows}) > 1  # one-sentence documents have no sentence figure
-        # Static tables whose cells wrap: every column shows at 1024 px and on a slide.
-        st.table([{"test": _short(r["test"]), "level": r["level"], "mean [95% interval]": _cell(r["value"]),
-                   "baseline [95%]": f"{r['baseline is']}: {_cell(r['baseline'])}" if r["baseline"] else "",
-                   "difference [95%]": _cell(r["difference"])}
-                  | ({"documents": r["documents"]} if uneven else {}) for r in result.rows],
-                 hide_index=True, border="horizontal")
+        _static_table([_named(r, "mean [95% interval]", _cell(r["value"]))
+                       | {"baseline [95%]": f"{r['baseline is']}: {_cell(r['baseline'])}" if r["baseline"] else "",
+                          "difference [95%]": _cell(r["difference"])}
+                       | ({"documents": r["documents"]} if uneven else {}) for r in result.rows])
         beside = [r for r in result.rows if r.get("structural")]
         if beside:
-            st.markdown("**Words ranked across sentences, beside 1 / sentence length**")
-            st.table([{"test": _short(r["test"]), "level": r["level"], "mean [95% interval]": _cell(r["value"]),
-                       "1 / sentence length [95%]": _cell(r["structural"]),
-                       "difference from it [95%]": _cell(r.get("structural difference"))} for r in beside],
-                     hide_index=True, border="horizontal")
+            st.markdown(STRUCTURAL_HEADING)
+            _static_table([_named(r, "mean [95% interval]", _cell(r["value"]))
+                           | {"1 / sentence length [95%]": _cell(r["structural"]),
+                              "difference from it [95%]": _cell(r.get("structural difference"))} for r in beside])
     if result.accuracy:
-        st.table([{"attention replaced at": level, "accuracy, trained attention": _cell(a["trained"]),
-                   "accuracy, uniform attention": _cell(a["uniform"]), "difference [95%]": _cell(a["difference"])}
-                  for level, a in result.accuracy.items()], hide_index=True, border="horizontal")
+        _static_table([{"attention replaced at": level, "accuracy, trained attention": _cell(a["trained"]),
+                        "accuracy, uniform attention": _cell(a["uniform"]), "difference [95%]": _cell(a["difference"])}
+                       for level, a in result.accuracy.items()])
     if result.not_applicable:
         st.markdown("**Tests that do not apply to this model:**\n"
                     + "\n".join(f"- {viz.md_text(line)}" for line in result.not_applicable))
