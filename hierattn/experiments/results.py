@@ -42,6 +42,7 @@ class SeedResult:
     curve: list = field(default_factory=list)  # [[training seconds, validation accuracy], ...]
     budget: str = "full"
     code: str = ""  # the commit that ran it ("+changes" when tracked files differed); "" if unknown or older
+    attention: dict | None = None  # rows whose question is the attention: ``probe.probe``'s figures
 
     def correct(self, labels: str) -> list[bool]:
         return [p == t for p, t in zip(self.predictions, labels)]

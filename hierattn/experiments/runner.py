@@ -25,6 +25,10 @@ RUNS = ROOT / "runs" / "experiments"
 # set order, which may be sorted by label); the same code path as a full run, for CI and for
 # trying a spec.
 QUICK_EPOCHS, QUICK_TRAIN_DOCUMENTS = 1, 300
+# Groups whose runs also record what their attention looks like once trained (``probe``): the sweep of
+# where the pooling query starts. A quick budget probes a few documents only.
+PROBED_GROUPS = ("hcan-start", "han-start")
+QUICK_PROBE_DOCUMENTS = 12
 
 
 @lru_cache(maxsize=2)
@@ -52,9 +56,28 @@ def run_seed(experiment: Experiment, seed: int, results: Path = RESULTS, runs: P
     elif budget != "full":
         raise ValueError(f"budget must be 'full' or 'quick', got {budget!r}")
     out = runs / experiment.name / f"seed-{seed}"
-    metrics = train(experiment.model, experiment.config, data, experiment.text, recipe, out, device="cpu")
+    probed = experiment.group in PROBED_GROUPS
+    at_start: dict = {}
+
+    def remember_start(model):
+        from hierattn.experiments.probe import query_norms
+
+        at_start.update(query_norms(model))
+
+    metrics = train(experiment.model, experiment.config, data, experiment.text, recipe, out, device="cpu",
+                    at_start=remember_start if probed else None)
     classifier = load_classifier(out, device="cpu")
     tested = evaluate_split(classifier, data.dataset, "test")
+    attention = None
+    if probed:
+        from hierattn.experiments.probe import probe
+
+        texts = [data.dataset.texts[d] for d in tested.documents]
+        if budget == "quick":
+            from hierattn.analysis.battery_split import evenly_spaced
+
+            texts = evenly_spaced(texts, QUICK_PROBE_DOCUMENTS)
+        attention = probe(classifier, experiment.dataset, texts, at_start)
     names = data.dataset.label_names
     predicted = [names.index(classifier.labels[p]) for p in tested.predicted]
     write_test_labels(results, experiment.dataset, tested.documents,
@@ -67,7 +90,7 @@ def run_seed(experiment: Experiment, seed: int, results: Path = RESULTS, runs: P
         total_seconds=round(metrics["total_training_seconds"], 2),
         train_ms_per_document=round(metrics["train_ms_per_document"], 3), epochs_run=metrics["epochs_run"],
         best_epoch=metrics["best_epoch"], num_parameters=metrics["num_parameters"], hardware=hardware(),
-        curve=curve, budget=budget, code=code_version())
+        curve=curve, budget=budget, code=code_version(), attention=attention)
     write_result(results, result)
     return result
 

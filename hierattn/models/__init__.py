@@ -60,9 +60,10 @@ def build_model(model_type: str, config: dict) -> nn.Module:
 
 
 # A key every model's config dict may carry: "uniform" trains and runs the model with every
-# attention site frozen to an even spread (Wiegreffe & Pinter's test; ``intervention.FrozenUniform``).
+# attention site frozen to an even spread (Wiegreffe & Pinter's test; ``intervention.FrozenUniform``),
+# "target-uniform" only its target (pooling) attention (``intervention.FrozenUniformTarget``).
 ATTENTION = "attention_weights"
-ATTENTION_KINDS = ("learned", "uniform")
+ATTENTION_KINDS = ("learned", "uniform", "target-uniform")
 
 
 def build_from_spec(spec: ModelSpec, config: dict) -> nn.Module:
@@ -74,7 +75,9 @@ def build_from_spec(spec: ModelSpec, config: dict) -> nn.Module:
     if attention not in ATTENTION_KINDS:
         raise ValueError(f"{ATTENTION} must be one of {', '.join(ATTENTION_KINDS)}, not {attention!r}")
     model = _build(spec, config)
-    return freeze_to_uniform(model) if attention == "uniform" else model
+    if attention == "learned":
+        return model
+    return freeze_to_uniform(model, "target" if attention == "target-uniform" else "every")
 
 
 def _build(spec: ModelSpec, config: dict) -> nn.Module:
@@ -115,7 +118,9 @@ def text_problem(model_type: str, config: dict, max_sentences: int, max_words: i
 
 def model_config_dict(model: nn.Module) -> dict:
     out = dataclasses.asdict(model.config)
-    return {**out, ATTENTION: "uniform"} if getattr(model, "frozen_uniform", False) else out
+    if not getattr(model, "frozen_uniform", False):
+        return out
+    return {**out, ATTENTION: "target-uniform" if model.frozen_sites == "target" else "uniform"}
 
 
 def is_attention_free(model: nn.Module) -> bool:
@@ -127,7 +132,8 @@ def display_name(model_type: str, config: dict) -> str:
     """The name the papers use for a model type and config, e.g. "HA-LSTM-4", "MahNN-rv", "SANet big"."""
     spec = REGISTRY.get(model_type)
     name = spec.display_name(config) if spec else model_type
-    return f"{name} (attention frozen uniform)" if config.get(ATTENTION) == "uniform" else name
+    frozen = {"uniform": " (attention frozen uniform)", "target-uniform": " (target attention frozen uniform)"}
+    return name + frozen.get(config.get(ATTENTION), "")
 
 
 load_plugins()  # the installed entry points and HIERATTN_PLUGINS: what the person running hierattn named

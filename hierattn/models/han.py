@@ -32,6 +32,10 @@ class HANConfig:
     dropout: float = 0.1  # on embeddings and on the document vector
     encoder: str = "gru"  # "gru", "lstm" or "cached_lstm"
     cache_groups: int = 5  # cached_lstm: memory groups (must divide hidden)
+    # The context vectors u_w start at N(0, context_variance); None: N(0, 1 / attention_dim), the
+    # default. The registry sweeps it to ask whether training or the start sets how sharp HAN's
+    # attention ends (docs/RESULTS.md, "Where the attention starts").
+    context_variance: float | None = None
 
 
 ENCODERS = ("gru", "lstm", "cached_lstm")
@@ -45,9 +49,10 @@ class HAN(nn.Module):
         if c.encoder not in ENCODERS:
             raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, got {c.encoder!r}")
         self.word_rnn = _encoder(c, c.embed_dim)
-        self.word_attention = AdditiveAttention(2 * c.hidden, c.attention_dim, "word.target")
+        self.word_attention = AdditiveAttention(2 * c.hidden, c.attention_dim, "word.target", c.context_variance)
         self.sentence_rnn = _encoder(c, 2 * c.hidden)
-        self.sentence_attention = AdditiveAttention(2 * c.hidden, c.attention_dim, "sentence.target")
+        self.sentence_attention = AdditiveAttention(2 * c.hidden, c.attention_dim, "sentence.target",
+                                                    c.context_variance)
         self.dropout = CheapDropout(c.dropout)  # same state dict as nn.Dropout; its mask far cheaper on CPU
         self.classifier = nn.Linear(2 * c.hidden, c.num_classes)
 

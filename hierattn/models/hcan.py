@@ -62,9 +62,11 @@ class HCANConfig:
     sentence_positions: int = 128
     clamp_positions: bool = False  # True: positions past the table reuse its last row (checkpoints before the fix)
     # How the target vector T starts ("normal": N(0, 1), the scale of a learned query; "scaled": N(0, 1/d),
-    # every checkpoint before issue 32; layers.ConvMultiHeadTargetAttention). A checkpoint's weights replace
-    # it, so this records how the model was trained, nothing more.
+    # the older checkpoints' start; layers.ConvMultiHeadTargetAttention). ``target_variance``, when set,
+    # overrides it: T ~ N(0, target_variance). A checkpoint's weights replace T, so these record how the
+    # model was trained, nothing more; but training barely moves |T|, so they set how sharp it ends.
     target_start: str = "normal"
+    target_variance: float | None = None
     # What a config.json written before a key existed means by its absence.
     LEGACY: ClassVar[dict] = {"clamp_positions": True, "target_start": "scaled"}
 
@@ -107,7 +109,7 @@ class HCANLevel(nn.Module):
                                                    f"{level}.self.b") if c.parallel else None
         self.norm = nn.LayerNorm(c.d)
         self.target = (ConvMultiHeadTargetAttention(c.d, c.heads, c.kernel, c.dropout, f"{level}.target",
-                                                    c.target_start)
+                                                    c.target_start, c.target_variance)
                        if c.pooling == "target" else None)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = True):

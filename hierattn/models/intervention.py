@@ -126,6 +126,12 @@ def even_weights(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.
     return real / real.sum(-1, keepdim=True).clamp_min(1.0)
 
 
+def even_target_weights(site: str, weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """An even spread at the pooling (target) sites only (``"word.target"``, ``"sentence.target"``);
+    every self-attention keeps its computed weights."""
+    return even_weights(site, weights, mask) if site.endswith(".target") else weights
+
+
 class FrozenUniform:
     """Mixed into a model's class (``freeze_to_uniform``): every attention site of every forward
     pass, in training and at inference, uses an even spread over its real keys instead of its
@@ -135,16 +141,32 @@ class FrozenUniform:
     checkpoint has the twin's layout."""
 
     frozen_uniform = True
+    frozen_sites = "every"
 
     def forward(self, *args, **kwargs):
         with attention_override(even_weights, in_order=False):
             return super().forward(*args, **kwargs)
 
 
-def freeze_to_uniform(model: torch.nn.Module) -> torch.nn.Module:
-    """``model``, its class swapped for one with ``FrozenUniform`` mixed in (state dict unchanged).
-    ValueError for a model whose attention no override reaches (HA-LSTM's window attention inside
-    its cell, the attention-free baselines): freezing it would silently change nothing."""
+class FrozenUniformTarget(FrozenUniform):
+    """Only the target (pooling) attention frozen to an even spread; self-attention is trained and
+    used as computed. For HCAN, whose frozen-uniform twin (``FrozenUniform``) also flattens both
+    self-attentions: that twin asks whether the model needs non-uniform mixing anywhere, this one
+    whether it needs the target attention the app paints on the text."""
+
+    frozen_sites = "target"
+
+    def forward(self, *args, **kwargs):
+        with attention_override(even_target_weights, in_order=False):
+            return super(FrozenUniform, self).forward(*args, **kwargs)
+
+
+def freeze_to_uniform(model: torch.nn.Module, sites: str = "every") -> torch.nn.Module:
+    """``model``, its class swapped for one with ``FrozenUniform`` (``sites="every"``) or
+    ``FrozenUniformTarget`` (``"target"``) mixed in (state dict unchanged). ValueError for a model
+    whose attention no override reaches (HA-LSTM's window attention inside its cell, the
+    attention-free baselines), or, for ``"target"``, that has no target site: freezing it would
+    silently change nothing."""
     from hierattn.contract import Batch
 
     on_meta = any(p.is_meta for p in model.parameters())  # counted, not run (``footprint.parameter_count``)
@@ -160,8 +182,12 @@ def freeze_to_uniform(model: torch.nn.Module) -> torch.nn.Module:
         with torch.no_grad(), attention_override(count, in_order=False):
             model.eval()(Batch(ids, ids.bool(), ids.bool().any(-1), None))
     model.train(was_training)
+    if sites == "target":
+        reached = [site for site in reached if site == "meta" or site.endswith(".target")]
     if not reached:
-        raise ValueError(f"{type(model).__name__} has no attention site that can be frozen to uniform")
+        what = "target attention site" if sites == "target" else "attention site"
+        raise ValueError(f"{type(model).__name__} has no {what} that can be frozen to uniform")
     cls = type(model)
-    model.__class__ = type(f"FrozenUniform{cls.__name__}", (FrozenUniform, cls), {})
+    mixin = FrozenUniformTarget if sites == "target" else FrozenUniform
+    model.__class__ = type(f"{mixin.__name__}{cls.__name__}", (mixin, cls), {})
     return model

@@ -197,23 +197,26 @@ class ConvMultiHeadTargetAttention(nn.Module):
     """Convolutional multi-head target attention against a learned target vector T (HCAN eq. 5).
 
     ``start``: how T is drawn before training. The paper learns T and does not say how it starts.
-    "scaled", N(0, 1/d) (norm about 1, 1/sqrt(h) a head), was ours until issue 32: against keys of
-    norm about 5 it gives scores that differ by 0.07-0.13 across positions, so the softmax starts
-    nearly even and training leaves it there (JSD from an even spread 0.0023 on tweets-hcan).
+    "scaled", N(0, 1/d) (norm about 1, 1/sqrt(h) a head): against keys of norm about 5 it gives
+    scores that differ by 0.07-0.13 across positions, so the softmax starts nearly even.
     "normal", N(0, 1) (norm about sqrt(d)), is the scale of a learned query: a layer-normed input
     (entries of unit variance) through a projection initialised with variance 1/d gives entries of
     unit variance, which is what the keys' dot products with T are scaled for (1/sqrt(d/h) in
-    ``_attend``). It leaves the model free to learn a flat or a peaked target; it does not force
-    either."""
+    ``_attend``). ``variance``, when given, overrides both: T ~ N(0, variance), for the registry's
+    sweep of the start. That sweep found that training barely moves |T| from where it starts, so the
+    start sets how sharp the trained attention is (docs/RESULTS.md, "Where the attention starts")."""
 
     def __init__(self, d: int, heads: int, kernel: int, dropout: float, site: str | None = None,
-                 start: str = "normal"):
+                 start: str = "normal", variance: float | None = None):
         super().__init__()
         if start not in TARGET_STARTS:
             raise ValueError(f"target_start must be one of {', '.join(TARGET_STARTS)}, not {start!r}")
+        if variance is not None and not variance > 0:
+            raise ValueError(f"target_variance must be above 0, not {variance!r}")
         self.heads = heads
         self.site = site
-        self.target = nn.Parameter(torch.randn(1, 1, d) * (d ** -0.5 if start == "scaled" else 1.0))
+        std = math.sqrt(variance) if variance is not None else d ** -0.5 if start == "scaled" else 1.0
+        self.target = nn.Parameter(torch.randn(1, 1, d) * std)
         self.k = ConvFeatures(d, kernel, F.elu)
         self.v = ConvFeatures(d, kernel, F.elu)
         self.dropout = CheapDropout(dropout)
@@ -242,11 +245,14 @@ class ConvMultiHeadTargetAttention(nn.Module):
 class AdditiveAttention(nn.Module):
     """HAN attention (Yang et al. 2016): u = tanh(W h + b), alpha = softmax(u . u_w)."""
 
-    def __init__(self, d_in: int, d_att: int, site: str | None = None):
+    def __init__(self, d_in: int, d_att: int, site: str | None = None, variance: float | None = None):
         super().__init__()
+        if variance is not None and not variance > 0:
+            raise ValueError(f"context_variance must be above 0, not {variance!r}")
         self.site = site
         self.proj = nn.Linear(d_in, d_att)
-        self.context = nn.Parameter(torch.randn(d_att) * d_att ** -0.5)
+        # u_w ~ N(0, 1/d_att) unless ``variance`` says otherwise (the registry's sweep of the start)
+        self.context = nn.Parameter(torch.randn(d_att) * (math.sqrt(variance) if variance is not None else d_att ** -0.5))
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor):
         # h: (N, L, d_in); mask (N, L) -> out (N, d_in), weights (N, L)

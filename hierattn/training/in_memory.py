@@ -63,13 +63,15 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
           config: TrainConfig, out: str | Path | None = None,
           on_event: Callable[[TrainEvent], None] | None = None,
           stop: threading.Event | None = None, progress: bool = False, device=None,
-          after_epoch: Callable[[torch.nn.Module, list[Batch], torch.device], dict] | None = None) -> dict:
+          after_epoch: Callable[[torch.nn.Module, list[Batch], torch.device], dict] | None = None,
+          at_start: Callable[[torch.nn.Module], None] | None = None) -> dict:
     """Train with Adam, keep the best-validation weights, stop early, evaluate on test, save.
 
     Returns the metrics written to ``metrics.json``. ``stop`` ends training after the current
     batch; the best weights so far are still saved when at least one epoch finished.
     ``after_epoch(model, validation batches, device)`` may measure more after each epoch (the Train
     page: attention Gini and diagonality); its numbers join that epoch's history row.
+    ``at_start(model)`` sees the model as training starts (the registry records its query vectors).
     ``progress``: a progress bar per epoch and a line per validation on the terminal.
     """
     seed_everything(config.seed)
@@ -92,6 +94,8 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
                                          **model_config})
     val_batches = bucketed_batches(*parts["validation"], vocab, 64, shuffle=False)
     pretrained_words = _pretrain_embeddings(model, config, train_docs, vocab)
+    if at_start:
+        at_start(model)
     model = model.to(device)
     epochs = InMemoryEpochs(train_docs, train_y, vocab, config, val_batches, device)
     optimizer, scheduler = optimiser(model, config, epochs.steps)
