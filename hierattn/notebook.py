@@ -10,7 +10,7 @@
     nb.metrics(ex)             # Gini and diagonality per matrix, beside an even spread's (a DataFrame)
     nb.compare(han, hcan, ex.document.text)   # both shadings on one scale, and their agreement
     nb.attributions(hcan, ex)  # Integrated Gradients and occlusion (captum) beside the attention
-    nb.sentence_attributions(hcan, ex)  # each sentence's attention, occlusion and KernelSHAP (a DataFrame)
+    nb.sentence_attributions(hcan, ex)  # each sentence's attention, occlusion and Shapley value (a DataFrame)
 
 Each call returns an object Jupyter displays as the cell's output (HTML, plotly figures, a
 DataFrame) and that code can read: ``.html``, the figures themselves, ``.agreement``.
@@ -234,7 +234,8 @@ def attributions(model: Classifier, ex: Explanation | str, steps: int | None = N
 
 
 def sentence_attributions(model: Classifier, ex: Explanation | str):
-    """Each sentence's share of the attention beside its occlusion and KernelSHAP (captum), in
+    """Each sentence's share of the attention beside its occlusion and Shapley value (exact up to 7
+    sentences, else KernelSHAP with its measured error; captum), in
     probability points, as Explore's sentence attributions show them (a DataFrame; ``.attrs["caption"]``
     says how they agree and what they cost)."""
     import pandas as pd

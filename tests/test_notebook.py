@@ -105,8 +105,8 @@ def test_attributions_beside_the_attention_escape_the_text_and_carry_captums_res
     assert all(len(r.scores) == ex.word_count() for r in view.results.values())
     assert "completeness within" in view.html  # Integrated Gradients' convergence delta, beside its shading
     table = nb.sentence_attributions(tiny["tiny-hcan"], ex)
-    assert list(table.columns) == ["sentence", "attention (%)", "occlusion (points)", "KernelSHAP (points)"]
-    assert len(table) == len(ex.document.sentences) and "KernelSHAP" in table.attrs["caption"]
+    assert list(table.columns) == ["sentence", "attention (%)", "occlusion (points)", "Shapley value (points)"]
+    assert len(table) == len(ex.document.sentences) and "Shapley values are exact" in table.attrs["caption"]
     tfidf = nb.load(checkpoint_dir / "tiny-tfidf")
     without_gradients = nb.attributions(tfidf, nb.explain(tfidf, text))
     assert list(without_gradients.results) == ["occlusion"]

@@ -59,7 +59,8 @@ SHAP = "KernelSHAP"
 IG_STEPS = 32  # captum's Gauss-Legendre points; the delta says whether they were enough
 IG_TOKENS_PER_PASS = 4096  # interpolated copies per forward pass: a long article runs a few at a time
 EXACT_SENTENCES = 7  # up to 2^7 = 128 coalitions: enumerate them all, the Shapley values exactly
-SHAP_DRAW = 256  # coalitions a sampled draw (one forward pass each), in complementary pairs
+SHAP_DRAW = 128  # coalitions a sampled draw (one forward pass each), in complementary pairs
+SHAP_MIN_DRAWS = 4  # independent draws at least: their spread measures the error (2 leave it one degree of freedom)
 SHAP_ERROR = 0.005  # sample until the values' standard error is below this (half a probability point) ...
 SHAP_MAX_PASSES = 2048  # ... or this many coalitions are spent
 SHAP_SAMPLES = SHAP_DRAW  # the cost of one draw, for the pages' descriptions
@@ -83,18 +84,29 @@ class Attribution:
     # sampled Shapley values: each unit's standard error (from the spread between independent draws);
     # None where the values are exact (every coalition enumerated)
     errors: list[float] | None = None
+    draws: int = 0  # the independent draws the errors were measured between
 
     @property
     def exact(self) -> bool:
         return self.errors is None
 
+    def margin(self, i: int) -> float:
+        """Unit ``i``'s 95% margin of error: its standard error times Student's t quantile for the draws'
+        degrees of freedom (with 4 draws, 3.18: the spread of a few draws is itself uncertain).
+        0 for exact values."""
+        if self.errors is None:
+            return 0.0
+        from scipy.stats import t
+
+        return float(t.ppf(0.975, max(1, self.draws - 1))) * self.errors[i]
+
     def resolved(self, i: int) -> bool:
         """Whether unit ``i``'s value is known better than its distance to the nearest other value
-        (two standard errors): a value inside its neighbour's error says nothing of their order."""
+        (its 95% margin): a value inside that margin of another says nothing of their order."""
         if self.errors is None or len(self.scores) < 2:
             return True
         gap = min(abs(self.scores[i] - v) for j, v in enumerate(self.scores) if j != i)
-        return 2 * self.errors[i] <= gap
+        return self.margin(i) <= gap
 
     @property
     def relative_delta(self) -> float | None:
@@ -236,7 +248,7 @@ def sentence_shap(classifier: Classifier, document: Document, label: int, sample
     """The sentences' Shapley values for P(label) (see the module doc): exact up to
     ``EXACT_SENTENCES`` sentences, else KernelSHAP in draws of ``samples`` (default ``SHAP_DRAW``)
     coalitions until the standard error is below ``target_error`` or ``max_passes`` are spent (at
-    least two draws, to measure it). ``samples`` given forces sampling at any length. None for a
+    least ``SHAP_MIN_DRAWS`` draws, to measure it). ``samples`` given forces sampling at any length. None for a
     document of one sentence (nothing to share out). Seeded: the same document gets the same values."""
     sentences = unit_count(document, SENTENCE_UNITS)
     if sentences < 2:
@@ -252,13 +264,13 @@ def sentence_shap(classifier: Classifier, document: Document, label: int, sample
                            time.perf_counter() - start)
     per_draw = samples or SHAP_DRAW
     draws = []
-    while len(draws) < 2 or (len(draws) + 1) * per_draw <= max_passes:
+    while len(draws) < SHAP_MIN_DRAWS or (len(draws) + 1) * per_draw <= max_passes:
         draws.append(_kernel_shap_draw(forward, sentences, per_draw, seed + len(draws)))
-        if len(draws) >= 2 and _standard_errors(draws).max() <= target_error:
+        if len(draws) >= SHAP_MIN_DRAWS and _standard_errors(draws).max() <= target_error:
             break
     stacked = torch.tensor(draws, dtype=torch.float64)
     return Attribution(SHAP, SENTENCE_UNITS, stacked.mean(0).tolist(), label, len(draws) * per_draw,
-                       time.perf_counter() - start, errors=_standard_errors(draws).tolist())
+                       time.perf_counter() - start, errors=_standard_errors(draws).tolist(), draws=len(draws))
 
 
 def _standard_errors(draws: list[list[float]]) -> torch.Tensor:
@@ -319,24 +331,36 @@ def sentence_table(classifier: Classifier, ex) -> dict:
     attention = list(shares.sentences.values()) if shares is not None else None
     if attention is not None and len(attention) != len(ex.document.sentences):
         attention = None
+    shap_column = "Shapley value (points)" if shap.exact else "KernelSHAP (points)"
     rows = []
     for i, sentence in enumerate(ex.document.sentences):
         opening = " ".join(t.text for t in sentence.tokens[:6]) + (" …" if len(sentence.tokens) > 6 else "")
-        rows.append({"sentence": f"S{i + 1}: {opening}",
-                     "attention (%)": None if attention is None else round(100 * attention[i], 1),
-                     "occlusion (points)": round(100 * occluded.scores[i], 1),
-                     "KernelSHAP (points)": round(100 * shap.scores[i], 1)})
+        row = {"sentence": f"S{i + 1}: {opening}",
+               "attention (%)": None if attention is None else round(100 * attention[i], 1),
+               "occlusion (points)": round(100 * occluded.scores[i], 1),
+               shap_column: round(100 * shap.scores[i], 1) if shap.resolved(i) else None}
+        if not shap.exact:
+            row["± (points, 95%)"] = round(100 * shap.margin(i), 1)
+        rows.append(row)
     parts = []
     if attention is not None:
-        for name, method in (("occlusion", occluded), ("KernelSHAP", shap)):
+        for name, method in (("occlusion", occluded), ("the Shapley values", shap)):
             rho = spearman(attention, method.scores)
             parts.append(f"Spearman ρ of the attention with {name}: " + ("n/a" if rho is None else f"{rho:+.2f}"))
     source = f"Attention: {shares.source}." if shares is not None else "No attention over the sentences."
-    cost = (f"Occlusion read {occluded.forward_passes} documents ({occluded.seconds:.1f} s), KernelSHAP "
-            f"{shap.forward_passes} ({shap.seconds:.1f} s). KernelSHAP's values add up to the probability's "
-            f"change from no sentence to all ({100 * sum(shap.scores):+.1f} points here).")
+    if shap.exact:
+        how = (f"the Shapley values are exact: all {shap.forward_passes} subsets of the {len(shap.scores)} sentences "
+               f"were read ({shap.seconds:.1f} s)")
+    else:
+        hidden = sum(not shap.resolved(i) for i in range(len(shap.scores)))
+        how = (f"KernelSHAP estimated the Shapley values from {shap.forward_passes} subsets of the "
+               f"{len(shap.scores)} sentences ({shap.seconds:.1f} s); each carries its error, measured between "
+               "independent draws" + (f", and the {hidden} whose error exceeds their distance to the nearest other "
+                                      "value are left blank: their order is not known" if hidden else ""))
+    cost = (f"Occlusion read {occluded.forward_passes} documents ({occluded.seconds:.1f} s); {how}. The values add up "
+            f"to the probability's change from no sentence to all ({100 * sum(shap.scores):+.1f} points here).")
     probability = ex.probabilities[label]
     saturated = (f"P({ex.label}) is {probability:.4f}: taking out one sentence barely moves a prediction this "
-                 "sure, so occlusion is near 0 for every sentence; KernelSHAP, which takes out many at once, still "
-                 "tells them apart." if probability > 0.999 else "")
+                 "sure, so occlusion is near 0 for every sentence; the Shapley values, which take out many at once, "
+                 "still tell them apart." if probability > 0.999 else "")
     return {"rows": rows, "caption": " ".join([source, *(p + "." for p in parts), cost, saturated]).strip()}

@@ -7,16 +7,19 @@ which rankings and sites exist, runs every test that applies, and says which do 
 - ERASER comprehensiveness and sufficiency (AOPC over 1-50%) for the word attention of a flat
   model; for a hierarchical one the two-stage ranking (sentence weight x word weight: its raw word
   weights sum to 1 within each sentence and do not compare across sentences) and the sentence
-  attention; each beside random rankings of the same units and, where words are ranked across
-  sentences, beside the structural null 1 / sentence length;
+  attention; each beside random rankings of the same units and, for a hierarchical model's words
+  ranked across sentences, beside its own sentence attention times an even spread of each
+  sentence's words (alpha_s / n_s: the null that keeps everything the word level is not about);
 - beside the attention's rankings in ERASER, captum's (``attribution``): Integrated Gradients and
   word occlusion over the words, sentence occlusion and KernelSHAP over the sentences, scored the
   same way: what
   a ranking that follows the model itself achieves on this document;
 - Kendall tau of the same rankings with gradient importance (Jain & Wallace's: attention held
   constant), with leave-one-out (their TVD, from the word and sentence occlusion's passes) and with
-  Integrated Gradients, per level, beside a random ranking's and 1 / sentence length's (a
-  sentence's gradient importance is the sum of its words');
+  Integrated Gradients, per level, beside a random ranking's and, for a hierarchical model's words,
+  alpha_s / n_s's (a sentence's gradient importance is the sum of its words'); and for a
+  hierarchical model the mean Kendall tau within each sentence of two or more words, where the
+  sentence weight is a constant and only the word attention can rank;
 - the permutation and uniform tests, per level; the adversarial search, on request;
 - over a split (``battery_split``), each figure's mean with a bootstrap 95% interval over documents.
 """
@@ -35,7 +38,12 @@ from hierattn.analysis.attribution import by_sentence as attribution_by_sentence
 from hierattn.analysis.attribution import integrated_gradients, occlusion, sentence_shap
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import Explanation
-from hierattn.analysis.faithfulness import STRUCTURAL, gradient_times_input, sentence_length_scores
+from hierattn.analysis.faithfulness import (
+    STRUCTURAL,
+    gradient_times_input,
+    sentence_even_scores,
+    sentence_even_weights,
+)
 from hierattn.checkpoint import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
 
@@ -50,6 +58,7 @@ UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENT
            SHAP: eraser.SENTENCE_UNITS}
 ATTRIBUTION_RANKINGS = (IG, WORD_OCCLUSION, SENTENCE_OCCLUSION, SHAP)
 PERMUTATIONS = 100
+BATTERY_SHAP_PASSES = 512  # sampled Shapley values of a long document: 4 draws of 128 coalitions
 RANDOM_DRAWS = 5
 MAX_LOO_WORDS = 1000  # leave-one-out over a random sample of this many words in longer documents
 
@@ -60,6 +69,8 @@ READING = {
                    "Lower than random: those units alone carry the prediction.",
     "kendall": "Kendall tau: rank agreement of the attention with another importance (-1..1). Near 0: they rank "
                "the units differently (Jain & Wallace found 0.1-0.4 for BiLSTM attention).",
+    "kendall within": "Kendall tau within sentences: the same agreement, within each sentence of two or more "
+                      "words, averaged: there the sentence weight is a constant, so only the word attention ranks.",
     "permutation": "Permutation: the median change in the output (total variation, 0..1) when the attention weights "
                    "are shuffled. Near 0: which unit gets which weight does not matter to this prediction.",
     "uniform": "Uniform attention at inference (an intervention): the output's change when the trained weights "
@@ -79,7 +90,9 @@ class DocumentBattery:
     eraser: dict[str, eraser.EraserScores] = field(default_factory=dict)  # ranking -> scores (incl. random)
     kendall: dict[tuple[str, str], float | None] = field(default_factory=dict)  # (level, "gradient"/"leave-one-out")
     kendall_random: dict[tuple[str, str], float | None] = field(default_factory=dict)  # a random ranking's tau
-    kendall_structural: dict[tuple[str, str], float | None] = field(default_factory=dict)  # 1 / sentence length's
+    kendall_structural: dict[tuple[str, str], float | None] = field(default_factory=dict)  # alpha_s / n_s's
+    kendall_within: dict[tuple[str, str], float | None] = field(default_factory=dict)  # mean tau within sentences
+    kendall_within_random: dict[tuple[str, str], float | None] = field(default_factory=dict)
     permutation: dict[str, float] = field(default_factory=dict)  # level -> median TVD
     uniform: dict[str, tuple[float, str]] = field(default_factory=dict)  # level (or "both") -> (TVD, class predicted)
     adversarial: dict[str, tests.Adversarial] = field(default_factory=dict)  # level -> search
@@ -96,7 +109,7 @@ class DocumentBattery:
                 continue
             r = self.eraser[RANDOM[s.unit]]
             level = SENTENCE if s.unit == eraser.SENTENCE_UNITS else WORD
-            null = structural if s.unit == eraser.WORD_UNITS else None
+            null = structural if name in (TWO_STAGE, WORD_ATTENTION) else None  # the attention's own words
             out.append({"test": f"comprehensiveness ({name})", "level": level, "value": s.aopc_comprehensiveness,
                         "baseline": r.aopc_comprehensiveness, "baseline is": RANDOM[s.unit],
                         "structural": null and null.aopc_comprehensiveness,
@@ -109,6 +122,10 @@ class DocumentBattery:
                         "baseline": self.kendall_random.get((level, against)), "baseline is": "a random ranking",
                         "structural": self.kendall_structural.get((level, against)),
                         "how to read": READING["kendall"]})
+        for (level, against), tau in self.kendall_within.items():
+            out.append({"test": f"Kendall tau within sentences with {against}", "level": level, "value": tau,
+                        "baseline": self.kendall_within_random.get((level, against)),
+                        "baseline is": "a random ranking", "how to read": READING["kendall within"]})
         for level, change in self.permutation.items():
             out.append({"test": "permutation", "level": level, "value": change, "baseline": None,
                         "baseline is": "", "how to read": READING["permutation"]})
@@ -176,7 +193,8 @@ def _attributions(classifier: Classifier, ex: Explanation, label: int, ranked: d
     if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
         out["sentence occlusion"] = occlusion(classifier, document, label, eraser.SENTENCE_UNITS)
         out[SENTENCE_OCCLUSION] = out["sentence occlusion"].scores
-        out[SHAP] = sentence_shap(classifier, document, label).scores  # SHAP_SAMPLES passes: 0.2-4.6 s an article
+        # exact up to 7 sentences (2^n passes); beyond, KernelSHAP within the battery's budget of coalitions
+        out[SHAP] = sentence_shap(classifier, document, label, max_passes=BATTERY_SHAP_PASSES).scores
     return out
 
 
@@ -213,8 +231,9 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
         n = eraser.unit_count(document, unit)
         randoms = eraser.random_rankings(n, random_draws, seed)
         scored = [ranked[m] if m in ranked else found[m] for m in names]
-        if unit == eraser.WORD_UNITS and len(document.sentences) >= 2:  # words ranked across sentences
-            names, scored = names + [STRUCTURAL], scored + [sentence_length_scores(document, seed)]
+        structural = sentence_even_scores(ex, seed) if TWO_STAGE in names else None
+        if unit == eraser.WORD_UNITS and structural is not None:  # a hierarchical model's words across sentences
+            names, scored = names + [STRUCTURAL], scored + [structural]
         scores = eraser.eraser_scores(classifier, document, scored + randoms, unit, label, base)
         battery.eraser.update(zip(names, scores))
         battery.eraser[RANDOM[unit]] = eraser.mean_scores(scores[len(names):])
@@ -226,8 +245,9 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
     if word_attention is not None:
         loo = tests.tvd(found["word occlusion"].removed, reference).tolist()  # each word alone out: its TVD
         shuffled = [[rng.random() for _ in range(words)] for _ in range(random_draws)]
-        lengths = [1.0 / len(s.tokens) for s in document.sentences for _ in s.tokens]  # tau-b counts the ties
-        spans = len(document.sentences) >= 2
+        null = sentence_even_weights(ex) if TWO_STAGE in ranked else None  # alpha_s / n_s; tau-b counts the ties
+        spans = null is not None
+        lengths = null
         if gradient is not None:
             battery.kendall[(WORD, "gradient")] = tests.kendall_tau(word_attention, gradient)
             battery.kendall_random[(WORD, "gradient")] = _mean_tau([(r, gradient) for r in shuffled])
@@ -244,6 +264,19 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
             battery.kendall_random[(WORD, IG)] = _mean_tau([(r, found[IG]) for r in shuffled])
             if spans:
                 battery.kendall_structural[(WORD, IG)] = tests.kendall_tau(lengths, found[IG])
+        if TWO_STAGE in ranked:  # within each sentence, where only the word attention can rank
+            owner = [s for s, sentence in enumerate(document.sentences) for _ in sentence.tokens]
+            importances = {"leave-one-out": (loo, positions)}
+            if gradient is not None:
+                importances["gradient"] = (gradient, list(range(words)))
+            if IG in found:
+                importances[IG] = (found[IG], list(range(words)))
+            for against, (other, at) in importances.items():
+                groups = [owner[i] for i in at]
+                battery.kendall_within[(WORD, against)] = within_sentences([word_attention[i] for i in at], other,
+                                                                           groups)
+                battery.kendall_within_random[(WORD, against)] = _mean_of(
+                    [within_sentences([r[i] for i in at], other, groups) for r in shuffled])
     if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
         sentence_attention = ranked[SENTENCE_ATTENTION]
         loo = tests.tvd(found["sentence occlusion"].removed, reference).tolist()
@@ -305,6 +338,22 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
                                                                   seed=seed)
             tick(5 + i)
     return battery
+
+
+def within_sentences(ranking: list[float], reference: list[float], sentences: list[int]) -> float | None:
+    """The mean Kendall tau of ``ranking`` with ``reference`` within each sentence (``sentences``:
+    each unit's sentence) of two or more units; None when no sentence has two."""
+    groups: dict[int, list[int]] = {}
+    for i, s in enumerate(sentences):
+        groups.setdefault(s, []).append(i)
+    taus = [tests.kendall_tau([ranking[i] for i in g], [reference[i] for i in g])
+            for g in groups.values() if len(g) >= 2]
+    return _mean_of(taus)
+
+
+def _mean_of(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
 
 
 def _mean_tau(pairs: list[tuple[list[float], list[float]]]) -> float | None:

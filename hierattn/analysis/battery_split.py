@@ -2,7 +2,7 @@
 then each figure's mean with a bootstrap 95% interval over documents, beside its baseline and the
 difference paired by document, and the accuracy with trained and with uniform attention.
 
-Seed variance is not among the figures (issue 32): the rows it once gave compared models of the
+Seed variance is not among the figures: the rows it once gave compared models of the
 registry's 3-epoch recipe, not the shipped checkpoints the rest of the table reads, and measured
 document-level distributions beside an adversarial row that reads per-sentence ones. Seed noise in
 accuracy is what the registry's seeded verdicts measure (experiments/verdict.py)."""
@@ -60,12 +60,14 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
                   progress: Callable[[int, int], None] | None = None) -> SplitBattery:
     """The battery over ``texts`` (each document's own predicted class), means with bootstrap 95%
     intervals over documents, each beside its baseline (and, for words ranked across sentences,
-    beside 1 / sentence length, over the documents of two or more sentences). ``labels``: the true
+    beside its sentence attention times even words, over the documents of two or more sentences,
+    with the figure itself over those same documents: a pair of figures always covers the same
+    documents). ``labels``: the true
     classes, for the accuracy with trained and with uniform attention. Leave-one-out reads at most
     ``max_loo_words`` words of a document (a random sample), the permutation test ``permutations``
     shuffles; the adversarial search (slow) runs on ``adversarial_documents`` documents spread
     evenly through ``texts`` (default: all, when ``adversarial``): ``texts`` may be sorted by class,
-    and its first documents were once all of one class (issue 32)."""
+    so its first documents may all be of one class."""
     per_test: dict[tuple, list[tuple[float | None, float | None, float | None]]] = {}
     correct: dict[str, list[tuple[bool, bool]]] = {}
     not_applicable: list[str] = []
@@ -97,8 +99,9 @@ def split_battery(classifier: Classifier, texts: list[str], labels: list[str] | 
             if pairs:
                 row[column] = bootstrap([b for _, b in pairs])
                 row["difference" if at == 1 else "structural difference"] = bootstrap([v - b for v, b in pairs])
-                if at == 2:
+                if at == 2:  # the figure over the same documents as the null beside it
                     row["structural documents"] = len(pairs)
+                    row["value on structural documents"] = bootstrap([v for v, _ in pairs])
         rows.append(row)
     accuracy = {}
     for level, pairs in correct.items():
@@ -117,8 +120,7 @@ def pooling_spread(classifier: Classifier, texts: list[str],
     head) from an even spread over the same keys (``battery.divergence_from_even``, the scale the
     adversarial search is read against), then the mean over documents with a bootstrap 95%
     interval. Level -> {"jsd": (mean, low, high), "documents": n}; levels without pooling
-    attention, or whose every distribution has one key, are absent. Issue 32 measured HCAN's
-    target attention with it before and after the start of its target vector changed."""
+    attention, or whose every distribution has one key, are absent."""
     found: dict[str, list[float]] = {}
     for i, ex in explained(classifier, texts):
         if ex is not None:

@@ -11,9 +11,12 @@ the probability of the class the model predicted on the whole document fall.
   word, signed (``attribution.integrated_gradients``: captum, with its convergence delta);
 - ``leave-one-out``: the drop in that probability when the word alone is removed (word occlusion,
   captum's ``FeatureAblation`` with one feature per word: ``attribution.occlusion``);
-- ``1 / sentence length``: each word scored by the inverse length of its sentence, ties broken at
-  random; the structural null of a ranking of words across sentences (a hierarchical model's word
-  weights sum to 1 within each sentence), on documents of two or more sentences;
+- ``sentence attention × even words``: each word scored alpha_s / n_s, its sentence's attention
+  spread evenly over the sentence's words, ties broken at random: the null of a hierarchical
+  model's word attention, which keeps the model's own sentence weights (1 / sentence length, the
+  product when both levels are even, keeps neither level and so cannot show that the word weights
+  add anything beyond the sentence weights). Hierarchical models with sentence attention, on
+  documents of two or more sentences; a flat model has no such structure and gets no such curve;
 - ``random``: the mean over several random orders, the baseline every method should beat.
 
 Removing a word takes its token out of the model's input (its sentence closes up; a sentence
@@ -40,7 +43,7 @@ from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
 from hierattn.models.intervention import ObservedEmbedding, attention_override, embedding_lookups
 
-STRUCTURAL = "1 / sentence length"  # the ranking per-sentence weights give with no attention (issue 32)
+STRUCTURAL = "sentence attention × even words"  # the two-level ranking with the word level spread evenly
 IG = "integrated gradients"
 METHODS = ("attention", "gradient × input", IG, "leave-one-out", STRUCTURAL, "random")
 ATTRIBUTIONS = ("gradient × input", IG, "leave-one-out")  # what the attention's ranking is compared with
@@ -97,10 +100,37 @@ class ErasureCurves:
 
 def sentence_length_scores(document: Document, seed: int = 0) -> list[float]:
     """Each word's 1 / (its sentence's length), ties broken at random (a jitter far below the gap
-    between two lengths): the structural null beside a ranking of words across sentences (what
-    per-sentence weights that sum to 1 give with no attention; issue 32)."""
+    between two lengths): what per-sentence weights that sum to 1 give with no attention, and the
+    two-level product when both levels are even."""
     rng = random.Random(seed)
     return [1.0 / len(s.tokens) + 1e-7 * rng.random() for s in document.sentences for _ in s.tokens]
+
+
+def sentence_even_weights(ex) -> list[float] | None:
+    """Each word's alpha_s / n_s: the model's own sentence attention times an even spread over the
+    sentence's n_s words. The null of a hierarchical model's word attention: it keeps everything the
+    word level is not (the sentence weights, which 1 / sentence length throws away), so a word
+    ranking that beats it shows what the word weights add. None for a model without sentence
+    attention over a hierarchical word attention (a flat model: no structure to keep), or a
+    document of one sentence (where it is a constant)."""
+    word_map, sentence_map = ex.target_name("word"), ex.target_name("sentence")
+    if word_map is None or sentence_map is None or "sentence" not in ex.attentions[word_map].axes:
+        return None
+    if len(ex.document.sentences) < 2:
+        return None
+    alpha = list(ex.target_attention("sentence"))
+    return [float(alpha[i]) / len(s.tokens) for i, s in enumerate(ex.document.sentences) for _ in s.tokens]
+
+
+def sentence_even_scores(ex, seed: int = 0) -> list[float] | None:
+    """``sentence_even_weights`` with ties within a sentence broken at random (a jitter far below
+    any gap between sentences), for rankings that need an order."""
+    weights = sentence_even_weights(ex)
+    if weights is None:
+        return None
+    rng = random.Random(seed)
+    scale = 1e-7 * min(w for w in weights if w > 0) if any(w > 0 for w in weights) else 1e-12
+    return [w + scale * rng.random() for w in weights]
 
 
 def _words(document: Document) -> list[tuple[int, int]]:
@@ -217,8 +247,9 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
             scores[IG], convergence = integrated.scores, integrated.relative_delta
     if "leave-one-out" in methods:
         scores["leave-one-out"] = leave_one_out(classifier, document, label, base)
-    if STRUCTURAL in methods and len(document.sentences) >= 2:
-        scores[STRUCTURAL] = sentence_length_scores(document, seed)
+    structural = sentence_even_scores(ex, seed) if STRUCTURAL in methods else None
+    if structural is not None:
+        scores[STRUCTURAL] = structural
     drops = {}
     for method, s in scores.items():
         ranked = sorted(range(n), key=lambda i: -s[i])
@@ -248,6 +279,10 @@ class SplitErasure:
     drops: dict[str, list[float]]  # method -> mean drop at each share
     documents: int
     agreement: dict[str, float]  # method -> mean Spearman with attention
+    # method -> its area over only the documents that have the structural curve (two or more
+    # sentences, a hierarchical model): the figures to put beside that curve's, on the same documents
+    paired: dict[str, float] = field(default_factory=dict)
+    paired_documents: int = 0
 
     @property
     def auc(self) -> dict[str, float]:
@@ -263,8 +298,9 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
     from hierattn.analysis.explain import explained
 
     sums: dict[str, list[float]] = {}
-    counts: dict[str, int] = {}  # documents of one sentence have no 1 / sentence length curve
+    counts: dict[str, int] = {}  # documents of one sentence (and flat models) have no structural curve
     agreement: dict[str, list[float]] = {}
+    paired: dict[str, list[float]] = {}  # method -> its area on each document that has the structural curve
     used = 0
     for i, ex in explained(classifier, texts):
         if ex is not None and ex.document.num_tokens >= MIN_WORDS:
@@ -272,6 +308,8 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
             for method, d in curves.drops.items():
                 sums[method] = [a + b for a, b in zip(sums.get(method, [0.0] * len(d)), d)]
                 counts[method] = counts.get(method, 0) + 1
+                if STRUCTURAL in curves.drops:
+                    paired.setdefault(method, []).append(sum(d) / len(d))
             for method, rho in curves.agreement.items():
                 if rho is not None:
                     agreement.setdefault(method, []).append(rho)
@@ -280,4 +318,5 @@ def split_erasure(classifier: Classifier, texts: list[str], steps: int = MAX_K, 
             progress(i + 1, len(texts))
     shares = [j / (2 * steps) for j in range(1, steps + 1)]
     return SplitErasure(shares, {m: [v / counts[m] for v in s] for m, s in sums.items()}, used,
-                        {m: sum(v) / len(v) for m, v in agreement.items()})
+                        {m: sum(v) / len(v) for m, v in agreement.items()},
+                        {m: sum(v) / len(v) for m, v in paired.items()}, len(paired.get(STRUCTURAL, [])))

@@ -17,7 +17,14 @@ Every claim is judged against a baseline that keeps what the claim is not about:
    model's even spread weighs each sentence equally, so a short sentence's words weigh more).
    Judged per head, each head's word weight times its own sentence weight: averaging heads
    flattens them (a mean of two one-hot heads on different words is two half-weights), so the
-   averaged weights would hide a focused head. The verdict names the heads where it holds;
+   averaged weights would hide a focused head. The verdict names the heads where it holds. The
+   claim is about sharpness alone, which no permutation of the weights changes, so its null is the
+   even spread; beside it the verdict gives how often random attention of the same structure
+   (Dirichlet(1) sentence weights times Dirichlet(1) word weights) passes the same check: products
+   of two random levels are heavy-tailed, and on articles of 10 or more sentences such random heads
+   pass about a third of the time. Concentration is therefore a description of the map, never
+   evidence that the model chose the right words (that is the battery's Kendall tau with
+   leave-one-out, against the sentence weights times even words);
 2. the branches differ more than the heads of one branch differ among themselves. Under the null
    the branch labels are exchangeable among the heads, and a head keeps its character across the
    words of a document, so the exchangeable unit is one split of the 2h heads into two groups of h
@@ -40,7 +47,6 @@ of its own.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,6 +122,7 @@ class Concentration:
     head_gini: float = 0.0  # the mean over heads of each head's own Gini (the Gini, for one head)
     head_top_shares: list[float] | None = None  # per head: the top 10% of words' share of its own weight
     head_top_words: list[list[str]] | None = None  # per head: its heaviest words
+    random_focused: float | None = None  # share of random heads of this structure that pass the same check
 
     def __post_init__(self):
         if self.head_top_shares is None:
@@ -169,9 +176,29 @@ def concentration(ex: Explanation, top: float = 0.1) -> Concentration | None:
     shares = [float(_top_share(h[None], k)[0]) for h in heads]
     ginis = [gini_of_values(torch.tensor(h, dtype=torch.float64)) for h in heads]
     heaviest = [[tokens[i].text for i in np.argsort(-h, kind="stable")[:5]] for h in heads]
+    even_share = float(_top_share(even[None], k)[0])
     return Concentration(len(values), sum(values[i] for i in order[:k]), gini, [tokens[i].text for i in order[:5]],
-                         float(_top_share(even[None], k)[0]), float(_gini_rows(even[None])[0]),
-                         float(np.mean(ginis)), shares, heaviest)
+                         even_share, float(_gini_rows(even[None])[0]), float(np.mean(ginis)), shares, heaviest,
+                         random_concentration(ex.sentence_lengths, hierarchical, k, even_share))
+
+
+RANDOM_HEADS = 200  # random heads per document for step 1's comparison
+
+
+def random_concentration(lengths: list[int], hierarchical: bool, k: int, even_share: float,
+                         draws: int = RANDOM_HEADS) -> float:
+    """The share of random heads of this structure (Dirichlet(1) over the sentences, times
+    Dirichlet(1) over each sentence's words; Dirichlet(1) over all words for a flat model) whose top
+    k words pass step 1's check: what the check gives attention that knows nothing."""
+    rng = _rng(k, *lengths[:16], len(lengths))
+    if hierarchical:
+        sentences = rng.dirichlet(np.ones(len(lengths)), size=draws)  # (draws, S)
+        words = np.concatenate([sentences[:, [s]] * rng.dirichlet(np.ones(n), size=draws)
+                                for s, n in enumerate(lengths)], axis=1)
+    else:
+        words = rng.dirichlet(np.ones(sum(lengths)), size=draws)
+    shares = _top_share(words, k)
+    return float(np.mean((shares > MOST) & (shares - even_share >= MIN_SHARE)))
 
 
 def _head_importances(ex: Explanation, hierarchical: bool) -> list[np.ndarray]:
@@ -198,6 +225,9 @@ def concentration_verdict(c: Concentration) -> tuple[bool, str]:
     heads = len(c.head_top_shares)
     even = (f"an even spread gives {100 * c.even_top_share:.0f}%. The claim asks for more than {100 * MOST:.0f}%, "
             f"and {100 * MIN_SHARE:.0f} points more than the even spread.")
+    if c.random_focused is not None:
+        even += (f" Random attention of this document's shape passes that check {100 * c.random_focused:.0f}% of "
+                 "the time: concentration describes the map, it does not show that the words are the right ones.")
     if heads == 1:
         return c.focused, (f"Here the top 10% of words hold {100 * c.top_share:.0f}% of the document's weight; "
                            f"{even} (Gini {c.gini:.2f} against {c.even_gini:.2f} for the even spread.)")
@@ -246,7 +276,7 @@ class BranchContrast:
         return self.gap - max(others)
 
 
-def _pairwise_jsd(rows: np.ndarray) -> np.ndarray:
+def pairwise_jsd(rows: np.ndarray) -> np.ndarray:
     """(..., m, n) distributions -> (..., m, m) Jensen-Shannon divergences between every two."""
     return js_divergence(rows[..., :, None, :], rows[..., None, :, :])
 
@@ -300,7 +330,7 @@ def branch_contrast(ex: Explanation) -> BranchContrast | None:
         if heads >= 2:
             rows = np.stack([ex.self_attention(name, s, h).to(torch.float64).numpy()
                              for name in ("word.self.a", "word.self.b") for h in range(heads)], 1)  # (n, 2h, n)
-            pairs.append(_pairwise_jsd(rows))  # (n, 2h, 2h)
+            pairs.append(pairwise_jsd(rows))  # (n, 2h, 2h)
         top_a = a.clone().fill_diagonal_(-1.0).argmax(-1).tolist()
         top_b = b.clone().fill_diagonal_(-1.0).argmax(-1).tolist()
         for i in range(n):
@@ -443,13 +473,15 @@ def sanet_verdict(sentiment: MatrixShape, topic: MatrixShape) -> list[tuple[bool
         (more_diagonal,
          f"Is the tweet's attention band-diagonal? {100 * sentiment.diagonality_b3:.0f}% of it lies within 3 "
          f"positions of the diagonal, against {100 * sentiment.even_diagonality_b3:.0f}% for an even spread and up to "
-         f"{100 * sentiment.random_diagonality_b3:.0f}% with each row's weights shuffled ({100 * sentiment.band:.0f}% of the way "
+         f"{100 * sentiment.random_diagonality_b3:.0f}% with each row's weights shuffled "
+         f"({100 * sentiment.band:.0f}% of the way "
          f"from an even spread to a pure band; topic: {100 * topic.diagonality_b3:.0f}% against "
          f"{100 * topic.even_diagonality_b3:.0f}%, {100 * topic.band:.0f}% of the way)."),
         (more_columnar,
          f"Is the article's attention columnar? Its most-attended 10% of words take {100 * topic.columnar:.0f}% of the "
          f"attention, against {100 * topic.even_columnar:.0f}% for an even spread and up to "
-         f"{100 * topic.random_columnar:.0f}% with each row's weights shuffled ({100 * topic.columns:.0f}% of the way to all "
+         f"{100 * topic.random_columnar:.0f}% with each row's weights shuffled "
+         f"({100 * topic.columns:.0f}% of the way to all "
          f"of it; sentiment: {100 * sentiment.columnar:.0f}%, {100 * sentiment.columns:.0f}% of the way)."),
     ]
 

@@ -100,7 +100,8 @@ def _concentrated(ex):
     c = tour.concentration(ex)
     if c is None:
         return None
-    return c.focused, (c.effect, len(c.head_top_shares), len(c.focused_heads), c.averaged_focused)
+    return c.focused, (c.effect, len(c.head_top_shares), len(c.focused_heads), c.averaged_focused,
+                       c.random_focused or 0.0)
 
 
 def _branches(ex):
@@ -136,7 +137,9 @@ def step_rate(step: int, models: list[Classifier], split: dict[str, tuple[list[s
         rows, kept = _loop(texts, truth, models, _concentrated, progress)
         rate = _rate(step, dataset, [(h, e[0], ok) for h, e, ok in rows], kept)
         rate.parts = {"per head": [sum(e[1] for _, e, _ in rows), sum(e[2] for _, e, _ in rows)],
-                      "heads averaged": [len(rows), sum(e[3] for _, e, _ in rows)]}
+                      "heads averaged": [len(rows), sum(e[3] for _, e, _ in rows)],
+                      "random heads": [len(rows) * tour.RANDOM_HEADS,
+                                       round(sum(e[4] for _, e, _ in rows) * tour.RANDOM_HEADS)]}
         return rate
     if step == 2:
         (dataset, (texts, truth)), = split.items()
@@ -211,12 +214,14 @@ def sentence(rate: StepRate) -> str:
                 f"(tweet, article) pairs. Where the claim is false, about 5% pass each side by chance.")
     if rate.step == 1 and rate.parts:
         heads, averaged = rate.parts["per head"], rate.parts["heads averaged"]
+        random = rate.parts.get("random heads", [0, 0])
         return (f"Over the whole {rate.dataset} test split, at least one head shows it on {rate.holds:,} of "
                 f"{rate.documents:,} documents ({rate.rate:.0%}); {heads[1]:,} of {heads[0]:,} (document, head) pairs "
-                f"({heads[1] / max(heads[0], 1):.1%}); with the heads averaged, {averaged[1]:,} documents.")
+                f"({heads[1] / max(heads[0], 1):.1%}); with the heads averaged, {averaged[1]:,} documents. Random "
+                f"heads of the same documents' shapes pass {random[1] / max(random[0], 1):.0%} of the time.")
     if rate.step == 2:
         return (f"Over the whole {rate.dataset} test split, the claim holds on {rate.holds:,} of {rate.documents:,} "
-                f"documents ({rate.rate:.1%}). Where the branch labels carry nothing (4 + 4 heads: 35 splits), it holds on "
-                f"at most 1 in 35 (2.9%) by chance, the smallest p-value 35 splits allow.")
+                f"documents ({rate.rate:.1%}). Where the branch labels carry nothing (4 + 4 heads: 35 splits), it "
+                f"holds on at most 1 in 35 (2.9%) by chance, the smallest p-value 35 splits allow.")
     return (f"Over the whole {rate.dataset} test split, the claim holds on {rate.holds:,} of {rate.documents:,} "
             f"documents ({rate.rate:.0%}).")

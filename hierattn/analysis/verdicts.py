@@ -21,9 +21,9 @@ def verdict(row: dict) -> str:
             return (other - value) if kind == "sufficiency" else (value - other)  # sufficiency: lower is better
 
         if gap(base) > MARGIN[kind]:
-            structural = row.get("structural")  # words ranked across sentences (issue 32)
+            structural = row.get("structural")  # a hierarchical model's words: its sentence attention x even words
             if structural is not None and gap(structural) <= MARGIN[kind]:
-                return "beats random, not 1 / sentence length"
+                return "beats random, not sentence attention × even words"
             return "agrees more than random" if kind == "kendall" else "beats random"
         if gap(base) < -MARGIN[kind] and kind != "kendall":
             return "worse than random"
@@ -34,7 +34,7 @@ def verdict(row: dict) -> str:
     if test.startswith("uniform attention"):
         # An intervention at inference, not Wiegreffe & Pinter's test (they train a model whose
         # attention is frozen to uniform): it says whether this model relies on its weights as
-        # trained, not whether attention is needed for the task (issue 32).
+        # trained, not whether attention is needed for the task.
         if "predicts" in test:
             return "an even spread at inference flips it"
         return ("an even spread at inference barely moves it" if value < SMALL_CHANGE else

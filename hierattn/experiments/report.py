@@ -243,8 +243,11 @@ def faithfulness_table(dataset: str, root: Path = RESULTS) -> str | None:
                 cell += f"<br>{row['baseline is']}: {_interval(row['baseline'])}"
             if row.get("difference"):  # paired by document: the figure that says whether it beats the baseline
                 cell += f"<br>difference: {_signed(row['difference'])}"
-            if row.get("structural"):  # words ranked across sentences: the structural null (issue 32)
-                cell += (f"<br>1 / sentence length: {_interval(row['structural'])}"
+            if row.get("structural"):  # a hierarchical model's words: beside its sentence attention x even words
+                same = row.get("value on structural documents")
+                cell += ((f"<br>on the {row['structural documents']} documents of 2+ sentences: {_interval(same)}"
+                          if same else "")
+                         + f"<br>sentence × even words: {_interval(row['structural'])}"
                          f"<br>difference: {_signed(row['structural difference'])}")
             if row["documents"] != r["documents"]:  # one-sentence documents have no sentence-level figure
                 cell += f"<br>({row['documents']} documents)"

@@ -252,7 +252,8 @@ class AdditiveAttention(nn.Module):
         self.site = site
         self.proj = nn.Linear(d_in, d_att)
         # u_w ~ N(0, 1/d_att) unless ``variance`` says otherwise (the registry's sweep of the start)
-        self.context = nn.Parameter(torch.randn(d_att) * (math.sqrt(variance) if variance is not None else d_att ** -0.5))
+        std = math.sqrt(variance) if variance is not None else d_att ** -0.5
+        self.context = nn.Parameter(torch.randn(d_att) * std)
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor):
         # h: (N, L, d_in); mask (N, L) -> out (N, d_in), weights (N, L)

@@ -271,7 +271,7 @@ def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
 
 
 _METHOD_STYLE = {"attention": ("#1f77b4", "solid"), "gradient × input": ("#ff7f0e", "solid"),
-                 "leave-one-out": ("#2ca02c", "solid"), "1 / sentence length": ("#8c564b", "dot"),
+                 "leave-one-out": ("#2ca02c", "solid"), "sentence attention × even words": ("#8c564b", "dot"),
                  "random": ("#7f7f7f", "dash")}
 
 

@@ -19,7 +19,9 @@ from hierattn.analysis.battery import (
     rankings,
 )
 from hierattn.analysis.battery_split import bootstrap, evenly_spaced, split_battery
+from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import explain
+from hierattn.analysis.faithfulness import gradient_times_input
 from hierattn.analysis.rollout import GRADIENT_WEIGHTED, beside_raw, rollout
 from hierattn.checkpoint import Classifier, load_classifier
 from hierattn.contract import WORD, AttentionMap
@@ -225,31 +227,60 @@ def test_a_one_sentence_document_skips_what_one_sentence_cannot_test(checkpoint_
     assert any("one sentence" in line for line in battery.not_applicable)
 
 
-def test_words_ranked_across_sentences_face_the_structural_null(checkpoint_dir):
-    """Issue 32 (5): a hierarchical model's word weights sum to 1 within each sentence, so ranked
-    across sentences they mostly order words by 1 / sentence length (Spearman 0.97 for
-    bbc-news-hcan). Its words are ranked by the two-stage product only, and every word-level figure
-    sits beside 1 / sentence length's; the sentence-level ones do not."""
-    from hierattn.analysis.battery import sentence_length_scores
+def test_words_ranked_across_sentences_face_the_sentence_times_even_words_null(checkpoint_dir):
+    """A hierarchical model's word weights sum to 1 within each sentence; ranked across sentences
+    by the two-stage product, their order owes much to the sentence weights. The null keeps those:
+    each word alpha_s / n_s (1 / sentence length is that product with both levels even, so it
+    cannot show what the word level adds). Every figure of the attention's word ranking sits beside
+    that null's; captum's and the sentence-level rows do not. Within each sentence, where the
+    sentence weight is constant, Kendall tau gets rows of its own."""
+    from hierattn.analysis.faithfulness import sentence_even_weights
 
     classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
     ex = explain(classifier, TEXT)
     lengths = [len(s.tokens) for s in ex.document.sentences]
-    assert len(set(lengths)) > 1  # sentences of different lengths, so the null ranks something
-    scores = sentence_length_scores(ex.document)
-    first, last = scores[0], scores[-1]
-    assert (first > last) == (lengths[0] < lengths[-1]) and len(scores) == sum(lengths)
+    alpha = ex.target_attention("sentence")
+    null = sentence_even_weights(ex)
+    assert null == pytest.approx([float(alpha[s]) / n for s, n in enumerate(lengths) for _ in range(n)])
     ranked, _ = rankings(ex)
     assert WORD_ATTENTION not in ranked and TWO_STAGE in ranked
     battery = document_battery(classifier, ex, permutations=2)
     rows = battery.rows()
     word_rows = [r for r in rows if r["level"] == "word" and r["test"].startswith(("comprehensiveness",
-                                                                                    "sufficiency", "Kendall"))]
-    of_attention = [r for r in word_rows if not any(name in r["test"] for name in ATTRIBUTION_RANKINGS)]
-    assert len(of_attention) == 4 and all(r["structural"] is not None for r in word_rows)
-    assert len(word_rows) == 4 + 4 + 1  # captum's two word rankings in ERASER, and Kendall tau with IG
+                                                                                    "sufficiency", "Kendall tau with "))]
+    of_attention = [r for r in word_rows if not any(f"({name})" in r["test"] for name in ATTRIBUTION_RANKINGS)]
+    assert len(of_attention) == 5 and all(r["structural"] is not None for r in of_attention)  # 2 ERASER, 3 taus
+    assert all(r.get("structural") is None for r in word_rows if r not in of_attention)
     assert all(r.get("structural") is None for r in rows if r["level"] == "sentence")
     assert battery.eraser[STRUCTURAL].unit == eraser.WORD_UNITS
+    # the null's Kendall tau with leave-one-out, by hand (tau-b counts its ties within a sentence)
+    from hierattn.analysis.attention_tests import kendall_tau
+
+    within = {r["test"]: r for r in rows if r["test"].startswith("Kendall tau within sentences")}
+    assert set(within) == {"Kendall tau within sentences with gradient", "Kendall tau within sentences with "
+                           "leave-one-out", "Kendall tau within sentences with integrated gradients"}
+    assert battery.kendall_structural[("word", "gradient")] is None or -1 <= battery.kendall_structural[
+        ("word", "gradient")] <= 1
+    two_stage = list(importance(ex).words.values())
+    gradient = gradient_times_input(classifier, ex.document, ex.labels.index(ex.label), jain_wallace=True)
+    taus, start = [], 0
+    for n in lengths:
+        if n >= 2:
+            taus.append(kendall_tau(two_stage[start: start + n], gradient[start: start + n]))
+        start += n
+    assert within["Kendall tau within sentences with gradient"]["value"] == pytest.approx(
+        sum(taus) / len(taus), abs=1e-9)
+    assert battery.kendall_structural[("word", "gradient")] == pytest.approx(kendall_tau(null, gradient), abs=1e-9)
+
+
+def test_a_flat_model_has_no_structural_null(checkpoint_dir):
+    """SANet's words are ranked over the document, not within sentences: there is no sentence
+    structure for a null to keep, so no row carries one."""
+    classifier = load_classifier(checkpoint_dir / "tiny-sanet", device="cpu")
+    ex = explain(classifier, TEXT)
+    battery = document_battery(classifier, ex, permutations=2)
+    assert all(r.get("structural") is None for r in battery.rows()) and STRUCTURAL not in battery.eraser
+    assert not battery.kendall_within
 
 
 def test_a_split_sample_is_spread_through_it_not_its_head():
@@ -266,7 +297,7 @@ def test_a_split_sample_is_spread_through_it_not_its_head():
     ({"test": "sufficiency (two-stage)", "value": 0.30, "baseline": 0.10}, "worse than random"),
     ({"test": "Kendall tau with gradient", "value": 0.45, "baseline": 0.01}, "agrees more than random"),
     ({"test": "Kendall tau with leave-one-out", "value": 0.45, "baseline": 0.01, "structural": 0.40},
-     "beats random, not 1 / sentence length"),
+     "beats random, not sentence attention × even words"),
     ({"test": "comprehensiveness (two-stage)", "value": 0.30, "baseline": 0.10, "structural": 0.10}, "beats random"),
     ({"test": "Kendall tau with gradient", "value": 0.05, "baseline": 0.01}, "no better than random"),
     ({"test": "Kendall tau with gradient", "value": None, "baseline": 0.01}, "cannot be computed"),

@@ -95,7 +95,7 @@ def test_erasure_curves_are_the_probability_drops_of_each_ranking(checkpoint_dir
     label = ex.labels.index(curves.label)
     assert curves.ks == [1, 2, 3, 4, 5] and set(curves.drops) == {"attention", "gradient × input",
                                                                     "integrated gradients", "leave-one-out",
-                                                                    "1 / sentence length", "random"}
+                                                                    "sentence attention × even words", "random"}
     scores = curves.scores["attention"]
     top3 = set(sorted(range(len(scores)), key=lambda i: -scores[i])[:3])
     expected = curves.probability - _probability(classifier, without(ex.document, top3), label)

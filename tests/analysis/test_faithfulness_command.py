@@ -1,6 +1,8 @@
 """``python -m hierattn faithfulness`` and the README table it feeds (issue 20)."""
 import json
 
+import pytest
+
 from hierattn.cli import main
 from hierattn.experiments.report import faithfulness_table
 
@@ -19,7 +21,12 @@ def test_the_command_writes_the_split_table_the_readme_shows(checkpoint_dir, tmp
     assert low <= mean <= high and comprehensiveness["baseline is"] == "random words"
     table = faithfulness_table("tweets", tmp_path)
     assert "| comprehensiveness (two-stage) | word |" in table and "random words:" in table
-    assert "1 / sentence length:" in table  # words ranked across sentences face the structural null
+    assert "sentence × even words:" in table  # a hierarchical model's words face the structural null
+    two_stage = tests[("comprehensiveness (two-stage)", "word")]
+    # the figure beside the null covers the null's documents: value minus null equals the paired difference
+    same, null = two_stage["value on structural documents"][0], two_stage["structural"][0]
+    assert same - null == pytest.approx(two_stage["structural difference"][0], abs=1e-9)
+    assert f"on the {two_stage['structural documents']} documents of 2+ sentences" in table
     assert "| accuracy with uniform attention | word |" in table and "`tiny-han`: 6 documents" in table
     assert faithfulness_table("bbc-news", tmp_path) is None
 

@@ -13,7 +13,7 @@ import torch
 
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis.battery_split import bootstrap
-from hierattn.analysis.tour import _pairwise_jsd
+from hierattn.analysis.tour import pairwise_jsd
 from tests.conftest import REPO
 
 RECORDED = json.loads((REPO / "tests" / "recorded" / "library_switch.json").read_text())
@@ -47,7 +47,7 @@ def test_scipy_jensen_shannon_squared_equals_the_removed_code_and_the_torch_dive
 
 def test_pairwise_divergences_are_symmetric_with_a_zero_diagonal():
     rows = np.asarray(RECORDED["jensen_shannon"][1]["p"])
-    pairs = _pairwise_jsd(rows)
+    pairs = pairwise_jsd(rows)
     assert pairs.shape == (len(rows), len(rows))
     assert np.allclose(np.diag(pairs), 0.0, atol=1e-12) and np.allclose(pairs, pairs.T)
     assert (pairs[~np.eye(len(rows), dtype=bool)] > 0).all() and pairs.max() <= math.log(2)

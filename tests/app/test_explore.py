@@ -377,10 +377,10 @@ def test_integrated_gradients_and_occlusion_beside_the_attention(app_env, model)
     assert "Convergence delta: the words' scores add up to the logit's change" in texts(at)
     at.toggle(key="sentence_attributions").set_value(True).run()
     _settled(at)
-    table = next(d.value for d in at.dataframe if "KernelSHAP (points)" in d.value.columns)
-    assert list(table.columns) == ["sentence", "attention (%)", "occlusion (points)", "KernelSHAP (points)"]
+    table = next(d.value for d in at.dataframe if "Shapley value (points)" in d.value.columns)
+    assert list(table.columns) == ["sentence", "attention (%)", "occlusion (points)", "Shapley value (points)"]
     assert len(table) == 3 and table["sentence"].iloc[0].startswith("S1: The striker")
-    assert "KernelSHAP's values add up to the probability's change" in texts(at)
+    assert "the Shapley values are exact: all 8 subsets of the 3 sentences were read" in texts(at)
     at.toggle(key="sentence_attributions").set_value(False).run()
     at.toggle(key="faithfulness").set_value(False).run()
 

@@ -9,7 +9,13 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import compare as comparing
 from hierattn.analysis import faithfulness
-from hierattn.analysis.attribution import IG_STEPS, SHAP_SAMPLES, sentence_table, supports_gradients
+from hierattn.analysis.attribution import (
+    EXACT_SENTENCES,
+    IG_STEPS,
+    SHAP_SAMPLES,
+    sentence_table,
+    supports_gradients,
+)
 from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.explain import Explanation
 from hierattn.app.downloads import chart
@@ -94,16 +100,18 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
 
 
 def sentence_attributions(classifier: Classifier, path: Path, ex: Explanation, doc_key: str) -> None:
-    """Each sentence's attention beside captum's sentence occlusion and KernelSHAP, on request (the
-    two cost one and SHAP_SAMPLES forward passes per document)."""
+    """Each sentence's attention beside captum's sentence occlusion and the sentences' Shapley values,
+    on request (one forward pass per sentence, then up to 2^7 for exact Shapley values, or
+    KernelSHAP's draws of SHAP_SAMPLES until their error is small)."""
     if len(ex.document.sentences) < 2:
         return
-    if not st.toggle("Sentence attributions: occlusion and KernelSHAP beside the sentence attention",
+    if not st.toggle("Sentence attributions: occlusion and Shapley values beside the sentence attention",
                      key="sentence_attributions",
                      help="Occlusion: the fall in P(predicted class) when the sentence alone is removed. "
-                          "KernelSHAP: each sentence's Shapley value for that probability, estimated from "
-                          f"{SHAP_SAMPLES} documents keeping a random subset of the sentences (captum). One forward "
-                          f"pass per sentence, then {SHAP_SAMPLES}, in the background."):
+                          "Shapley value: each sentence's fair share of that probability over every subset of the "
+                          f"sentences, exact up to {EXACT_SENTENCES} sentences (every subset read); for longer "
+                          f"documents KernelSHAP estimates it (captum), in draws of {SHAP_SAMPLES} subsets until its "
+                          "measured error is under half a point, and says that error. In the background."):
         return
     table = computed(("sentence-attributions", *checkpoint_key(path), doc_key),
                      lambda progress: sentence_table(classifier, ex), "Attributing the sentences:")
@@ -119,7 +127,8 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
     st.subheader("Is the attention faithful? Erasure over the split")
     st.caption("For each document: remove the top words by attention, by gradient × input, by Integrated "
                "Gradients (captum), by leave-one-out "
-               "occlusion, by 1 / sentence length (what per-sentence weights give with no attention at all) and in "
+               "occlusion, by the sentence attention spread evenly over each sentence's words (a hierarchical model's "
+               "null: what its sentence weights give with no word attention) and in "
                "random orders (1/40 up to half of its words), and measure the drop in the probability of the class "
                "the model predicted. Curves are means over documents; the area is the mean drop. Leave-one-out "
                "needs one forward pass per word: slow on long articles.")

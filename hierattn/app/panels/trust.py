@@ -42,7 +42,8 @@ def _difference(row: dict) -> str:
     return f"{row['value'] - row['baseline']:+.3g}"
 
 
-STRUCTURAL_HEADING = "**Words ranked across sentences, beside 1 / sentence length**"
+STRUCTURAL_HEADING = "**Words ranked across sentences, beside the sentence attention × even words**"
+NULL = "sentence × even words"
 
 
 def _static_table(rows: list[dict]) -> None:
@@ -64,19 +65,20 @@ def _document_table(rows: list[dict]) -> None:
 
 
 def _structural_table(rows: list[dict]) -> None:
-    """Words ranked across sentences beside 1 / sentence length, in a table of their own so that
-    the main one fits 1024 px: the null a hierarchical model's per-sentence word weights meet."""
+    """A hierarchical model's words ranked across sentences beside its own sentence attention times an
+    even spread of each sentence's words, in a table of their own so that the main one fits 1024 px."""
     beside = [r for r in rows if r.get("structural") is not None and r["value"] is not None]
     if not beside:
         return
     st.markdown(STRUCTURAL_HEADING)
     _static_table([_named(r, "value", _figure(r["value"]))
-                   | {"1 / sentence length": _figure(r["structural"]),
-                      "− 1 / sentence length": _difference({**r, "baseline": r["structural"]})} for r in beside])
-    st.caption("Word weights that sum to 1 within each sentence, ranked across sentences, mostly order the words "
-               "by the length of their sentence: 1 / sentence length is the ranking such weights give with no "
-               "attention at all. A ranking that beats random but not this has learned little beyond length "
-               "(the verdict above says so). Sufficiency: lower is better.")
+                   | {NULL: _figure(r["structural"]),
+                      f"− {NULL}": _difference({**r, "baseline": r["structural"]})} for r in beside])
+    st.caption("The null keeps the model's own sentence weights and spreads each sentence's weight evenly over its "
+               "words (alpha_s / n_s): a word ranking that beats random but not this owes its order to the sentence "
+               "attention, not to the word attention (the verdict above says so). The rows \"within sentences\" "
+               "ask the same inside each sentence, where the sentence weight cannot help. Sufficiency: lower is "
+               "better.")
 
 
 def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: dict) -> None:
@@ -177,8 +179,9 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
     st.subheader("Can the attention be trusted? The standard tests over the split")
     st.caption("Per document as in Explore's \"Can I trust this shading?\", then the mean over documents with a "
                "bootstrap 95% interval, beside the baseline each figure must beat (random rankings of the same "
-               "units; for words ranked across sentences also 1 / sentence length, the ranking per-sentence weights "
-               "give with no attention), and the difference paired by document. Accuracy with uniform attention "
+               "units; for a hierarchical model's words ranked across sentences also its sentence attention times "
+               "even words, on the same documents), and the difference paired by document. Accuracy with uniform "
+               "attention "
                "is an intervention at inference; Wiegreffe & Pinter's test trains a frozen-uniform twin (the "
                "registry's orderings).")
     left, right = st.columns([1, 3])
@@ -200,9 +203,11 @@ def split_table(classifier: Classifier, path: Path, name: str, dataset: str, spl
         beside = [r for r in result.rows if r.get("structural")]
         if beside:
             st.markdown(STRUCTURAL_HEADING)
-            _static_table([_named(r, "mean [95% interval]", _cell(r["value"]))
-                           | {"1 / sentence length [95%]": _cell(r["structural"]),
-                              "difference from it [95%]": _cell(r.get("structural difference"))} for r in beside])
+            _static_table([_named(r, "mean on the same documents [95%]",
+                                  _cell(r.get("value on structural documents", r["value"])))
+                           | {f"{NULL} [95%]": _cell(r["structural"]),
+                              "difference from it [95%]": _cell(r.get("structural difference")),
+                              "documents": r.get("structural documents", r["documents"])} for r in beside])
     if result.accuracy:
         _static_table([{"attention replaced at": level, "accuracy, trained attention": _cell(a["trained"]),
                         "accuracy, uniform attention": _cell(a["uniform"]), "difference [95%]": _cell(a["difference"])}
