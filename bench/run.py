@@ -331,7 +331,7 @@ def format_table(results: dict) -> str:
                      f"{1000 * results['explore_rerun_seconds']:.0f} ms")
     goals = _goals(results)
     if goals:
-        lines += ["", "| goal (issues 6, 19 and 20) | target | measured | met |", "|---|---|---:|---|"]
+        lines += ["", "| goal | target | measured | met |", "|---|---|---:|---|"]
         lines += [f"| {name} | {target} | {measured} | {'yes' if met else '**no**'} |" for name, target, measured,
                   met in goals]
     if results.get("statistics_seconds"):

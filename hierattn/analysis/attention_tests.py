@@ -12,7 +12,7 @@ Readings (each tested in tests/analysis/test_attention_tests.py):
   and (a) gradient importance: |d y / d x_t| for the one-hot input x_t of word t, which is
   |gradient . embedding| of the predicted class's probability with every attention weight held
   constant (detached), as Jain & Wallace compute it (``faithfulness.gradient_times_input`` with
-  ``jain_wallace=True``; until issue 32 the gradient flowed through the attention and was of the logit),
+  ``jain_wallace=True``; a gradient through the attention, of the logit, would not be theirs),
   and (b) leave-one-out: TVD between the output with and without unit t.
 - **Permutation**: each real position's weight goes to another real position of the same
   distribution (a random permutation per distribution: every sentence's word attention, every head,

@@ -148,7 +148,7 @@ def rankings(ex: Explanation) -> tuple[dict[str, list[float]], list[str]]:
     """The attention rankings this model's maps give (name -> one score per unit), and lines for
     those that do not apply. A hierarchical model's word weights sum to 1 within each sentence, so
     ranked across sentences they mostly order words by 1 / sentence length (Spearman 0.97 with it
-    for bbc-news-hcan): its words are ranked by the two-stage product only (issue 32)."""
+    for bbc-news-hcan): its words are ranked by the two-stage product only."""
     out, missing = {}, []
     word_name = ex.target_name(WORD)
     hierarchical = word_name is not None and "sentence" in ex.attentions[word_name].axes

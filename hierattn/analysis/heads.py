@@ -1,6 +1,6 @@
 """Every head of a stacked self-attention over subword tokens (a transformer's), at a glance: per
 layer and head, what its attention does, each figure beside what an even spread over the same
-tokens gives (issue 33's head overview; Clark et al. 2019, "What does BERT look at?", sections 3-4,
+tokens gives (the head overview; Clark et al. 2019, "What does BERT look at?", sections 3-4,
 name the patterns).
 
 Per head, over one document's real tokens (special tokens included, as the model reads them):

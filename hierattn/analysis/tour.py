@@ -66,7 +66,7 @@ MIN_SHARE = 0.2  # step 1: and this much more of it than an even spread of the s
 # Step 4: HAN's Gini above HCAN's by this much on one document. Two random maps of the shipped
 # models' shapes differ by up to 0.19 (95th percentile, 200 draws on 40 tweets), so a smaller gap on
 # one document is noise. The direction does not hang on it: on 96 tweets spread through the test
-# split HAN's Gini is the higher on 94%, by 0.1 or more on 77%, 0.2 on 53%, 0.3 on 29% (issue 32).
+# split HAN's Gini is the higher on 94%, by 0.1 or more on 77%, 0.2 on 53%, 0.3 on 29%.
 MIN_GINI_GAP = 0.2
 ALPHA = 0.05  # step 2: the real split of the heads must reach this p-value among all splits
 TOP_WORDS_DIFFER = 0.5  # step 2: the most-attended other word differs for most words

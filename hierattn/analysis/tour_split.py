@@ -4,8 +4,9 @@ rate beside it, and lets the reader open a typical document and one where the cl
 
 Each step's check is the one ``analysis.tour`` makes on one document (against the null its docstring
 gives for that step); here it runs on every test document. ``record`` writes the
-figures to ``results/tour.json`` (``python -m hierattn tour``); the Tour page reads them, and says
-so when the file is missing or its checkpoints changed since.
+figures to ``results/tour.json`` (``python -m hierattn tour``) with a digest of each checkpoint's
+content; the Tour page reads them, and says so when the file is missing or a checkpoint's content
+changed since.
 """
 from __future__ import annotations
 
@@ -183,8 +184,25 @@ def _sanet_rate(models: list[Classifier], split, progress) -> StepRate:
                      "articles columnar": [len(rows_a), int(sum(r[0] for r in rows_a))]})
 
 
-def save(rates: dict[int, StepRate], stamps: dict[str, float], path: Path) -> None:
-    """Write the rates with the checkpoints' file stamps they were computed from."""
+CHECKPOINT_FILES = ("config.json", "model.safetensors", "vocab.json", "tokenizer.json")
+
+
+def checkpoint_digest(folder: Path) -> str:
+    """A digest of a checkpoint's content (its config, weights and vocabulary), the stamp its
+    recorded rates carry: a fresh clone or a copy keeps it, where file times change on every checkout."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in CHECKPOINT_FILES:
+        path = Path(folder) / name
+        if path.exists():
+            digest.update(name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def save(rates: dict[int, StepRate], stamps: dict[str, str], path: Path) -> None:
+    """Write the rates with the digests of the checkpoints they were computed from."""
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"checkpoints": stamps, "steps": {str(k): asdict(v) for k, v in rates.items()}}
     tmp = path.with_suffix(".json.part")
@@ -192,8 +210,8 @@ def save(rates: dict[int, StepRate], stamps: dict[str, float], path: Path) -> No
     tmp.replace(path)
 
 
-def load(path: Path) -> tuple[dict[int, StepRate], dict[str, float]]:
-    """The recorded rates and the checkpoint stamps they were computed from ({} when none)."""
+def load(path: Path) -> tuple[dict[int, StepRate], dict[str, str]]:
+    """The recorded rates and the checkpoint digests they were computed from ({} when none)."""
     try:
         payload = json.loads(path.read_text())
         steps = {int(k): StepRate(**v) for k, v in payload["steps"].items()}

@@ -33,10 +33,20 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
         collect[name] = fig
     subtitle = st.session_state.get(SUBTITLE, "")
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
+    try:  # the slide's layout, without drawing it: a figure it cannot lay out is said here, not in a log
+        export.slide(fig, name, subtitle)
+        problem = None
+    except Exception as exc:  # plotly's validation errors vary; the reader needs one sentence
+        problem = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
     with where.popover("Export", icon=":material/download:"):
         st.caption("PNG, SVG and PDF are drawn for a 16:9 slide, every label shown; HTML stays interactive.")
+        if problem:
+            st.warning(f"This figure cannot be drawn as a slide ({problem}); the HTML export still works.",
+                       icon=":material/error:")
         for fmt, mime in (("png", "image/png"), ("svg", "image/svg+xml"), ("pdf", "application/pdf"),
                           ("html", "text/html")):
+            if problem and fmt != "html":
+                continue
             st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt, name, subtitle),
                                f"{slug}.{fmt}", mime, key=f"export_{key or slug}_{fmt}", on_click="ignore")
     return event if select else None

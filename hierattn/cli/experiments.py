@@ -56,6 +56,20 @@ def report(args) -> int:
     return 0
 
 
+def verdict_null(args) -> int:
+    import json
+
+    from hierattn.experiments import null_rates
+
+    rows = null_rates.false_verdict_rates(args.draws)
+    if args.write:
+        null_rates.record(rows, Path(args.write))
+        print(f"wrote {args.write}")
+    else:
+        print(json.dumps(rows, indent=1))
+    return 0
+
+
 def add_parsers(sub, plugin_argument) -> None:
     r = sub.add_parser("reproduce", help="rerun rows of the experiments registry (experiments/*.toml) and record "
                                          "their results (results/)")
@@ -70,6 +84,13 @@ def add_parsers(sub, plugin_argument) -> None:
     r.add_argument("--runs", help="where the runs' checkpoints go (default runs/experiments/)")
     plugin_argument(r)
     r.set_defaults(func=reproduce)
+
+    v = sub.add_parser("verdict-null", help="how often an ordering's verdict is wrong when the rows are equal: "
+                                            "simulated null draws, recorded with their Monte Carlo error")
+    v.add_argument("--draws", type=int, default=2000, help="null draws per scenario (default 2000)")
+    v.add_argument("--write", metavar="FILE", nargs="?", const="results/verdict-null.json",
+                   help="record the rates here (default results/verdict-null.json); else print them")
+    v.set_defaults(func=verdict_null)
 
     p = sub.add_parser("report", help="the results and ordering tables of docs/RESULTS.md, from the recorded results")
     p.add_argument("--write", metavar="FILE", nargs="?", const="docs/RESULTS.md",

@@ -1,5 +1,6 @@
-"""``faithfulness``: the battery of issue 20 over a split, as JSON (and the README's table);
-``spread``: how far checkpoints' pooling attention is from an even spread over a whole split."""
+"""``faithfulness``: the faithfulness battery over a split, as JSON (and the README's table);
+``spread``: how far checkpoints' pooling attention is from an even spread over a whole split;
+``erasure``: the erasure curves' areas over a split (RESULTS's table), each pair on the same documents."""
 from __future__ import annotations
 
 import json
@@ -34,6 +35,14 @@ def add_parser(sub, plugin_argument) -> None:
     s.add_argument("--device")
     plugin_argument(s)
     s.set_defaults(func=spread)
+
+    e = sub.add_parser("erasure", help="the erasure curves over a split: each ranking's mean drop, and beside the "
+                                       "structural null the same figures on its documents")
+    e.add_argument("--checkpoint", required=True)
+    e.add_argument("--documents", type=int, default=100, help="N documents spread evenly through the test split")
+    e.add_argument("--json", required=True, help="write the figures here (report reads results/erasure/)")
+    plugin_argument(e)
+    e.set_defaults(func=erasure)
 
 
 def run(args) -> int:
@@ -108,6 +117,32 @@ def spread(args) -> int:
     out = {"dataset": args.dataset, "split": args.split, "documents": len(texts), "checkpoints": rows}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+def erasure(args) -> int:
+    from hierattn.analysis.battery_split import evenly_spaced
+    from hierattn.analysis.faithfulness import split_erasure
+    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+
+    try:
+        classifier = load_classifier(find_checkpoint(args.checkpoint), device="cpu")
+        ds = load_builtin(classifier.dataset)
+    except (CheckpointError, KeyError, ValueError, OSError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    texts = [ds.texts[i] for i in evenly_spaced(stratified_split(ds.labels)["test"], args.documents)]
+    start = time.perf_counter()
+    result = split_erasure(classifier, texts)
+    out = {"checkpoint": Path(args.checkpoint).name, "model": classifier.display_name, "dataset": classifier.dataset,
+           "documents": result.documents, "auc": result.auc, "agreement": result.agreement,
+           "paired": result.paired, "paired_documents": result.paired_documents,
+           "seconds": round(time.perf_counter() - start, 1)}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {args.json}: {result.documents} documents in {out['seconds']} s", file=sys.stderr)
     return 0
 
 

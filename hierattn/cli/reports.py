@@ -239,7 +239,7 @@ def tour_rates(args) -> int:
             print(f"error: step {step}: {exc}", file=sys.stderr)
             return 2
         for n in names:
-            stamps[n] = max(f.stat().st_mtime for f in (root / n).iterdir())
+            stamps[n] = tour_split.checkpoint_digest(root / n)
         data = ({"tweets": splits["tweets"], "bbc-news": splits["bbc-news"]} if step == 3 else
                 {("bbc-news" if step == 1 else "tweets"): splits["bbc-news" if step == 1 else "tweets"]})
         rates[step] = tour_split.step_rate(step, models, data)

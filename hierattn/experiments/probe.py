@@ -34,7 +34,7 @@ from hierattn.analysis.explain import explained
 from hierattn.checkpoint import Classifier
 
 RANKED_DOCUMENTS = {"tweets": 200, "bbc-news": 50}  # documents spread through the test split for the taus
-MAX_LOO_WORDS = 200  # leave-one-out over a random sample of this many words in a longer document
+MAX_LOO_WORDS = 100  # leave-one-out over a random sample of this many words in a longer document
 
 
 def query_norms(model: torch.nn.Module) -> dict[str, list[float]]:

@@ -316,6 +316,19 @@ def readme_sections(root: Path = RESULTS) -> dict[str, str]:
         table = spread_table(dataset, root)
         if table:
             sections[f"spread:{dataset}"] = table
+    from hierattn.experiments import erasure_table, null_rates, start_sweep
+
+    table = erasure_table.table(root)
+    if table:
+        sections["erasure"] = table
+
+    for dataset in ("tweets", "bbc-news"):
+        table = start_sweep.table(dataset, root)
+        if table:
+            sections[f"start:{dataset}"] = table
+    table = null_rates.table(root / "verdict-null.json")
+    if table:
+        sections["verdict-null"] = table
     timing = batch_one_markdown(root)
     missing = "Not measured yet: `python -m hierattn bench --only batch-one --json bench.json`.\n"
     sections["timing:batch-one"] = timing + "\n" if timing else missing

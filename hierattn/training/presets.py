@@ -60,7 +60,7 @@ PRESETS = {
                                        weight_decay=5e-4)),
     "tweets-kimcnn": Preset("kimcnn", "tweets", {}, _TWEET_TEXT,
                             TrainConfig(epochs=10, batch_size=64, lr=1e-3, patience=3, max_vocab=15000)),
-    # A small BERT trained from scratch (issue 33): its WordPiece vocabulary of 8,000 tokens trained on
+    # A small BERT trained from scratch: its WordPiece vocabulary of 8,000 tokens trained on
     # the training split, 4 layers of 4 heads, d 128, a window of 128 tokens. lr 5e-4 with a cosine
     # schedule: one trial epoch of a 2-layer model at 5e-4 reached 74.7% validation accuracy; not tuned
     # further. Not a pre-trained model: see the README.

@@ -13,6 +13,7 @@ from hierattn.viz.figures import (
            matrix_heatmap,
            metric_boxes,
            probability_chart,
+           start_sweep_chart,
            training_chart,
 )
 from hierattn.viz.heads import head_grid, head_table
@@ -31,5 +32,5 @@ __all__ = [
     "attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
     "distribution_chart", "document_html", "erasure_chart", "head_grid", "head_table", "heads_grid", "lines_chart",
     "matrix_heatmap", "md_code", "md_text", "metric_boxes", "plain_text_html", "probability_chart",
-    "shaded_document_html", "shading_legend_html", "training_chart", "word_attention_html"
+    "shaded_document_html", "shading_legend_html", "start_sweep_chart", "training_chart", "word_attention_html"
 ]

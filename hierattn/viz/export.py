@@ -74,9 +74,12 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
         out.update_xaxes(title=dict(text="attends to (key)"), side="top", tickangle=-60, domain=[0, fraction],
                          **ticks)
         out.update_yaxes(title=dict(text="query"), domain=[0, 1], **ticks)
+        # the heatmap's colour bar only: a clickable heatmap also carries an invisible Scatter of click
+        # markers, which has no colour bar (setting one on every trace raised, and the export failed)
         out.update_traces(showscale=True, colorbar=dict(len=1, lenmode="fraction", thickness=26, y=0.5,
                                                         yanchor="middle", x=fraction + 0.02, xanchor="left",
-                                                        title=dict(text="weight", side="right")))
+                                                        title=dict(text="weight", side="right")),
+                          selector=dict(type="heatmap"))
     elif meta.get("labels"):  # bars over words: every word where there is room
         labels = meta["labels"]
         n = len(labels)

@@ -32,6 +32,14 @@ def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> 
 MAX_TICKS = 60  # labels an axis shows; beyond, every k-th (every cell still names its words on hover)
 
 
+def zero_based(z, zmax: float | None = None) -> dict:
+    """A heatmap's colour range: from 0 to ``zmax`` (a shared scale) or the map's own largest value,
+    with plotly's automatic range off. ``zmin=0`` alone leaves ``zauto`` on, and plotly then spans
+    the data's own minimum to maximum: a near-even map (0.05-0.14) was drawn white to navy."""
+    top = zmax if zmax is not None else max((v for row in z for v in row if v is not None), default=1.0)
+    return dict(zmin=0.0, zmax=float(top) if top and top > 0 else 1.0, zauto=False)
+
+
 def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
     every = -(-len(labels) // limit) if labels else 1
     return dict(tickmode="array", tickvals=list(range(0, len(labels), every)),
@@ -65,7 +73,7 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     side = min(360 if compact else 640, max(160 if compact else 240, (14 if compact else 22) * n))
     scale = show_scale
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
-                               colorscale=COLORSCALE, zmin=0, zmax=zmax, showscale=scale,
+                               colorscale=COLORSCALE, **zero_based(z, zmax), showscale=scale,
                                colorbar=dict(title=dict(text="weight", side="right"), thickness=14, len=1,
                                              lenmode="fraction", y=0.5, yanchor="middle"),
                                hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>"))
@@ -125,7 +133,7 @@ def heads_grid(matrices: Sequence, labels: Sequence[str], titles: Sequence[str],
                          row=row, col=col)
         fig.update_yaxes(autorange="reversed", tickfont=dict(size=font), showgrid=False, **_ticks(labels),
                          row=row, col=col)
-    fig.update_layout(coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=top,
+    fig.update_layout(coloraxis=dict(colorscale=COLORSCALE, cmin=0, cmax=top, cauto=False,
                                      colorbar=dict(title=dict(text="weight", side="right"), thickness=14, len=1)),
                       height=rows * (min(420, max(220, 16 * n)) + label_px + 30) + 40,
                       margin=dict(l=10, r=10, t=label_px + 30, b=30), meta=dict(labels=list(labels), kind="heads"))
@@ -146,7 +154,7 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[st
     rows, cols = len(row_labels), len(column_labels)
     hover = [[f"{short(row_labels[i], 40)} · {short(column_labels[j], 40)}" for j in range(cols)] for i in range(rows)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(cols)), y=list(range(rows)), customdata=hover,
-                               colorscale=COLORSCALE, zmin=0, zmax=zmax, colorbar=dict(title="weight"),
+                               colorscale=COLORSCALE, **zero_based(z, zmax), colorbar=dict(title="weight"),
                                hovertemplate="%{customdata}<br>weight %{z:.3f}<extra></extra>"))
     upright = all(len(short(label)) <= 8 for label in column_labels)  # short column labels need no slant
     fig.update_layout(title=dict(text=title, y=0.99, yanchor="top"), height=height or min(900, max(220,
@@ -199,7 +207,8 @@ def confusion_heatmap(matrix, labels: Sequence[str]) -> go.Figure:
     shares = [[c / (sum(row) or 1) for c in row] for row in counts]
     names = [short(label, 24) for label in labels]
     fig = go.Figure(go.Heatmap(z=shares, x=names, y=names, text=counts, texttemplate="%{text}", colorscale=COLORSCALE,
-                               zmin=0, zmax=1, colorbar=dict(title="share of<br>true class", tickformat=".0%"),
+                               zmin=0, zmax=1, zauto=False,
+                               colorbar=dict(title="share of<br>true class", tickformat=".0%"),
                                hovertemplate="true %{y}<br>predicted %{x}<br>%{text} documents "
                                              "(%{z:.1%})<extra></extra>"))
     fig.update_layout(height=min(700, 160 + 48 * len(labels)), margin=dict(l=10, r=10, t=40, b=10),
@@ -319,4 +328,30 @@ def lines_chart(series: dict[str, tuple[Sequence[float], Sequence[float | None]]
     fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
                       xaxis=dict(title=x_title), yaxis=dict(title=y_title, tickformat=".0%"),
                       legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]], y_title: str,
+                      percent: bool = False, title: str = "") -> go.Figure:
+    """One marker per recorded seed and a line through each start's mean: series name -> (start
+    variances, values). The x axis is logarithmic (the starts span 1/d to 10); the y axis starts at
+    zero, so a flat attention looks flat."""
+    fig = go.Figure()
+    for name, (xs, ys) in points.items():
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="markers", name=f"{name}, each seed",
+                                 marker=dict(size=7, opacity=0.55), legendgroup=name, showlegend=False,
+                                 hovertemplate=f"{name}<br>start variance %{{x:g}}<br>{y_title} "
+                                               f"%{{y:{'.1%' if percent else '.3f'}}}<extra></extra>"))
+        by_x: dict[float, list[float]] = {}
+        for x, y in zip(xs, ys):
+            by_x.setdefault(x, []).append(y)
+        mean_x = sorted(by_x)
+        fig.add_trace(go.Scatter(x=mean_x, y=[sum(by_x[x]) / len(by_x[x]) for x in mean_x], mode="lines",
+                                 name=name, legendgroup=name, hoverinfo="skip"))
+    top = max((y for _, ys in points.values() for y in ys), default=1.0)
+    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      xaxis=dict(title="variance of the query vector at the start (log scale)", type="log"),
+                      yaxis=dict(title=y_title, rangemode="tozero", range=[0, top * 1.1],
+                                 tickformat=".0%" if percent else None),
+                      legend=dict(orientation="h", y=-0.3))
     return fig

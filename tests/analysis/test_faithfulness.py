@@ -167,3 +167,23 @@ def test_jain_and_wallaces_gradient_holds_the_attention_and_differentiates_the_p
     assert captured and ours == pytest.approx(reference, rel=1e-5, abs=1e-9)
     through = gradient_times_input(classifier, document, label)
     assert through != pytest.approx(ours, rel=1e-3)
+
+
+def test_split_erasure_puts_the_null_beside_figures_on_its_own_documents(checkpoint_dir):
+    """The null (sentence attention x even words) exists for documents of two or more sentences only;
+    ``paired`` gives every method's area on exactly those documents, so the row that sets the
+    attention beside the null never mixes a one-sentence document into one side."""
+    from hierattn.analysis.explain import explain
+    from hierattn.analysis.faithfulness import STRUCTURAL, split_erasure
+
+    classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
+    texts = ["A single long sentence with several words in it here", TEXT,
+             "Two sentences here. And the second one follows now!", "Another lone sentence of some eight words"]
+    result = split_erasure(classifier, texts, steps=4, methods=("attention", STRUCTURAL, "random"))
+    multi = [i for i, t in enumerate(texts) if len(explain(classifier, t).document.sentences) >= 2]
+    assert result.documents == 4 and result.paired_documents == len(multi) == 2
+    for method in ("attention", STRUCTURAL, "random"):  # each multi-sentence document's own area, by hand
+        areas = [erasure_curves(classifier, explain(classifier, texts[i]), 4, seed=i, fractions=True,
+                                methods=("attention", STRUCTURAL, "random")).drops[method] for i in multi]
+        assert result.paired[method] == pytest.approx(sum(sum(a) / len(a) for a in areas) / len(areas), abs=1e-9)
+    assert result.auc["attention"] != pytest.approx(result.paired["attention"], abs=1e-12)

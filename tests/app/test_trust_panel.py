@@ -36,16 +36,20 @@ def test_the_panel_runs_the_battery_or_says_which_tests_apply(name, monkeypatch)
     assert frames, f"{name}: no table of results"
     table = frames[0].value
     assert list(table.columns) == ["test", "level", "value", "baseline", "− baseline", "verdict"]
-    assert all(table["verdict"])  # every row read in words (issue 30: 15 rows of raw numbers)
+    assert all(table["verdict"])  # every row read in words, not raw numbers
     assert "How to read them" in words and "Comprehensiveness (AOPC)" in words
     assert any(t.startswith("comprehensiveness") for t in table["test"])
     if name.endswith(("han", "hcan")):  # hierarchical: sentence units and the interventions at both levels
         assert {"word", "sentence"} <= set(table["level"]) and "permutation" in set(table["test"])
-        # words ranked across sentences meet 1 / sentence length, in a table of their own
-        assert any("1 / sentence length" in f.value.columns for f in frames)
-    for beside in (f.value for f in frames if "1 / sentence length" in f.value.columns):
+        # words ranked across sentences meet the sentence attention x even words, in a table of their own,
+        # and within each sentence get Kendall taus of their own
+        assert any("sentence × even words" in f.value.columns for f in frames)
+        assert any(t.startswith("Kendall tau within sentences") for t in table["test"])
+    else:  # a flat model has no sentence structure for such a null to keep
+        assert not any("sentence × even words" in f.value.columns for f in frames)
+    for beside in (f.value for f in frames if "sentence × even words" in f.value.columns):
         assert set(beside["test"]) <= set(table["test"]) and any(t.startswith("Kendall") for t in beside["test"])
-        assert all(beside["1 / sentence length"]) and "Words ranked across sentences" in words
+        assert all(beside["sentence × even words"]) and "Words ranked across sentences" in words
     if name.endswith(("hcan", "sanet")):  # self-attention beside its gradient-weighted version
         assert any("gradient-weighted" in c.proto.spec for c in at.get("plotly_chart"))
     if name.endswith("halstm"):

@@ -13,7 +13,7 @@ from hierattn.experiments.spec import load_experiments
 @pytest.mark.slow
 def test_quick_budget_reproduces_records_resumes_and_reports(tmp_path, capsys):
     results, runs = tmp_path / "results", tmp_path / "runs"
-    argv = ["reproduce", "tweets/han", "tweets/tfidf-nb", "--budget", "quick", "--seeds", "1",
+    argv = ["reproduce", "tweets/han", "tweets/tfidf-nb", "tweets/han-v10.0", "--budget", "quick", "--seeds", "1",
             "--results", str(results), "--runs", str(runs)]
     assert main(argv) == 0
     recorded = json.loads((results / "tweets/han/seed-1.json").read_text())
@@ -31,6 +31,15 @@ def test_quick_budget_reproduces_records_resumes_and_reports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "<!-- report:results:tweets -->" in out
     assert next(line for line in out.splitlines() if "`han`" in line and "| 1 of 3 |" in line)
+    # a row of the sweep of where the query starts records its attention beside its accuracy
+    swept = json.loads((results / "tweets/han-v10.0/seed-1.json").read_text())["attention"]
+    start, end = swept["query_norm_start"]["word.target"][0], swept["query_norm_end"]["word.target"][0]
+    assert start == pytest.approx((10 * 200) ** 0.5, rel=0.2) and end > 0  # u_w ~ N(0, 10), 200 entries
+    assert swept["from_even"]["word"]["documents"] == 12 and 0 <= swept["from_even"]["word"]["jsd"][0] <= 0.7
+    taus = swept["taus"]["tau leave-one-out: attention"]
+    assert taus["documents"] == 12 and -1 <= taus["tau"][0] <= 1
+    assert "<!-- report:start:tweets -->" in out and "1 of the sweep's 24 runs on tweets are recorded" in out
+    assert json.loads((results / "tweets/han/seed-1.json").read_text())["attention"] is None  # results rows: none
 
 
 def test_quick_results_never_go_to_the_registry(capsys):

@@ -63,3 +63,25 @@ def test_a_frozen_uniform_checkpoint_says_so_and_loads_frozen(tmp_path, tiny_voc
     assert "attention_weights" not in model_config_dict(learned)
     with pytest.raises(ValueError, match="attention_weights must be one of learned, uniform"):
         build_model("han", {"vocab_size": 10, "num_classes": 2, "attention_weights": "frozen"})
+
+
+def test_hcans_target_only_twin_freezes_the_target_attention_and_trains_its_self_attention(tmp_path, tiny_vocab):
+    """The twin that tests the attention the app paints: HCAN's target attention an even spread,
+    both self-attentions as computed (the full twin flattens those too); saved and loaded as such.
+    A model with no target attention is refused (freezing would change nothing)."""
+    model = build_model("hcan", {"vocab_size": len(tiny_vocab), "num_classes": 4, "d": 16, "heads": 2,
+                                 "attention_weights": "target-uniform"})
+    out = model.eval()(_batch(len(tiny_vocab)))
+    for name, a in out.attentions.items():
+        real = a.mask.to(a.weights.dtype)
+        even = real / real.sum(-1, keepdim=True).clamp_min(1.0)
+        gap = float(((a.weights - even) * real).abs().max())
+        assert (gap < 1e-6) == name.endswith(".target"), (name, gap)
+    config = model_config_dict(model)
+    assert config["attention_weights"] == "target-uniform"
+    assert display_name("hcan", config) == "HCAN (target attention frozen uniform)"
+    path = save_checkpoint(tmp_path / "hcan-target", model, "hcan", tiny_vocab, LABELS, TextConfig(4, 8), {})
+    loaded = load_classifier(path, device="cpu")
+    assert loaded.model.frozen_sites == "target"
+    with pytest.raises(ValueError, match="no target attention site"):
+        build_model("sanet", {"vocab_size": 40, "num_classes": 3, "attention_weights": "target-uniform"})

@@ -1,4 +1,4 @@
-"""HCAN's target vector starts at the scale of a learned query (issue 32, finding 1): started at
+"""HCAN's target vector starts at the scale of a learned query: started at
 N(0, 1/d) the target attention began, and stayed, an even spread."""
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_a_config_written_before_the_key_loads_with_the_old_start(tmp_path, tiny
                                  "target_start": "scaled"})
     path = save_checkpoint(tmp_path / "old-hcan", model, "hcan", tiny_vocab, LABELS, TextConfig(4, 8), {})
     config = json.loads((path / "config.json").read_text())
-    del config["model_config"]["target_start"]  # as every checkpoint before issue 32 was written
+    del config["model_config"]["target_start"]  # as the older checkpoints were written
     (path / "config.json").write_text(json.dumps(config))
     loaded = load_classifier(path, device="cpu")
     assert loaded.model.config.target_start == "scaled"
@@ -61,8 +61,25 @@ def test_the_shipped_hcans_were_trained_with_the_new_start_and_their_spread_is_r
         assert config["model_config"]["target_start"] == "normal"
         recorded = json.loads((REPO / "results" / "spread" / f"{dataset}.json").read_text())
         by_name = {r["checkpoint"]: r for r in recorded["checkpoints"]}
-        new, old, han = (by_name[f"{dataset}-hcan"], by_name[f"{dataset}-hcan before issue 32"],
+        new, old, han = (by_name[f"{dataset}-hcan"], by_name[f"{dataset}-hcan, T from N(0, 1/d)"],
                          by_name[f"{dataset}-han"])
         assert recorded["documents"] >= 223 and new["target_start"] == "normal" and old["target_start"] == "scaled"
         word = {k: r["levels"]["word"]["jsd"][0] for k, r in (("new", new), ("old", old), ("han", han))}
         assert word["new"] > 10 * word["old"] and word["han"] > word["new"]  # the figures RESULTS.md states
+
+
+def test_the_start_variance_of_hcans_target_and_hans_context_is_a_config_and_the_probe_reads_it():
+    """The registry's sweep of the start: T ~ N(0, v) (per head of d/h entries, norm about sqrt(v d/h)),
+    u_w ~ N(0, v) (norm about sqrt(v d_att)); ``probe.query_norms`` reports them per site and head."""
+    from hierattn.experiments.probe import query_norms
+
+    torch.manual_seed(0)
+    hcan = build_model("hcan", {"vocab_size": 50, "num_classes": 3, "d": 128, "heads": 4, "target_variance": 10.0})
+    norms = query_norms(hcan)
+    assert set(norms) == {"word.target", "sentence.target"} and len(norms["word.target"]) == 4
+    assert all(abs(n / math.sqrt(10 * 32) - 1) < 0.35 for n in norms["word.target"])
+    han = build_model("han", {"vocab_size": 50, "num_classes": 3, "context_variance": 0.1})
+    default = build_model("han", {"vocab_size": 50, "num_classes": 3})
+    assert abs(query_norms(han)["word.target"][0] / math.sqrt(0.1 * 200) - 1) < 0.2
+    assert abs(query_norms(default)["word.target"][0] - 1) < 0.2  # N(0, 1 / attention_dim): norm about 1
+    assert model_config_dict(hcan)["target_variance"] == 10.0

@@ -130,3 +130,63 @@ def test_report_is_self_contained_and_escaped(explained):
     from html.parser import HTMLParser
 
     HTMLParser().feed(page)  # parses
+
+
+def _every_figure_builder(ex) -> dict:
+    """One figure from each builder the app draws with, the clickable heatmap among them (its
+    invisible Scatter of click markers once made every slide export raise)."""
+    import torch
+
+    matrix = ex.self_attention(ex.self_attention_names[0], 0, 0)
+    words = [t.text for t in ex.document.sentences[0].tokens]
+    near_even = torch.full((4, 4), 0.25) + torch.tensor([[0.05, -0.05, 0.0, 0.0]] * 4)
+    return {
+        "probabilities": viz.probability_chart(ex.labels, ex.probabilities),
+        "heatmap": viz.attention_heatmap(matrix, words, "a head"),
+        "clickable heatmap": viz.attention_heatmap(matrix, words, "a head", clickable=True),
+        "small multiple": viz.attention_heatmap(matrix, words, "a head", compact=True, zmax=1.0),
+        "heads grid": viz.heads_grid([matrix, matrix], words, ["head 1", "head 2"]),
+        "matrix": viz.matrix_heatmap(near_even, list("abcd"), list("wxyz")),
+        "distribution": viz.distribution_chart([0.2, 0.3, 0.5], ["a", "b", "c"]),
+        "confusion": viz.confusion_heatmap([[3, 1], [0, 4]], ["x", "y"]),
+        "erasure": viz.erasure_chart([1, 2], {"attention": [0.1, 0.2], "random": [0.0, 0.1]}, "sport", "words"),
+        "start sweep": viz.start_sweep_chart({"HCAN": ([0.1, 1.0], [0.01, 0.05])}, "JSD from even"),
+    }
+
+
+def test_every_figure_builder_lays_out_as_a_slide(explained):
+    """export.slide on each builder's figure: no figure the app draws fails to become a slide."""
+    for name, fig in _every_figure_builder(explained).items():
+        drawn = export.slide(fig, name, "a subtitle")
+        assert drawn.layout.width == export.SLIDE[0], name
+
+
+def test_every_heatmap_colour_scale_starts_at_zero_with_its_automatic_range_off(explained):
+    """zmin 0 without zmax leaves plotly's zauto on, and the scale then spans the data's own minimum to
+    maximum: a near-even map was drawn white to navy. Every heatmap here: zmin 0, zauto off, zmax the
+    map's largest value (or the shared one), on the page and on the slide."""
+    for name, fig in _every_figure_builder(explained).items():
+        for trace in fig.data:
+            if trace.type != "heatmap":
+                continue
+            if trace.coloraxis:
+                axis = fig.layout.coloraxis
+                assert axis.cmin == 0 and axis.cauto is False and axis.cmax > 0, name
+                continue
+            assert trace.zmin == 0 and trace.zauto is False and trace.zmax is not None, name
+            values = [v for row in trace.z for v in row]
+            assert trace.zmax >= max(values) - 1e-9, name
+        for trace in export.slide(fig, name).data:
+            if trace.type == "heatmap" and not trace.coloraxis:
+                assert trace.zmin == 0 and trace.zauto is False, name
+    near_even = _every_figure_builder(explained)["matrix"].data[0]
+    assert near_even.zmax == pytest.approx(0.3) and min(v for row in near_even.z for v in row) > 0.6 * near_even.zmax
+
+
+@NEEDS_BROWSER
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_the_clickable_heatmap_exports_in_every_format(explained, fmt):
+    fig = _every_figure_builder(explained)["clickable heatmap"]
+    data = export.figure_bytes(fig, fmt, "a head", "a subtitle")
+    magic = {"png": b"\x89PNG", "svg": b"<svg", "pdf": b"%PDF"}[fmt]
+    assert magic in data[:200]

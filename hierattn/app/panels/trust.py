@@ -20,7 +20,8 @@ HALF = 330  # pixels a heatmap may take in half of the page at 1024 px
 
 
 def _figure(value) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
+    """One number format for every figure of the tables: three decimals."""
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 # captum's rankings, named short in the table (the level column says words or sentences), so that
@@ -39,7 +40,7 @@ def _short(test: str) -> str:
 def _difference(row: dict) -> str:
     if row["value"] is None or row["baseline"] is None:
         return ""
-    return f"{row['value'] - row['baseline']:+.3g}"
+    return f"{row['value'] - row['baseline']:+.3f}"
 
 
 STRUCTURAL_HEADING = "**Words ranked across sentences, beside the sentence attention × even words**"
@@ -101,16 +102,23 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
             st.info(f"The model gives {viz.md_text(result.label)} a probability of {result.probability:.4f}: "
                     "removing or reshuffling anything barely moves a prediction this sure, so the changes below are "
                     "small for every ranking, random included. Compare each figure with its baseline, not with zero.")
-        _document_table(rows)
+        own = [r for r in rows if not verdicts.is_attribution(r)]
+        references = [r for r in rows if verdicts.is_attribution(r)]
+        st.markdown(f"**{viz.md_text(verdicts.summary(rows))}**")
+        st.markdown("**The attention's own tests**")
+        _document_table(own)
+        if references:
+            st.markdown("**References: captum's attributions, scored the same way**")
+            _document_table(references)
         st.caption("Verdicts read one document, one draw: a figure counts as different from its baseline beyond "
                    f"{verdicts.MARGIN['comprehensiveness']} (ERASER), {verdicts.MARGIN['kendall']} (Kendall tau); an "
                    f"output change under {verdicts.SMALL_CHANGE} is none, over {verdicts.LARGE_CHANGE} a clear one. "
-                   "Dataset statistics runs the same tests over a split, with intervals. Rows marked IG (Integrated "
-                   "Gradients), occlusion and KernelSHAP rank the units by captum's attributions instead of the "
-                   "attention: what a ranking that follows the model achieves on this document, to read the "
-                   "attention's rows against. The baseline is a random ranking of the same units (ERASER, Kendall "
-                   "tau) or, for adversarial attention, the attention's own Jensen-Shannon divergence from an even "
-                   "spread.")
+                   "Dataset statistics runs the same tests over a split, with intervals. The references rank the "
+                   "units by captum's attributions instead of the attention (IG: Integrated Gradients; occlusion; "
+                   "KernelSHAP: the sentences' Shapley values): what a ranking that follows the model achieves on "
+                   "this document, to read the attention's rows against, not a verdict on the attention. The "
+                   "baseline is a random ranking of the same units (ERASER, Kendall tau) or, for adversarial "
+                   "attention, the attention's own Jensen-Shannon divergence from an even spread.")
         _structural_table(rows)
         readings = dict.fromkeys(r["how to read"] for r in rows)  # one line per kind of test, in table order
         st.markdown("**How to read them**\n" + "\n".join(f"- {viz.md_text(line)}" for line in readings))
