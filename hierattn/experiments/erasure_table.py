@@ -46,7 +46,8 @@ def table(root: Path = RESULTS) -> str | None:
     def rho(value) -> str:
         return "—" if value is None else f"{value:+.2f}"
 
-    lines = ["| checkpoint | documents | attention | gradient x input | Integrated Gradients | leave-one-out | random | "
+    lines = ["| checkpoint | documents | attention | gradient x input | Integrated Gradients | leave-one-out | "
+             "random | "
              "Spearman attention vs gradient x input | vs Integrated Gradients | vs leave-one-out |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in found:

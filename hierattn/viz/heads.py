@@ -18,7 +18,8 @@ def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str
     rows, cols = len(layer_names), len(head_names)
     text = [[str(labels[i][j]).replace(" ", "<br>", 1) for j in range(cols)] for i in range(rows)]
     dark = [[z[i][j] > 0.55 for j in range(cols)] for i in range(rows)]
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(cols)), y=list(range(rows)), zmin=0, zmax=1, zauto=False, colorscale=COLORSCALE,
+    fig = go.Figure(go.Heatmap(z=z, x=list(range(cols)), y=list(range(rows)), zmin=0, zmax=1, zauto=False,
+                               colorscale=COLORSCALE,
                                customdata=[[f"{layer_names[i]} · {head_names[j]}: {labels[i][j]}" for j in range(cols)]
                                            for i in range(rows)],
                                hovertemplate="%{customdata}<br>above an even spread by %{z:.2f}<extra></extra>",

@@ -246,8 +246,8 @@ def test_words_ranked_across_sentences_face_the_sentence_times_even_words_null(c
     assert WORD_ATTENTION not in ranked and TWO_STAGE in ranked
     battery = document_battery(classifier, ex, permutations=2)
     rows = battery.rows()
-    word_rows = [r for r in rows if r["level"] == "word" and r["test"].startswith(("comprehensiveness",
-                                                                                    "sufficiency", "Kendall tau with "))]
+    kinds = ("comprehensiveness", "sufficiency", "Kendall tau with ")
+    word_rows = [r for r in rows if r["level"] == "word" and r["test"].startswith(kinds)]
     of_attention = [r for r in word_rows if not any(f"({name})" in r["test"] for name in ATTRIBUTION_RANKINGS)]
     assert len(of_attention) == 5 and all(r["structural"] is not None for r in of_attention)  # 2 ERASER, 3 taus
     assert all(r.get("structural") is None for r in word_rows if r not in of_attention)
