@@ -29,6 +29,7 @@ classifier = loading.load_or_stop(checkpoints[name])
 own_corpus = samples.corpus_with_test_file(classifier)  # a model trained on a local corpus: its test file too
 own = samples.own_name(classifier) if samples.heldout(checkpoints[name]) else None  # or on your own file
 datasets = ([own] if own else []) + ([classifier.dataset] if own_corpus else []) + list(BUILTIN)
+widgets.follow_model("stats_dataset", name)
 widgets.keep_valid("stats_dataset", datasets)
 with st.sidebar:
     dataset = st.selectbox("Data set", datasets, key="stats_dataset",

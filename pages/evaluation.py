@@ -24,8 +24,14 @@ with st.sidebar:
     name = st.selectbox("Model", names, key="eval_model", format_func=labels.get)
 classifier = loading.load_or_stop(checkpoints[name])
 own = samples.own_name(classifier) if samples.heldout(checkpoints[name]) else None  # trained on your own file
-datasets = ([own] if own else []) + datasets
+fitting = [d for d in datasets if sorted(samples.builtin_dataset(d).label_names) == sorted(classifier.labels)]
+datasets = ([own] if own else []) + fitting  # only data sets whose classes are the model's
+widgets.follow_model("eval_dataset", name)
 widgets.keep_valid("eval_dataset", datasets)
+if not datasets:
+    st.info(f"{viz.md_text(name)} predicts {viz.md_text(', '.join(classifier.labels))}: no data set here has those "
+            "classes, so there is nothing to score it against. Dataset statistics and Explore still read any text.")
+    st.stop()
 with st.sidebar:
     dataset_name = st.selectbox("Data set", datasets, key="eval_dataset",
                                 index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0)

@@ -11,6 +11,7 @@ changed since.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +40,15 @@ CLAIMS = {
         ("tweets-transformer",), "tweets"),
 }
 PICKS = ("strongest", "typical", "weakest")
+MAX_UNKNOWN = 0.1  # a showcase document: at most this share of its words unknown to the model(s)
+_URL = re.compile(r"https?://|www\.|\bt\.co/", re.IGNORECASE)
+_MOJIBAKE = re.compile("[\u00c2\u00c3\u00e2\u00e4][\u0080-\u00bf\u2018-\u201e\u20ac\u0152\u0153\u0161\u017e]|\ufffd")
+
+
+def readable(text: str) -> bool:
+    """A document to put before a class: no web address, no mojibake (UTF-8 read as Latin-1, such as
+    "äó" or "â€™", or the replacement character), no @username."""
+    return not (_URL.search(text) or _MOJIBAKE.search(text) or re.search(r"(^|\s)@\w", text))
 
 
 @dataclass
@@ -51,8 +61,9 @@ class StepRate:
     documents: int  # documents checked (those the model(s) could read)
     holds: int
     # pick -> index into the split's documents: the largest effect, the median, the smallest, each
-    # among the documents the model(s) classify correctly where possible (a misread document
-    # teaches the wrong lesson)
+    # among the clean documents (``readable``, few unknown words) the model(s) classify correctly
+    # where possible (a misread document teaches the wrong lesson); "strongest" only among those
+    # where the claim holds, absent when it holds on none of them
     picks: dict[str, int] = field(default_factory=dict)
     effects: dict[str, float] = field(default_factory=dict)  # pick -> its effect (figure minus its bar)
     # step 1: "per head" and "heads averaged"; step 3: per side; each [count, holds]
@@ -63,10 +74,19 @@ class StepRate:
         return self.holds / self.documents if self.documents else 0.0
 
 
-def _picks(effects: list[float], correct: list[bool]) -> tuple[dict[str, int], dict[str, float]]:
-    pool = [i for i, ok in enumerate(correct) if ok] or list(range(len(effects)))
+def _picks(effects: list[float], correct: list[bool], holds: list[bool] | None = None,
+           clean: list[bool] | None = None) -> tuple[dict[str, int], dict[str, float]]:
+    """The documents to show: among the clean ones classified correctly (or, failing that, the clean
+    ones, then all), the median and the smallest effect, and the largest among those where the claim
+    holds (none when it holds on none: the page then says no document of the split makes the point)."""
+    everyone = list(range(len(effects)))
+    clean = clean if clean is not None else [True] * len(effects)
+    pool = ([i for i in everyone if correct[i] and clean[i]] or [i for i in everyone if clean[i]] or everyone)
     order = sorted(pool, key=lambda i: -effects[i])
-    chosen = {"strongest": order[0], "typical": order[len(order) // 2], "weakest": order[-1]}
+    chosen = {"typical": order[len(order) // 2], "weakest": order[-1]}
+    holding = [i for i in order if holds is None or holds[i]]
+    if holding:
+        chosen = {"strongest": holding[0], **chosen}
     return chosen, {k: effects[i] for k, i in chosen.items()}
 
 
@@ -82,7 +102,8 @@ def _loop(texts: list[str], truth: list[str], models: list[Classifier], check: C
         result = check(*exs)
         if result is not None:
             holds, effect = result
-            rows.append((holds, effect, all(ex.label == truth[i] for ex in exs)))
+            clean = readable(text) and all(ex.unknown_count <= MAX_UNKNOWN * ex.word_count() for ex in exs)
+            rows.append((holds, effect, all(ex.label == truth[i] for ex in exs), clean))
             kept.append(i)
         if progress:
             progress(i + 1, len(texts))
@@ -92,7 +113,8 @@ def _loop(texts: list[str], truth: list[str], models: list[Classifier], check: C
 def _rate(step: int, dataset: str, rows, kept) -> StepRate:
     if not rows:
         return StepRate(step, CLAIMS[step][0], dataset, 0, 0)
-    picks, effects = _picks([r[1] for r in rows], [r[2] for r in rows])
+    picks, effects = _picks([r[1] for r in rows], [r[2] for r in rows], [bool(r[0]) for r in rows],
+                            [r[3] for r in rows])
     return StepRate(step, CLAIMS[step][0], dataset, len(rows), sum(r[0] for r in rows),
                     {k: kept[i] for k, i in picks.items()}, effects)
 
@@ -136,11 +158,11 @@ def step_rate(step: int, models: list[Classifier], split: dict[str, tuple[list[s
     if step == 1:
         (dataset, (texts, truth)), = split.items()
         rows, kept = _loop(texts, truth, models, _concentrated, progress)
-        rate = _rate(step, dataset, [(h, e[0], ok) for h, e, ok in rows], kept)
-        rate.parts = {"per head": [sum(e[1] for _, e, _ in rows), sum(e[2] for _, e, _ in rows)],
-                      "heads averaged": [len(rows), sum(e[3] for _, e, _ in rows)],
+        rate = _rate(step, dataset, [(h, e[0], ok, clean) for h, e, ok, clean in rows], kept)
+        rate.parts = {"per head": [sum(r[1][1] for r in rows), sum(r[1][2] for r in rows)],
+                      "heads averaged": [len(rows), sum(r[1][3] for r in rows)],
                       "random heads": [len(rows) * tour.RANDOM_HEADS,
-                                       round(sum(e[4] for _, e, _ in rows) * tour.RANDOM_HEADS)]}
+                                       round(sum(r[1][4] for r in rows) * tour.RANDOM_HEADS)]}
         return rate
     if step == 2:
         (dataset, (texts, truth)), = split.items()
@@ -172,9 +194,11 @@ def _sanet_rate(models: list[Classifier], split, progress) -> StepRate:
     # pairs where the tweet is diagonal beyond random and further towards a band than the article,
     # and the article is columnar beyond random and further towards columns than the tweet
     pairs = int(sum(((band > band_a) & ok_a & (cols_a > cols)).sum()
-                    for holds, (_, band, cols), _ in rows_t if holds))
-    picks_t, effects_t = _picks([r[1][0] for r in rows_t], [r[2] for r in rows_t])
-    picks_a, effects_a = _picks([r[1][0] for r in rows_a], [r[2] for r in rows_a])
+                    for holds, (_, band, cols), _, _ in rows_t if holds))
+    picks_t, effects_t = _picks([r[1][0] for r in rows_t], [r[2] for r in rows_t], [bool(r[0]) for r in rows_t],
+                                [r[3] for r in rows_t])
+    picks_a, effects_a = _picks([r[1][0] for r in rows_a], [r[2] for r in rows_a], [bool(r[0]) for r in rows_a],
+                                [r[3] for r in rows_a])
     return StepRate(3, CLAIMS[3][0], f"{tweets} and {articles}", len(rows_t) * len(rows_a), pairs,
                     {**{f"tweet {k}": kept_t[i] for k, i in picks_t.items()},
                      **{f"article {k}": kept_a[i] for k, i in picks_a.items()}},

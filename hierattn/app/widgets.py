@@ -55,6 +55,15 @@ def keep_valid(key: str, options) -> None:
         del st.session_state[key]
 
 
+def follow_model(key: str, model: str) -> None:
+    """Forget the widget ``key``'s value when the model changed since it was chosen, so that a
+    page's data set picker opens on the new model's own data set, not the last model's."""
+    owner = f"_{key}_model"
+    if st.session_state.get(owner) not in (None, model) and key in st.session_state:
+        del st.session_state[key]
+    st.session_state[owner] = model
+
+
 def document_key(text: str) -> str:
     """A short stable key for a document's text (12 hex digits of its SHA-1): widgets whose choices
     depend on the document carry it in their keys, and a pasted document is linked by it."""

@@ -226,7 +226,9 @@ def test_the_rates_over_a_split_on_a_quick_budget(tmp_path, capsys):
     for rate in rates.values():
         assert 0 <= rate.holds <= rate.documents
         picks = {k.split(" ")[-1] for k in rate.picks}
-        assert picks == set(tour_split.PICKS)
+        assert {"typical", "weakest"} <= picks <= set(tour_split.PICKS)  # "strongest" only where the claim holds
+        if rate.holds == 0 and rate.step != 3:
+            assert "strongest" not in picks
     assert rates[3].documents == 8 * 8  # (tweet, article) pairs
     assert "claim holds on" in capsys.readouterr().out
 

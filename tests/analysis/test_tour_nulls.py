@@ -186,3 +186,20 @@ def test_on_the_shipped_maps_permuted_as_each_null_permutes_them():
             diagonal += tour.shape_of(rng.permuted(matrix, axis=1)).diagonal_beyond_random
     assert branch_documents >= 100 and branch_holds / branch_documents <= 0.08, (branch_holds, branch_documents)
     assert shapes >= 100 and diagonal / shapes <= 0.09, (diagonal, shapes)
+
+
+def test_showcase_documents_are_readable_and_the_strongest_holds():
+    """A lecture's example: no web address, no mojibake, no @username; the strongest pick is one
+    where the claim holds, and there is none when it holds nowhere."""
+    from hierattn.analysis.tour_split import _picks, readable
+
+    assert readable("The plot was thin. The acting, though, was superb!")
+    for text in ("see https://t.co/abc now", "Brady's #DeflateGate â€™ mess", "great game @someone",
+                 "what a day \ufffd", "so good Ã© really"):
+        assert not readable(text), text
+    effects, correct = [0.9, 0.8, 0.5, 0.1, -0.2], [True] * 5
+    holds, clean = [False, True, True, False, False], [True, True, True, True, False]
+    chosen, _ = _picks(effects, correct, holds, clean)
+    assert chosen["strongest"] == 1 and chosen["weakest"] == 3  # 0 does not hold; 4 is not clean
+    chosen, _ = _picks(effects, correct, [False] * 5, clean)
+    assert "strongest" not in chosen and chosen["typical"] == 2

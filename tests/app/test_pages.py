@@ -298,3 +298,16 @@ def test_every_page_is_served_at_its_files_name():
              if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "Page"]
     assert len(calls) == len(list((REPO / "pages").glob("*.py"))) == 6
     assert not [c for c in calls if any(k.arg == "url_path" for k in c.keywords)]
+
+
+def test_evaluation_opens_on_the_models_own_data_and_offers_only_data_sets_with_its_classes():
+    """A data set chosen for one model does not stay when another is picked: Evaluation showed a
+    red label mismatch, and Dataset statistics computed a model's attention over another data set."""
+    at = open_page("pages/evaluation.py", eval_model="tweets-han")
+    assert at.selectbox(key="eval_dataset").options == ["tweets"] and at.selectbox(key="eval_dataset").value == "tweets"
+    at.selectbox(key="eval_model").set_value("bbc-news-han").run()
+    settle(at)
+    assert at.selectbox(key="eval_dataset").value == "bbc-news" and not at.exception
+    stats = open_page("pages/1_statistics.py", stats_model="tweets-han", stats_dataset="tweets", stats_documents=3)
+    stats.selectbox(key="stats_model").set_value("bbc-news-han").run()
+    assert stats.selectbox(key="stats_dataset").value == "bbc-news"

@@ -52,8 +52,11 @@ def _rate(step: int, checkpoints: dict[str, Path]) -> tour_split.StepRate | None
                    checkpoints[n])[1])]
     st.info(f"**How often it holds.** {viz.md_text(tour_split.sentence(rate))}"
             + (" (recorded for an earlier version of these checkpoints)" if changed else "")
-            + " The documents offered below are chosen by their measured effect: the strongest, a typical one "
-              "(the median) and the weakest, so that one good example does not hide the rate.",
+            + " The documents offered below are readable ones (no web address, no garbled characters, few words "
+              "the model does not know), chosen by their measured effect: the strongest where the claim holds, a "
+              "typical one (the median) and the weakest, so that one good example does not hide the rate."
+            + ("" if any(k.endswith("strongest") for k in rate.picks) else
+               " No readable document of the split makes the point, so none is offered as the strongest."),
             icon=":material/query_stats:")
     return rate
 
