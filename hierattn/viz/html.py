@@ -236,8 +236,12 @@ def plain_text_html(text: str, max_height: int = 320) -> str:
 def _shaded(escaped: str, alpha: float, rgb: tuple[int, int, int], title: str, padding: str = "0 1px",
             unknown: bool = False) -> str:
     """One word (already escaped) on a background of ``rgb`` at ``alpha``; white text on dark shades;
-    ``unknown``: underlined with a red wave (a word the model read as ``<unk>``)."""
-    mark = ";text-decoration:underline wavy #d62728;text-decoration-skip-ink:none" if unknown else ""
+    ``unknown`` (a word the model read as ``<unk>``): red diagonal hatching over the shade and a red
+    dashed outline, which read on white and on the darkest blue alike (a red underline alone vanished
+    on a dark cell), besides the wavy underline."""
+    mark = (";text-decoration:underline wavy #d62728;text-decoration-skip-ink:none;outline:1.5px dashed #d62728;"
+            "outline-offset:-1px;background-image:repeating-linear-gradient(135deg,rgba(214,39,40,.55) 0 2px,"
+            "transparent 2px 6px)") if unknown else ""
     cls = ' class="unknown"' if unknown else ""
     color = "#fff" if alpha > 0.55 else "inherit"
     return (f'<span{cls} title="{html.escape(title)}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},'

@@ -81,3 +81,24 @@ def test_unread_text_in_the_middle_stays_in_its_sentence():
     out = viz.document_html(text, doc.spans(), None, None, unread=doc.unread())
     first, second = out.split("Seven")
     assert "four five six." in first
+
+
+def test_unknown_words_read_on_any_shade_and_the_heaviest_unknown_word_is_named(checkpoint_dir):
+    """A red underline vanished on a dark cell: unknown words carry red hatching and a dashed outline
+    at every shade; when the heaviest word is one the model read as <unk>, Explore says so."""
+    from hierattn.analysis.explain import explain
+    from hierattn.app.panels.shading import Shading, _heaviest_unknown
+    from hierattn.checkpoint import load_classifier
+
+    ex = explain(load_classifier(checkpoint_dir / "tiny-han", device="cpu"), "The zzqx team won. Fans cheered!")
+    flags = [f for fs in ex.unknown for f in fs]
+    assert flags[1] and not flags[0]  # "zzqx" is unknown to the tiny vocabulary
+    dark = viz.shaded_document_html(ex, [[0.1, 0.9, 0.0], [0.5, 0.5]], [0.5, 0.5])
+    cell = dark[dark.index('class="unknown"'):]
+    cell = cell[: cell.index("</span>")]
+    assert "repeating-linear-gradient" in cell and "outline:1.5px dashed" in cell and "color:#fff" in cell
+    shading = Shading(True, False)
+    shading.words, shading.sentences = [[0.1, 0.8, 0.1], [0.5, 0.5]], [0.9, 0.1]
+    assert _heaviest_unknown(ex, shading) == "zzqx"
+    shading.words = [[0.8, 0.1, 0.1], [0.5, 0.5]]
+    assert _heaviest_unknown(ex, shading) is None

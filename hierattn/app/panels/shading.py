@@ -35,6 +35,22 @@ class Shading:
                 "coverage": self.coverage}
 
 
+def _heaviest_unknown(ex: Explanation, shading: Shading) -> str | None:
+    """The word with the largest shown weight (word x sentence weight, or the word weight alone), when
+    the model read it as ``<unk>``; else None."""
+    if shading.words is None or not ex.unknown_count:
+        return None
+    best, where = -1.0, None
+    for s, (ws, flags) in enumerate(zip(shading.words, ex.unknown)):
+        scale = float(shading.sentences[s]) if shading.sentences is not None and s < len(shading.sentences) else 1.0
+        for j, w in enumerate(ws):
+            if float(w) * scale > best:
+                best, where = float(w) * scale, (s, j, bool(flags[j]) if j < len(flags) else False)
+    if where is None or not where[2]:
+        return None
+    return ex.document.sentences[where[0]].tokens[where[1]].text
+
+
 def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key: str) -> Shading:
     """Explore's "Where the model looks": a head picker where there are heads, the word shading's
     scale, pages of 40 sentences for a long document, and the shaded document."""
@@ -80,6 +96,12 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
                     if shading.sentences else "") + "Blue: word weight, darkest = "
                    + ("the document's largest weight" if shading.scale == "document" else "the sentence's top word")
                    + "; hover for the weight.")
+        top = _heaviest_unknown(ex, shading)
+        if top:
+            st.warning(f"The heaviest word here, {viz.md_code(top)}, is not in the model's vocabulary: the model read "
+                       "it as <unk>, the token for every word it never learnt, so its weight says where the unknown "
+                       f"words sit, not what {viz.md_code(top)} means ({ex.unknown_count:,} of the "
+                       f"{ex.word_count():,} words read are unknown; hatched in red).", icon=":material/help:")
     if shading.painted:
         count = len(ex.document.sentences)
         pages = -(-count // PAGE)
