@@ -495,7 +495,8 @@ def han_hcan_verdict(han: Concentration, hcan: Concentration) -> tuple[bool, str
     return holds, (
         f"HAN's word weights have Gini {han.head_gini:.2f} (top 10% of words: {100 * han.top_share:.0f}% of the "
         f"weight), HCAN's {hcan.head_gini:.2f} a head ({100 * hcan.top_share:.0f}%, heads averaged); an even spread "
-        f"has Gini {han.even_gini:.2f} here, and the claim asks HAN's to be {MIN_GINI_GAP:.2f} above HCAN's.")
+        f"has Gini {han.even_gini:.2f} here, and the claim asks HAN's to be {MIN_GINI_GAP:.2f} above HCAN's. This "
+        "compares these two checkpoints: how focused a target attention is follows where its query vector started.")
 
 
 def branch_lines(ex: Explanation, sentence_start: int, word: tuple[int, int]) -> list[tuple[str, list[float]]]:

@@ -249,10 +249,13 @@ class TrainingJob:
                                       f"(epoch {metrics['best_epoch']}, validation accuracy "
                                       f"{metrics['validation_accuracy']:.1%}) was saved as '{self.name}'.", metrics)
         else:
-            early = (f" Stopped early after {metrics['epochs_run']} of {self.config.epochs} epochs: validation "
-                     f"accuracy had not improved for {self.config.patience}."
-                     if metrics["epochs_run"] < self.config.epochs
-                     else "")
+            early = ""
+            if metrics["epochs_run"] < self.config.epochs:  # patience ran out: say so only where it did
+                stale = metrics["epochs_run"] - metrics["best_epoch"]
+                early = (f" Stopped early after {metrics['epochs_run']} of {self.config.epochs} epochs: validation "
+                         f"accuracy had not improved for {stale} (the patience is {self.config.patience})."
+                         if stale >= self.config.patience else
+                         f" Ended after {metrics['epochs_run']} of {self.config.epochs} epochs.")
             recorded = metrics.get("baselines", {})
             against = baselines.sentence(metrics["test_accuracy"], recorded)
             verdict = ""

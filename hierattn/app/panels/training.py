@@ -122,9 +122,12 @@ def training_section(dataset, model_type: str) -> tuple[TextConfig, TrainConfig]
     embeddings = t1.selectbox("Embeddings", ["random", "word2vec"], key="embeddings", disabled=fitted,
                               help="word2vec: initialised with Word2Vec trained on the training split (HCAN §4.3).")
     start_from = _start_from(t2, model_type)
+    patience = t3.number_input("Patience (epochs)", 1, 50, 3, key="patience", disabled=fitted,
+                               help="Stop when validation accuracy has not improved for this many epochs in a row; "
+                                    "the best epoch is kept either way.")
     return (TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
             TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
-                        embeddings=embeddings, start_from=start_from))
+                        embeddings=embeddings, start_from=start_from, patience=int(patience)))
 
 
 SCRATCH = "a new model, from scratch"
