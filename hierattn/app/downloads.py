@@ -1,4 +1,4 @@
-"""Download buttons: a figure's Export popover (PNG, SVG, standalone HTML) and a table's CSV and
+"""Download buttons: a figure's Export popover (PNG, SVG, PDF, standalone HTML) and a table's CSV and
 JSON, each built only when clicked."""
 from __future__ import annotations
 

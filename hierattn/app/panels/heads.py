@@ -46,12 +46,15 @@ def head_overview(ex: Explanation, name: str, figures: dict) -> None:
             st.session_state["self_layer"] = picked[0]
             st.session_state["self_head"] = f"head {picked[1] + 1}"
     table = viz.head_table(rows)
-    # each share beside its even-spread value in one cell, so that every column fits at 1024 px
+    # each share beside its even-spread value in one cell, so that every column fits at 1024 px; in
+    # percent with a decimal, so that small shares (0.4%) do not all print as 0.00; heads that show
+    # something first
     shown = table[["layer", "head", "finding"]].copy()
     for column in ("special", "previous", "next", "same word", "diagonality_b1"):
-        shown[SHORT[column]] = [("—" if v != v or v is None else f"{v:.2f} ({e:.2f})")
-                                             for v, e in zip(table[column], table[f"{column} (even)"])]
+        shown[SHORT[column]] = [("—" if v != v or v is None else f"{100 * v:.1f}% ({100 * e:.1f}%)")
+                                for v, e in zip(table[column], table[f"{column} (even)"])]
     shown["Gini"] = table["gini"].map(lambda v: f"{v:.2f}")
+    shown = shown.iloc[sorted(range(len(shown)), key=lambda i: (shown["finding"].iloc[i] == "no finding", i))]
     st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(width="small") for c in ("layer", "head")})
     table_downloads(table, f"heads-{name}", "heads_table")

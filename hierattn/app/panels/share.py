@@ -29,7 +29,7 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
     st.caption("The address bar follows this view (model, document, heads, level, sentence); copy it, or the link "
                "below. " + where)
     st.code(link, language=None)
-    st.caption("Each figure has its own Export button (PNG, SVG, HTML). The report is one HTML file with the "
+    st.caption("Each figure has its own Export button (PNG, SVG, PDF, HTML). The report is one HTML file with the "
                "prediction, the shaded document, every figure shown above (interactive, works offline) and the "
                "metrics.")
     stem = f"{name}-{doc_key}"
