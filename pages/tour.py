@@ -11,8 +11,8 @@ st.title("A tour of attention in text classifiers")
 st.caption("Four ideas from the HCAN and SANet papers and one from a study of BERT's heads, each with what to notice "
            "and a live check on our own "
            "models. A claim holds on a document only when the model beats a baseline that keeps what the claim is "
-           "not about (an even spread of the same structure; the heads of one branch; random attention of the same "
-           "size), on the same document. The numbers are computed on the "
+           "not about (an even spread of the same structure; every other split of the same heads; each row's own "
+           "weights shuffled among its keys), on the same document. The numbers are computed on the "
            "document shown, not written in advance, and each step says how often its claim holds over the whole "
            "test split. Where it does not hold for our models, the step says so: that is a lesson too.")
 

@@ -474,15 +474,15 @@ def sanet_verdict(sentiment: MatrixShape, topic: MatrixShape) -> list[tuple[bool
          f"Is the tweet's attention band-diagonal? {100 * sentiment.diagonality_b3:.0f}% of it lies within 3 "
          f"positions of the diagonal, against {100 * sentiment.even_diagonality_b3:.0f}% for an even spread and up to "
          f"{100 * sentiment.random_diagonality_b3:.0f}% with each row's weights shuffled "
-         f"({100 * sentiment.band:.0f}% of the way "
+         f"({round(100 * sentiment.band)}% of the way "
          f"from an even spread to a pure band; topic: {100 * topic.diagonality_b3:.0f}% against "
-         f"{100 * topic.even_diagonality_b3:.0f}%, {100 * topic.band:.0f}% of the way)."),
+         f"{100 * topic.even_diagonality_b3:.0f}%, {round(100 * topic.band)}% of the way)."),
         (more_columnar,
          f"Is the article's attention columnar? Its most-attended 10% of words take {100 * topic.columnar:.0f}% of the "
          f"attention, against {100 * topic.even_columnar:.0f}% for an even spread and up to "
          f"{100 * topic.random_columnar:.0f}% with each row's weights shuffled "
-         f"({100 * topic.columns:.0f}% of the way to all "
-         f"of it; sentiment: {100 * sentiment.columnar:.0f}%, {100 * sentiment.columns:.0f}% of the way)."),
+         f"({round(100 * topic.columns)}% of the way to all "
+         f"of it; sentiment: {100 * sentiment.columnar:.0f}%, {round(100 * sentiment.columns)}% of the way)."),
     ]
 
 

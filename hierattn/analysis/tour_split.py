@@ -46,10 +46,19 @@ _URL = re.compile(r"https?://|www\.|\bt\.co/", re.IGNORECASE)
 _MOJIBAKE = re.compile("[\u00c2\u00c3\u00e2\u00e4][\u0080-\u00bf\u2018-\u201e\u20ac\u0152\u0153\u0161\u017e]|\ufffd")
 
 
+MIN_WORDS = 8  # a showcase document has something to read
+# words a teacher would not put on a class's screen (a short list; a document with one is not offered)
+_PROFANE = re.compile(r"\b(fuck|shit|bullshit|bitch|asshole|cunt|nigg|whore|slut|bastard|dick|pussy|wtf|stfu)\w*",
+                      re.IGNORECASE)
+
+
 def readable(text: str) -> bool:
     """A document to put before a class: no web address, no mojibake (UTF-8 read as Latin-1, such as
-    "äó" or "â€™", or the replacement character), no @username."""
-    return not (_URL.search(text) or _MOJIBAKE.search(text) or re.search(r"(^|\s)@\w", text))
+    "äó" or "â€™", or the replacement character), no @username, at least ``MIN_WORDS`` words and at
+    most two hashtags (a string of tags is not a sentence), no profanity."""
+    words = text.split()
+    return not (_URL.search(text) or _MOJIBAKE.search(text) or re.search(r"@\w", text) or _PROFANE.search(text)
+                or len(words) < MIN_WORDS or sum(w.startswith("#") for w in words) > 2)
 
 
 @dataclass

@@ -194,8 +194,11 @@ def test_showcase_documents_are_readable_and_the_strongest_holds():
     from hierattn.analysis.tour_split import _picks, readable
 
     assert readable("The plot was thin. The acting, though, was superb!")
-    for text in ("see https://t.co/abc now", "Brady's #DeflateGate â€™ mess", "great game @someone",
-                 "what a day \ufffd", "so good Ã© really"):
+    for text in ("see https://t.co/abc now and then tell me what you think", "Brady's #DeflateGate â€™ mess again",
+                 "great game @someone what a finish to the season", "what a day \ufffd for the whole team out there",
+                 "so good Ã© really the best film of the whole year", "Bullshit #Cheaters #DeflateGate",
+                 "#one #two #three and the rest of this tweet is words",
+                 '"CTFUUUU!!!" @iSlapThirsties: He don\'t like you!! Bitch it\'s Claritin clear!"'):
         assert not readable(text), text
     effects, correct = [0.9, 0.8, 0.5, 0.1, -0.2], [True] * 5
     holds, clean = [False, True, True, False, False], [True, True, True, True, False]

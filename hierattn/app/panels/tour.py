@@ -107,8 +107,11 @@ def target_attention(checkpoints: dict[str, Path]) -> None:
                     "passes this check often: concentration describes the map, it does not show that the words are "
                     "the right ones. The model classifies 97% of the test articles correctly, so accuracy does not "
                     "need peaked attention, and a heatmap's colour scale must start at zero to show that.")
+    head = c.focused_heads[0] if c.focused and len(c.head_top_shares) > 1 else None
+    st.caption(f"Shaded: head {head + 1}, the first where the claim holds, on its own scale." if head is not None
+               else "Shaded: the heads averaged (no head holds the claim here).")
     with st.container(height=460):  # a long article scrolls inside, the step's layout stays on screen
-        st.html(viz.shaded_document_html(ex, ex.target_attention("word"), ex.target_attention("sentence")))
+        st.html(viz.shaded_document_html(ex, ex.target_attention("word", head), ex.target_attention("sentence", head)))
 
 
 def two_self_attentions(checkpoints: dict[str, Path]) -> None:
