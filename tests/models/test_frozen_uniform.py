@@ -75,7 +75,7 @@ def test_hcans_target_only_twin_freezes_the_target_attention_and_trains_its_self
     for name, a in out.attentions.items():
         real = a.mask.to(a.weights.dtype)
         even = real / real.sum(-1, keepdim=True).clamp_min(1.0)
-        gap = float(((a.weights - even) * real).abs().max())
+        gap = float(((a.weights - even) * real).abs().max().detach())
         assert (gap < 1e-6) == name.endswith(".target"), (name, gap)
     config = model_config_dict(model)
     assert config["attention_weights"] == "target-uniform"
