@@ -43,7 +43,9 @@ CLAIMS = {
 PICKS = ("strongest", "typical", "weakest")
 MAX_UNKNOWN = 0.1  # a showcase document: at most this share of its words unknown to the model(s)
 _URL = re.compile(r"https?://|www\.|\bt\.co/", re.IGNORECASE)
-_MOJIBAKE = re.compile("[\u00c2\u00c3\u00e2\u00e4][\u0080-\u00bf\u2018-\u201e\u20ac\u0152\u0153\u0161\u017e]|\ufffd")
+# UTF-8 read as Latin-1 ("â€™", "äó"), broken emoji ("_ôÖš"), the replacement character: two
+# non-ASCII characters in a row, or one after an underscore, in text that is otherwise English
+_MOJIBAKE = re.compile("[\u0080-\uffff]{2,}|_[\u0080-\uffff]|\ufffd")
 
 
 MIN_WORDS = 8  # a showcase document has something to read

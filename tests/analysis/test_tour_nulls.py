@@ -198,6 +198,7 @@ def test_showcase_documents_are_readable_and_the_strongest_holds():
                  "great game @someone what a finish to the season", "what a day \ufffd for the whole team out there",
                  "so good Ã© really the best film of the whole year", "Bullshit #Cheaters #DeflateGate",
                  "#one #two #three and the rest of this tweet is words",
+                 "I get paid today I guess it's a sign to buy my #Coachella2015 ticket _ôÖš",
                  '"CTFUUUU!!!" @iSlapThirsties: He don\'t like you!! Bitch it\'s Claritin clear!"'):
         assert not readable(text), text
     effects, correct = [0.9, 0.8, 0.5, 0.1, -0.2], [True] * 5
