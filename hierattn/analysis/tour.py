@@ -33,12 +33,8 @@ Every claim is judged against a baseline that keeps what the claim is not about:
    between-minus-within gap of all splits, a p-value of 1 / splits (with 35 splits no p-value can
    go below 1/35 = 0.029); and for most words the most-attended other word differs (a sharper copy
    of one branch, same top words, is not shown);
-3. band-diagonal or columnar beyond the same matrix with each row's weights permuted among its keys
-   (``DRAWS`` permutations, the 95th percentile): every row keeps its sharpness, and only where the
-   weight sits is destroyed. Random Dirichlet(1) rows are far flatter than trained maps (row Gini
-   0.5 against 0.92-0.99), so sharper maps with no shape passed that null more often than the real
-   ones did. A band or a column is then measured as the share of the way from an even spread (the
-   permutation null's mean) to all of the weight;
+3. band-diagonal or columnar beyond the same matrix with each row's weights permuted among its
+   keys, which keeps each row's sharpness (``tour_shapes``);
 4. HAN's Gini above HCAN's by at least ``MIN_GINI_GAP``, on the same document.
 
 Uniform and random attention therefore never hold (tests/analysis/test_tour.py feeds both through
@@ -55,18 +51,21 @@ import torch
 from hierattn.analysis.attention_tests import js_divergence
 from hierattn.analysis.compare import importance, word_self_attention
 from hierattn.analysis.explain import Explanation, head_axis
-from hierattn.analysis.metrics import diagonality, even_spread, gini, gini_of_values
+from hierattn.analysis.metrics import gini_of_values
+from hierattn.analysis.tour_shapes import (  # noqa: F401 (step 3 lives there; the Tour reads it from here)
+    DRAWS,
+    QUANTILE,
+    MatrixShape,
+    matrix_shape,
+    row_permutations,
+    sanet_verdict,
+    shape_of,
+)
 
-DRAWS = 200  # row permutations per check (step 3)
-PERMUTED_CELLS = 40_000_000  # step 3: fewer permutations of a long article's matrix, at least MIN_DRAWS
-MIN_DRAWS = 40
-QUANTILE = 95  # a figure is "beyond" its null above this percentile of the null's draws
 MOST = 0.5  # step 1: "most of the weight" on the top 10% of words
 MIN_SHARE = 0.2  # step 1: and this much more of it than an even spread of the same structure gives
-# Step 4: HAN's Gini above HCAN's by this much on one document. Two random maps of the shipped
-# models' shapes differ by up to 0.19 (95th percentile, 200 draws on 40 tweets), so a smaller gap on
-# one document is noise. The direction does not hang on it: on 96 tweets spread through the test
-# split HAN's Gini is the higher on 94%, by 0.1 or more on 77%, 0.2 on 53%, 0.3 on 29%.
+# Step 4: HAN's Gini above HCAN's by this much on one document: two random maps of the shipped
+# models' shapes differ by up to 0.19 (95th percentile, 200 draws on 40 tweets).
 MIN_GINI_GAP = 0.2
 ALPHA = 0.05  # step 2: the real split of the heads must reach this p-value among all splits
 TOP_WORDS_DIFFER = 0.5  # step 2: the most-attended other word differs for most words
@@ -369,121 +368,6 @@ def branch_verdict(c: BranchContrast) -> tuple[bool, str]:
         f"{c.between_heads:.3f} per word, two heads of one branch by {c.within_heads:.3f}. " + split
         + f"For {100 * c.different_top:.0f}% of the {c.words} words the most-attended other word differs between "
         f"the branches (the claim asks for more than {100 * TOP_WORDS_DIFFER:.0f}%).")
-
-
-@dataclass
-class MatrixShape:
-    """Step 3: how local (band-diagonal) and how columnar a word-level self-attention matrix is,
-    beside an even spread and the same matrix with each row's weights permuted among its keys
-    (``row_permutations``: every row as sharp as it was, its weight anywhere)."""
-
-    size: int
-    diagonality_b3: float  # share of attention within 3 positions of the diagonal
-    columnar: float  # share of attention that goes to the top 10% of keys by total received
-    gini: float
-    # the same two shares for attention spread evenly over the n x n matrix: a short tweet has
-    # nearly half its cells within 3 of the diagonal, so shares are judged against these
-    even_diagonality_b3: float = 0.0
-    even_columnar: float = 0.0
-    # 95th percentiles over the row-permuted matrices (named "random" for the maps they stand for)
-    random_diagonality_b3: float = 1.0
-    random_columnar: float = 1.0
-    draws: int = 0  # row permutations behind those percentiles
-
-    @property
-    def band(self) -> float:
-        """How far from an even spread towards a pure band: (d - even) / (1 - even); 0 for an even
-        spread and 1 for all weight within the band at any size, so shapes of different lengths
-        compare (a raw share or a ratio to the even spread favours the longer matrix)."""
-        return _toward_one(self.diagonality_b3, self.even_diagonality_b3)
-
-    @property
-    def columns(self) -> float:
-        """The same for the columnar share."""
-        return _toward_one(self.columnar, self.even_columnar)
-
-    @property
-    def diagonal_beyond_random(self) -> bool:
-        return self.diagonality_b3 > self.random_diagonality_b3
-
-    @property
-    def columnar_beyond_random(self) -> bool:
-        return self.columnar > self.random_columnar
-
-
-def _toward_one(value: float, baseline: float) -> float:
-    return (value - baseline) / (1 - baseline) if baseline < 1 else 0.0
-
-
-def _columnar_share(matrices: np.ndarray, k: int) -> np.ndarray:
-    """(draws, n, n) -> the share of each matrix's weight received by its k most-attended keys."""
-    received = matrices.sum(1)
-    return np.sort(received, axis=1)[:, -k:].sum(1) / matrices.sum((1, 2))
-
-
-def row_permutations(matrix: np.ndarray, draws: int, rng: np.random.Generator, k: int,
-                     bandwidth: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """The null of step 3: ``draws`` copies of the (n, n) ``matrix`` with each row's weights
-    permuted among its keys -> (diagonality at ``bandwidth``, share of the k most-attended keys),
-    each (draws,). Each row keeps its values, so its sharpness; only where its weight sits is
-    random. Drawn a few permutations at a time, so a long article's matrix fits in memory."""
-    n = matrix.shape[0]
-    band = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]) <= bandwidth
-    total = matrix.sum()
-    diagonal, columns = [], []
-    per_pass = max(1, 4_000_000 // (n * n))
-    for done in range(0, draws, per_pass):
-        shuffled = rng.permuted(np.broadcast_to(matrix, (min(per_pass, draws - done), n, n)), axis=2)
-        diagonal.append((shuffled * band).sum((1, 2)) / total)
-        columns.append(_columnar_share(shuffled, k))
-    return np.concatenate(diagonal), np.concatenate(columns)
-
-
-def matrix_shape(ex: Explanation, name: str, head: int | None = None) -> MatrixShape | None:
-    """The document-wide (flat, SANet) or first-sentence (hierarchical) matrix of ``name``, beside
-    ``DRAWS`` row permutations of itself (fewer for a long article: ``PERMUTED_CELLS``)."""
-    a = ex.attentions.get(name)
-    if a is None or not a.is_self_attention:
-        return None
-    matrix = ex.self_attention(name, 0 if "sentence" in a.axes else None, head).to(torch.float64)
-    return shape_of(matrix.numpy())
-
-
-def shape_of(matrix: np.ndarray) -> MatrixShape:
-    """``matrix_shape`` of an (n, n) array of attention rows."""
-    n = matrix.shape[0]
-    k = max(1, -(-n // 10))
-    columns = float(_columnar_share(matrix[None], k)[0])
-    draws = max(MIN_DRAWS, min(DRAWS, PERMUTED_CELLS // (n * n)))
-    null_diagonal, null_columns = row_permutations(matrix, draws, _rng(n), k)
-    tensor = torch.from_numpy(matrix)
-    return MatrixShape(n, diagonality(tensor, 3), columns, gini(tensor), float(even_spread(n)["diagonality_b3"]),
-                       k / n, float(np.percentile(null_diagonal, QUANTILE)),
-                       float(np.percentile(null_columns, QUANTILE)), draws)
-
-
-def sanet_verdict(sentiment: MatrixShape, topic: MatrixShape) -> list[tuple[bool, str]]:
-    """SANet's two findings (its Table 2 and Figures 3-5), checked on these two documents: the
-    sentiment matrix must be more diagonal than its rows shuffled among their keys (95th
-    percentile), and further from an even spread towards a band than the topic matrix; likewise for
-    the topic matrix's columns."""
-    more_diagonal = sentiment.diagonal_beyond_random and sentiment.band > topic.band
-    more_columnar = topic.columnar_beyond_random and topic.columns > sentiment.columns
-    return [
-        (more_diagonal,
-         f"Is the tweet's attention band-diagonal? {100 * sentiment.diagonality_b3:.0f}% of it lies within 3 "
-         f"positions of the diagonal, against {100 * sentiment.even_diagonality_b3:.0f}% for an even spread and up to "
-         f"{100 * sentiment.random_diagonality_b3:.0f}% with each row's weights shuffled "
-         f"({round(100 * sentiment.band)}% of the way "
-         f"from an even spread to a pure band; topic: {100 * topic.diagonality_b3:.0f}% against "
-         f"{100 * topic.even_diagonality_b3:.0f}%, {round(100 * topic.band)}% of the way)."),
-        (more_columnar,
-         f"Is the article's attention columnar? Its most-attended 10% of words take {100 * topic.columnar:.0f}% of the "
-         f"attention, against {100 * topic.even_columnar:.0f}% for an even spread and up to "
-         f"{100 * topic.random_columnar:.0f}% with each row's weights shuffled "
-         f"({round(100 * topic.columns)}% of the way to all "
-         f"of it; sentiment: {100 * sentiment.columnar:.0f}%, {round(100 * sentiment.columns)}% of the way)."),
-    ]
 
 
 def han_hcan_verdict(han: Concentration, hcan: Concentration) -> tuple[bool, str]:

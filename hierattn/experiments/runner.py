@@ -26,8 +26,8 @@ RUNS = ROOT / "runs" / "experiments"
 # trying a spec.
 QUICK_EPOCHS, QUICK_TRAIN_DOCUMENTS = 1, 300
 # Groups whose runs also record what their attention looks like once trained (``probe``): the sweep of
-# where the pooling query starts. A quick budget probes a few documents only.
-PROBED_GROUPS = ("hcan-start", "han-start")
+# where the pooling query starts (``<data set>.<model>-start.toml``). A quick budget probes a few documents.
+PROBED_SUFFIX = "-start"
 QUICK_PROBE_DOCUMENTS = 12
 
 
@@ -56,7 +56,7 @@ def run_seed(experiment: Experiment, seed: int, results: Path = RESULTS, runs: P
     elif budget != "full":
         raise ValueError(f"budget must be 'full' or 'quick', got {budget!r}")
     out = runs / experiment.name / f"seed-{seed}"
-    probed = experiment.group in PROBED_GROUPS
+    probed = experiment.group.endswith(PROBED_SUFFIX)
     at_start: dict = {}
 
     def remember_start(model):

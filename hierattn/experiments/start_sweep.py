@@ -18,7 +18,7 @@ from pathlib import Path
 from hierattn.experiments.results import RESULTS, recorded
 from hierattn.experiments.spec import load_experiments
 
-GROUPS = {"hcan": "hcan-start", "han": "han-start"}
+SUFFIX = "-start"  # the sweep's spec files: experiments/<data set>.<model>-start.toml
 TAUS = ("tau leave-one-out: attention", "tau integrated gradients: attention",
         "tau leave-one-out: attention within sentences", "tau leave-one-out: attention, multi-sentence",
         "tau leave-one-out: sentence x even words")
@@ -28,7 +28,7 @@ TAUS = ("tau leave-one-out: attention", "tau integrated gradients: attention",
 class StartRow:
     """One (model, start variance) of the sweep: each figure's values over its recorded seeds."""
 
-    model: str  # "hcan" or "han"
+    model: str  # the model type
     dataset: str
     variance: float
     seeds: int = 0
@@ -38,6 +38,7 @@ class StartRow:
     norm_start: list[float] = field(default_factory=list)  # mean over the word-level heads
     norm_end: list[float] = field(default_factory=list)
     taus: dict[str, list[float]] = field(default_factory=dict)
+    label: str = ""  # the model's name as the papers write it
 
     @property
     def moved(self) -> list[float]:
@@ -59,11 +60,12 @@ def _sd(values: list[float]) -> float:
 def rows(dataset: str, root: Path = RESULTS) -> list[StartRow]:
     """The sweep's rows of ``dataset`` with at least one recorded seed, HCAN first, by start."""
     experiments = load_experiments()
+    groups = sorted({e.group for e in experiments.values() if e.group.endswith(SUFFIX)}, reverse=True)
     out = []
-    for model, group in GROUPS.items():
+    for group in groups:
         for e in sorted((e for e in experiments.values() if e.dataset == dataset and e.group == group),
                         key=lambda e: float(e.value)):
-            row = StartRow(model, dataset, float(e.value))
+            row = StartRow(e.model, dataset, float(e.value), label=e.label)
             for r in recorded(root, e):
                 a = r.attention or {}
                 if not a:
@@ -99,7 +101,7 @@ def table(dataset: str, root: Path = RESULTS) -> str | None:
     if not found:
         return None
     registered = sum(len(e.seeds) for e in load_experiments().values()
-                     if e.dataset == dataset and e.group in GROUPS.values())
+                     if e.dataset == dataset and e.group.endswith(SUFFIX))
     recorded_runs = sum(r.seeds for r in found)
     lines = ["| model | T or u_w starts at N(0, v), v = | seeds | test accuracy (%) | word JSD from even | "
              "sentence JSD from even | word-level query norm: start → end | Kendall tau with leave-one-out | "
@@ -107,9 +109,8 @@ def table(dataset: str, root: Path = RESULTS) -> str | None:
              "(leave-one-out) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in found:
-        name = {"hcan": "HCAN", "han": "HAN"}[r.model]
         lines.append(
-            f"| {name} | {r.variance:g} | {r.seeds} | {_cell(r.accuracy, 2, 100)} | {_cell(r.word_jsd)} | "
+            f"| {r.label} | {r.variance:g} | {r.seeds} | {_cell(r.accuracy, 2, 100)} | {_cell(r.word_jsd)} | "
             f"{_cell(r.sentence_jsd)} | {_mean(r.norm_start):.2f} → {_mean(r.norm_end):.2f} | "
             + " | ".join(_cell(r.taus.get(t, [])) for t in (TAUS[0], TAUS[1], TAUS[2], TAUS[4])) + " |")
     return ("\n".join(lines) + "\n\nMean ± standard deviation over the recorded seeds. JSD: the mean Jensen-Shannon "
@@ -127,6 +128,7 @@ class ModelSweep:
     """One model's sweep on one data set, read across its starts."""
 
     model: str
+    label: str
     starts: list[float]
     accuracy: list[float]  # mean over seeds, per start
     seed_sd: float  # the typical spread of accuracy between seeds of one start
@@ -153,12 +155,10 @@ class ModelSweep:
 
 def by_model(found: list[StartRow]) -> list[ModelSweep]:
     out = []
-    for model in GROUPS:
+    for model in dict.fromkeys(r.model for r in found):
         mine = sorted((r for r in found if r.model == model), key=lambda r: r.variance)
-        if not mine:
-            continue
         sds = [_sd(r.accuracy) for r in mine if len(r.accuracy) >= 2]
-        out.append(ModelSweep(model, [r.variance for r in mine], [_mean(r.accuracy) for r in mine],
+        out.append(ModelSweep(model, mine[0].label, [r.variance for r in mine], [_mean(r.accuracy) for r in mine],
                               _mean(sds) if sds else 0.0, [_mean(r.word_jsd) for r in mine],
                               [_mean(r.taus.get(TAUS[0], [])) for r in mine], [m for r in mine for m in r.moved]))
     return out
@@ -167,11 +167,10 @@ def by_model(found: list[StartRow]) -> list[ModelSweep]:
 def lesson(found: list[StartRow]) -> list[str]:
     """The sweep in sentences, each figure from the recorded runs: per model, how accuracy, the
     spread from even, the rank agreement and the query's norm behave across the starts."""
-    names = {"hcan": "HCAN", "han": "HAN"}
     lines = []
     for m in by_model(found):
         lines.append(
-            f"{names[m.model]}: test accuracy {100 * min(m.accuracy):.1f}% to {100 * max(m.accuracy):.1f}% across "
+            f"{m.label}: test accuracy {100 * min(m.accuracy):.1f}% to {100 * max(m.accuracy):.1f}% across "
             f"the {len(m.starts)} starts (seeds of one start differ by {100 * m.seed_sd:.1f} points); the word "
             f"attention's JSD from even {m.word_jsd[0]:.3f} at v = {m.starts[0]:g} and {m.word_jsd[-1]:.3f} at "
             f"v = {m.starts[-1]:g} ({m.sharpness_ratio:.1f} times); Kendall tau with leave-one-out "

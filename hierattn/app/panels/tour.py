@@ -258,15 +258,13 @@ def start_sweep_lesson(dataset: str = "tweets") -> None:
                 "learned target vector T, HAN against a learned context vector u_w; the softmax of those scores is "
                 "sharper the longer the vector. The registry trained both from starts of every scale, N(0, v) for v "
                 "from 1/d to 10, three seeds each, and measured each trained model on the test split:")
-    names = {"hcan": "HCAN", "han": "HAN"}
-
     def points(figure):
         out = {}
         for r in rows:
             values = figure(r)
-            out.setdefault(names[r.model], ([], []))
-            out[names[r.model]][0].extend([r.variance] * len(values))
-            out[names[r.model]][1].extend(values)
+            out.setdefault(r.label, ([], []))
+            out[r.label][0].extend([r.variance] * len(values))
+            out[r.label][1].extend(values)
         return out
 
     left, middle, right = st.columns(3)

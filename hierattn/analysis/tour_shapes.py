@@ -1,0 +1,139 @@
+"""The Tour's step 3 (SANet Figures 3-5, Table 2): how band-diagonal and how columnar a word-level
+self-attention matrix is, beside an even spread and beside the same matrix with each row's weights
+permuted among its keys. The permutation keeps every row's sharpness and destroys only where its
+weight sits: random Dirichlet(1) rows are far flatter (row Gini 0.5) than trained maps (0.92-0.99),
+so sharp maps with no shape passed a null of fresh random rows more often than the real ones did."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from hierattn.analysis.explain import Explanation
+from hierattn.analysis.metrics import diagonality, even_spread, gini
+
+DRAWS = 200  # row permutations per check
+PERMUTED_CELLS = 40_000_000  # fewer permutations of a long article's matrix, at least MIN_DRAWS
+MIN_DRAWS = 40
+QUANTILE = 95  # a figure is "beyond" its null above this percentile of the null's draws
+
+
+def _rng(*shape) -> np.random.Generator:
+    """Null draws from a generator seeded by the shape: the same document gets the same verdict."""
+    return np.random.default_rng([len(shape), *shape])
+
+
+@dataclass
+class MatrixShape:
+    """Step 3: how local (band-diagonal) and how columnar a word-level self-attention matrix is,
+    beside an even spread and the same matrix with each row's weights permuted among its keys
+    (``row_permutations``: every row as sharp as it was, its weight anywhere)."""
+
+    size: int
+    diagonality_b3: float  # share of attention within 3 positions of the diagonal
+    columnar: float  # share of attention that goes to the top 10% of keys by total received
+    gini: float
+    # the same two shares for attention spread evenly over the n x n matrix: a short tweet has
+    # nearly half its cells within 3 of the diagonal, so shares are judged against these
+    even_diagonality_b3: float = 0.0
+    even_columnar: float = 0.0
+    # 95th percentiles over the row-permuted matrices (named "random" for the maps they stand for)
+    random_diagonality_b3: float = 1.0
+    random_columnar: float = 1.0
+    draws: int = 0  # row permutations behind those percentiles
+
+    @property
+    def band(self) -> float:
+        """How far from an even spread towards a pure band: (d - even) / (1 - even); 0 for an even
+        spread and 1 for all weight within the band at any size, so shapes of different lengths
+        compare (a raw share or a ratio to the even spread favours the longer matrix)."""
+        return _toward_one(self.diagonality_b3, self.even_diagonality_b3)
+
+    @property
+    def columns(self) -> float:
+        """The same for the columnar share."""
+        return _toward_one(self.columnar, self.even_columnar)
+
+    @property
+    def diagonal_beyond_random(self) -> bool:
+        return self.diagonality_b3 > self.random_diagonality_b3
+
+    @property
+    def columnar_beyond_random(self) -> bool:
+        return self.columnar > self.random_columnar
+
+
+def _toward_one(value: float, baseline: float) -> float:
+    return (value - baseline) / (1 - baseline) if baseline < 1 else 0.0
+
+
+def _columnar_share(matrices: np.ndarray, k: int) -> np.ndarray:
+    """(draws, n, n) -> the share of each matrix's weight received by its k most-attended keys."""
+    received = matrices.sum(1)
+    return np.sort(received, axis=1)[:, -k:].sum(1) / matrices.sum((1, 2))
+
+
+def row_permutations(matrix: np.ndarray, draws: int, rng: np.random.Generator, k: int,
+                     bandwidth: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """The null of step 3: ``draws`` copies of the (n, n) ``matrix`` with each row's weights
+    permuted among its keys -> (diagonality at ``bandwidth``, share of the k most-attended keys),
+    each (draws,). Each row keeps its values, so its sharpness; only where its weight sits is
+    random. Drawn a few permutations at a time, so a long article's matrix fits in memory."""
+    n = matrix.shape[0]
+    band = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]) <= bandwidth
+    total = matrix.sum()
+    diagonal, columns = [], []
+    per_pass = max(1, 4_000_000 // (n * n))
+    for done in range(0, draws, per_pass):
+        shuffled = rng.permuted(np.broadcast_to(matrix, (min(per_pass, draws - done), n, n)), axis=2)
+        diagonal.append((shuffled * band).sum((1, 2)) / total)
+        columns.append(_columnar_share(shuffled, k))
+    return np.concatenate(diagonal), np.concatenate(columns)
+
+
+def matrix_shape(ex: Explanation, name: str, head: int | None = None) -> MatrixShape | None:
+    """The document-wide (flat, SANet) or first-sentence (hierarchical) matrix of ``name``, beside
+    ``DRAWS`` row permutations of itself (fewer for a long article: ``PERMUTED_CELLS``)."""
+    a = ex.attentions.get(name)
+    if a is None or not a.is_self_attention:
+        return None
+    matrix = ex.self_attention(name, 0 if "sentence" in a.axes else None, head).to(torch.float64)
+    return shape_of(matrix.numpy())
+
+
+def shape_of(matrix: np.ndarray) -> MatrixShape:
+    """``matrix_shape`` of an (n, n) array of attention rows."""
+    n = matrix.shape[0]
+    k = max(1, -(-n // 10))
+    columns = float(_columnar_share(matrix[None], k)[0])
+    draws = max(MIN_DRAWS, min(DRAWS, PERMUTED_CELLS // (n * n)))
+    null_diagonal, null_columns = row_permutations(matrix, draws, _rng(n), k)
+    tensor = torch.from_numpy(matrix)
+    return MatrixShape(n, diagonality(tensor, 3), columns, gini(tensor), float(even_spread(n)["diagonality_b3"]),
+                       k / n, float(np.percentile(null_diagonal, QUANTILE)),
+                       float(np.percentile(null_columns, QUANTILE)), draws)
+
+
+def sanet_verdict(sentiment: MatrixShape, topic: MatrixShape) -> list[tuple[bool, str]]:
+    """SANet's two findings (its Table 2 and Figures 3-5), checked on these two documents: the
+    sentiment matrix must be more diagonal than its rows shuffled among their keys (95th
+    percentile), and further from an even spread towards a band than the topic matrix; likewise for
+    the topic matrix's columns."""
+    more_diagonal = sentiment.diagonal_beyond_random and sentiment.band > topic.band
+    more_columnar = topic.columnar_beyond_random and topic.columns > sentiment.columns
+    return [
+        (more_diagonal,
+         f"Is the tweet's attention band-diagonal? {100 * sentiment.diagonality_b3:.0f}% of it lies within 3 "
+         f"positions of the diagonal, against {100 * sentiment.even_diagonality_b3:.0f}% for an even spread and up to "
+         f"{100 * sentiment.random_diagonality_b3:.0f}% with each row's weights shuffled "
+         f"({round(100 * sentiment.band)}% of the way "
+         f"from an even spread to a pure band; topic: {100 * topic.diagonality_b3:.0f}% against "
+         f"{100 * topic.even_diagonality_b3:.0f}%, {round(100 * topic.band)}% of the way)."),
+        (more_columnar,
+         f"Is the article's attention columnar? Its most-attended 10% of words take {100 * topic.columnar:.0f}% of the "
+         f"attention, against {100 * topic.even_columnar:.0f}% for an even spread and up to "
+         f"{100 * topic.random_columnar:.0f}% with each row's weights shuffled "
+         f"({round(100 * topic.columns)}% of the way to all "
+         f"of it; sentiment: {100 * sentiment.columnar:.0f}%, {round(100 * sentiment.columns)}% of the way)."),
+    ]
