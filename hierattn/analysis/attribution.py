@@ -62,7 +62,7 @@ EXACT_SENTENCES = 7  # up to 2^7 = 128 coalitions: enumerate them all, the Shapl
 SHAP_DRAW = 128  # coalitions a sampled draw (one forward pass each), in complementary pairs
 SHAP_MIN_DRAWS = 4  # independent draws at least: their spread measures the error (2 leave it one degree of freedom)
 SHAP_ERROR = 0.005  # sample until the values' standard error is below this (half a probability point) ...
-SHAP_MAX_PASSES = 2048  # ... or this many coalitions are spent
+SHAP_MAX_PASSES = 512  # ... or this many coalitions are spent (4 draws: what Explore waits for)
 SHAP_SAMPLES = SHAP_DRAW  # the cost of one draw, for the pages' descriptions
 PER_PASS = 64  # ablated documents per forward pass (``eraser.CHUNK``)
 
