@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 import random
 
-import numpy as np
 import torch
 
 from hierattn.analysis.attention_tests import kendall_tau, tvd
 from hierattn.analysis.attribution import integrated_gradients, occlusion
+from hierattn.analysis.battery import within_sentences
 from hierattn.analysis.battery_split import bootstrap, evenly_spaced, pooling_spread
 from hierattn.analysis.compare import importance
 from hierattn.analysis.eraser import WORD_UNITS
@@ -50,19 +50,6 @@ def query_norms(model: torch.nn.Module) -> dict[str, list[float]]:
         elif isinstance(module, AdditiveAttention) and module.site:
             out[module.site] = [round(float(module.context.detach().float().norm()), 4)]
     return out
-
-
-def _within_sentences(ranking: list[float], reference: list[float], lengths: list[int]) -> float | None:
-    """The mean over sentences of two or more words of Kendall tau within the sentence: what the word
-    attention ranks inside a sentence, where the sentence weight is a constant and cannot help."""
-    taus, start = [], 0
-    for n in lengths:
-        if n >= 2:
-            tau = kendall_tau(ranking[start: start + n], reference[start: start + n])
-            if tau is not None:
-                taus.append(tau)
-        start += n
-    return float(np.mean(taus)) if taus else None
 
 
 def ranked_taus(classifier: Classifier, texts: list[str], max_loo_words: int = MAX_LOO_WORDS) -> dict:
@@ -98,7 +85,8 @@ def ranked_taus(classifier: Classifier, texts: list[str], max_loo_words: int = M
                 pairs["sentence x even words"] = kendall_tau([null[j] for j in at], reference)
                 pairs["attention, multi-sentence"] = pairs["attention"]
             if len(at) == words:
-                pairs["attention within sentences"] = _within_sentences(two_stage, reference, lengths)
+                owner = [s for s, n in enumerate(lengths) for _ in range(n)]
+                pairs["attention within sentences"] = within_sentences(two_stage, reference, owner)
             for figure, tau in pairs.items():
                 if tau is not None and not math.isnan(tau):
                     found.setdefault(f"tau {name}: {figure}", []).append(tau)
