@@ -6,7 +6,18 @@ from hierattn import viz
 from hierattn.analysis.explain import ExplainError
 from hierattn.app import loading, url_state, widgets
 from hierattn.app.downloads import chart, slide_subtitle
-from hierattn.app.panels import faithfulness, gates, heads, self_attention, shading, share, trust, welcome, whatif
+from hierattn.app.panels import (
+    domain,
+    faithfulness,
+    gates,
+    heads,
+    self_attention,
+    shading,
+    share,
+    trust,
+    welcome,
+    whatif,
+)
 from hierattn.app.routing import run_through_app
 
 run_through_app()
@@ -68,6 +79,7 @@ col_label.caption(f"{max(ex.probabilities):.1%} probability · {len(ex.document.
                   f"{ex.document.num_tokens} tokens read"
                   + (f" · {ex.unknown_count} unknown to the model" if ex.unknown_count else ""))
 chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, collect=figures)
+domain.domain_signal(col_label, classifier, checkpoints[name], ex)
 
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?
 view = shading.document_shading(ex, classifier.display_name, classifier.spec.maps, doc_key)

@@ -2,7 +2,6 @@
 JSON, each built only when clicked."""
 from __future__ import annotations
 
-import functools
 import re
 
 import streamlit as st
@@ -14,24 +13,6 @@ def slide_subtitle(text: str) -> None:
     """What this page's figures are about (model, document): the second line of every exported
     slide's title."""
     st.session_state[SUBTITLE] = text
-
-
-@functools.lru_cache(maxsize=64)
-def _slide_problem(trace_types: tuple[str, ...], kind: str | None) -> str | None:
-    """Why a figure of these trace types (and ``layout.meta`` kind) cannot be laid out as a slide, or
-    None. Checked once per shape of figure on an empty skeleton, not on every rerun on the figure
-    itself (a 60-word heatmap's slide layout costs about 0.1 s)."""
-    import plotly.graph_objects as go
-
-    from hierattn.viz import export
-
-    skeleton = go.Figure([go.Figure({"data": [{"type": t}]}).data[0] for t in trace_types],
-                         layout={"meta": {"kind": kind, "labels": ["a", "b"]} if kind else None})
-    try:
-        export.slide(skeleton, "title", "subtitle")
-    except Exception as exc:  # plotly's validation errors vary; the reader needs one sentence
-        return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-    return None
 
 
 def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None,
@@ -52,7 +33,7 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
         collect[name] = fig
     subtitle = st.session_state.get(SUBTITLE, "")
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
-    problem = _slide_problem(tuple(t.type for t in fig.data), (fig.layout.meta or {}).get("kind"))
+    problem = export.slide_problem(tuple(t.type for t in fig.data), (fig.layout.meta or {}).get("kind"))
     with where.popover("Export", icon=":material/download:"):
         st.caption("PNG, SVG and PDF are drawn for a 16:9 slide, every label shown; HTML stays interactive.")
         if problem:

@@ -7,6 +7,7 @@ without a browser they raise ``ExportError`` with what to install, and HTML, CSV
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
@@ -88,6 +89,20 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
                          ticktext=[_short(label) for label in labels[::every]],
                          tickfont=dict(size=17 if n <= 30 else 13))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def slide_problem(trace_types: tuple[str, ...], kind: str | None) -> str | None:
+    """Why a figure of these trace types (and ``layout.meta`` kind) cannot be laid out as a slide, or
+    None. Checked once per shape of figure on an empty skeleton, not on every rerun on the figure
+    itself (a 60-word heatmap's slide layout costs about 0.1 s)."""
+    skeleton = go.Figure([go.Figure({"data": [{"type": t}]}).data[0] for t in trace_types],
+                         layout={"meta": {"kind": kind, "labels": ["a", "b"]} if kind else None})
+    try:
+        slide(skeleton, "title", "subtitle")
+    except Exception as exc:  # plotly's validation errors vary; the reader needs one sentence
+        return f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    return None
 
 
 def _short(label: str, limit: int = 24) -> str:

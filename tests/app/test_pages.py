@@ -5,6 +5,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from hierattn.app.panels.trust import NULL
 from tests.conftest import REPO
 
 
@@ -169,7 +170,7 @@ def test_statistics_erasure_curves_over_a_split():
     settle(at)
     table = next(d.value for d in at.dataframe if "mean drop (points)" in d.value.columns)
     assert list(table["method"]) == ["attention", "gradient × input", "integrated gradients", "leave-one-out",
-                                     "1 / sentence length", "random"]
+                                     "sentence attention × even words", "random"]
     assert table.loc[table["method"] == "random", "vs random (points)"].item() == 0.0
     assert any("10 documents" in c.value or "documents. Mean Spearman" in c.value for c in at.caption)
     at.run()  # the result stays on the page after another rerun
@@ -279,7 +280,7 @@ def test_statistics_battery_over_a_split_with_intervals():
     table = next(d.value for d in at.table if "baseline [95%]" in d.value.columns)
     row = table[table["test"] == "comprehensiveness (two-stage)"].iloc[0]  # HAN's words: the two-stage product
     assert row["baseline [95%]"].startswith("random words: ") and row["difference [95%]"].count("[") == 1
-    beside = next(d.value for d in at.table if "1 / sentence length [95%]" in d.value.columns)  # issue 32
+    beside = next(d.value for d in at.table if f"{NULL} [95%]" in d.value.columns)
     row = beside[beside["test"] == "comprehensiveness (two-stage)"].iloc[0]
     assert row["difference from it [95%]"].count("[") == 1 and set(beside["level"]) == {"word"}
     accuracy = next(d.value for d in at.table if "accuracy, uniform attention" in d.value.columns)

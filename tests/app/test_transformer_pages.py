@@ -43,7 +43,7 @@ def test_explore_shows_every_view_of_a_transformer(env):
             "Distributions of the attention of the first token ([CLS], last layer)"} <= set(subheaders)
     heads_table = at.dataframe[0].value
     assert len(heads_table) == 4 and "previous (even)" in heads_table.columns
-    assert all(re.fullmatch(r"\d\.\d\d \(\d\.\d\d\)", cell) for cell in heads_table["special (even)"])
+    assert all(re.fullmatch(r"\d+\.\d% \(\d+\.\d%\)", cell) for cell in heads_table["special (even)"])
     for level in ("subword", "word", "sentence"):
         at.radio(key="self_level").set_value(level).run()
         assert not at.exception, (level, at.exception)
