@@ -75,9 +75,9 @@ slide_subtitle(f"{name} ({classifier.display_name}) · “{widgets.opening(text)
 # 1. Prediction
 col_label, col_chart = st.columns([1, 2])
 col_label.metric("Prediction", viz.md_text(ex.label))
-col_label.caption(f"{max(ex.probabilities):.1%} probability · {len(ex.document.sentences)} sentences · "
-                  f"{ex.document.num_tokens} tokens read"
-                  + (f" · {ex.unknown_count} unknown to the model" if ex.unknown_count else ""))
+col_label.caption(f"{max(ex.probabilities):.1%} probability · {viz.counted(len(ex.document.sentences), 'sentence')} · "
+                  f"{viz.counted(ex.document.num_tokens, 'token')} read"
+                  + (f" · {ex.unknown_count:,} unknown to the model" if ex.unknown_count else ""))
 chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, collect=figures)
 domain.domain_signal(col_label, classifier, checkpoints[name], ex)
 

@@ -16,7 +16,7 @@ def slide_subtitle(text: str) -> None:
 
 
 def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None,
-          select: bool = False):
+          select: bool = False, subtitle: str | None = None):
     """A plotly figure with an Export popover under it: PNG, SVG and PDF for a slide (16:9, every
     label, titled with ``name`` and the page's ``slide_subtitle``) and the interactive HTML, each
     drawn only when its button is clicked. ``collect``: a dict that gathers the page's figures by
@@ -31,7 +31,7 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
                                **({"on_select": "rerun", "selection_mode": "points"} if select else {}))
     if collect is not None:
         collect[name] = fig
-    subtitle = st.session_state.get(SUBTITLE, "")
+    subtitle = subtitle or st.session_state.get(SUBTITLE, "")  # a figure of one sentence names that sentence
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
     problem = export.slide_problem(tuple(t.type for t in fig.data), (fig.layout.meta or {}).get("kind"))
     with where.popover("Export", icon=":material/download:"):

@@ -34,6 +34,12 @@ def document_input(dataset: str | None, sample_key: str, document_key: str, heig
     if document_key not in st.session_state and docs:
         st.session_state[document_key] = docs[0][2]
         st.session_state[sample_key] = options[1]
+    current = st.session_state.get(document_key)
+    if current and st.session_state.get(sample_key, SAMPLE_PROMPT) == SAMPLE_PROMPT:
+        # a sample that came from a link or another page: the picker names it, not "write your own"
+        match = next((i for i, (_, _, text) in enumerate(docs) if text == current), None)
+        if match is not None:
+            st.session_state[sample_key] = options[match + 1]
     st.selectbox("Sample document (test split)", options, key=sample_key, on_change=use_sample)
     text = st.text_area("Document", key=document_key, height=height, on_change=own_text, placeholder=placeholder,
                         max_chars=CHARACTERS.value)  # what the model would read at most; the box takes no more

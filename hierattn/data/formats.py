@@ -105,17 +105,30 @@ def decode_markup(text: str) -> str:
     return html.unescape(text) if "&" in text else text
 
 
+def unwrap_quotes(text: str) -> str:
+    """``text`` without one pair of double quotes around all of it. Review dumps (UCI's drug reviews
+    among them) store each review quoted inside its already-quoted field, so after the CSV or TSV
+    reader removes the field's quotes the review still starts and ends with one; shown as a sample or
+    a slide's subtitle it read ``"I've tried...``."""
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+        return stripped[1:-1]
+    return text
+
+
 def labelled(rows: Iterable[tuple[int, dict]], text_column: str, label_column: str, name: str,
              unit: str = "line") -> Iterator[tuple[str, str]]:
     """(text, label) of each numbered row (``unit`` names the numbers in messages). A row without
     either field is refused; a row whose text or label is empty is skipped (it can be neither
     classified nor learnt from). Labels are stripped of surrounding space; texts and labels have
-    their HTML markup and entities decoded (``decode_markup``)."""
+    their HTML markup and entities decoded (``decode_markup``); a text quoted whole loses the quotes
+    (``unwrap_quotes``)."""
     for n, row in rows:
         missing = [c for c in (text_column, label_column) if c not in row]
         if missing:
             raise DataError(f"{name} {unit} {n} has no field {' or '.join(repr(c) for c in missing)}")
-        text, label = decode_markup(str(row[text_column] or "")), decode_markup(str(row[label_column] or "")).strip()
+        text = unwrap_quotes(decode_markup(str(row[text_column] or "")))
+        label = decode_markup(str(row[label_column] or "")).strip()
         if text.strip() and label:
             yield text, label
 

@@ -258,10 +258,15 @@ class TrainingJob:
                          f" Ended after {metrics['epochs_run']} of {self.config.epochs} epochs.")
             recorded = metrics.get("baselines", {})
             against = baselines.sentence(metrics["test_accuracy"], recorded)
+            kind, said = baselines.judge(metrics["validation_accuracy"], recorded, "validation",
+                                         metrics.get("split_sizes", {}).get("validation"))
             verdict = ""
-            if baselines.beats(metrics["validation_accuracy"], recorded, "validation") is False:
-                verdict = (" It does not beat always answering the largest class on validation: it has not learnt "
-                           "to tell the classes apart (more data, more epochs, or a smaller model).")
+            if kind == "beats":
+                verdict = f" Beside the best baseline: {said}."
+            elif kind != "unknown":
+                verdict = (f" Not a clear win: {said}. More data, more epochs or a smaller model may help; a larger "
+                           "validation split measures it more closely.")
+            metrics["baseline_verdict"] = kind
             self._finish("finished", f"Finished: epoch {metrics['best_epoch']} of {metrics['epochs_run']} was best "
                                      f"(validation {metrics['validation_accuracy']:.1%}, test "
                                      f"{metrics['test_accuracy']:.1%}" + (f"; on test, {against}" if against else "")

@@ -18,6 +18,7 @@ from hierattn.viz.figures import (
 )
 from hierattn.viz.heads import head_grid, head_table
 from hierattn.viz.html import (
+    counted,
     difference_html,
     document_html,
     md_code,
@@ -29,7 +30,8 @@ from hierattn.viz.html import (
 )
 
 __all__ = [
-    "attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "difference_html",
+    "attention_heatmap", "attention_sharpness_chart", "block_overview", "confusion_heatmap", "counted",
+    "difference_html",
     "distribution_chart", "document_html", "erasure_chart", "head_grid", "head_table", "heads_grid", "lines_chart",
     "matrix_heatmap", "md_code", "md_text", "metric_boxes", "plain_text_html", "probability_chart",
     "shaded_document_html", "shading_legend_html", "start_sweep_chart", "training_chart", "word_attention_html"

@@ -11,6 +11,7 @@ import functools
 import html
 import json
 import os
+import re
 import shutil
 from datetime import UTC, datetime
 
@@ -46,11 +47,13 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
     out = go.Figure(fig)
     meta = dict(out.layout.meta or {})
     heading = html.escape(title, quote=False)  # plotly's text shows &quot; as typed: quotes stay as they are
-    if subtitle:
-        heading += f"<br><span style='font-size:17px;color:#555'>{html.escape(subtitle, quote=False)}</span>"
+    # the subtitle as plotly's own subtitle, a text element of its own: as a second line of the title
+    # (a <br> and a smaller span) SVG viewers other than Chromium drew it over the title
     out.update_layout(width=SLIDE[0], height=SLIDE[1], font=dict(size=17),
                       title=dict(text=heading, x=0.5, xanchor="center", y=1, yanchor="top", yref="container",
-                                 font=dict(size=26), pad=dict(t=28, b=0)),
+                                 font=dict(size=26), pad=dict(t=28, b=0),
+                                 subtitle=dict(text=html.escape(subtitle, quote=False),
+                                               font=dict(size=17, color="#555"))),
                       margin=dict(l=90, r=60, t=140 if subtitle else 110, b=80, autoexpand=True), showlegend=None)
     out.update_xaxes(automargin=True, title_standoff=14)
     out.update_yaxes(automargin=True, title_standoff=14)
@@ -81,6 +84,8 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
                                                         yanchor="middle", x=fraction + 0.02, xanchor="left",
                                                         title=dict(text="weight", side="right")),
                           selector=dict(type="heatmap"))
+    elif meta.get("kind") == "heads":
+        _heads_slide(out, meta.get("labels", []), bool(subtitle))
     elif meta.get("labels"):  # bars over words: every word where there is room
         labels = meta["labels"]
         n = len(labels)
@@ -89,6 +94,47 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
                          ticktext=[_short(label) for label in labels[::every]],
                          tickfont=dict(size=17 if n <= 30 else 13))
     return out
+
+
+def _heads_slide(out: go.Figure, labels: list, subtitle: bool) -> None:
+    """Every head's matrix on one slide, laid out in pixels: square cells, each matrix's words on its
+    top and left in one readable size, its title under it, rows far enough apart that the tick
+    labels of a lower row never reach the title above them (the page's layout, scaled, ran them
+    over each other and left 8 px row labels)."""
+    width, height = SLIDE
+    xs = sorted({tuple(a.domain) for a in out.select_xaxes()})
+    ys = sorted({tuple(a.domain) for a in out.select_yaxes()}, reverse=True)  # top row first
+    cols, rows = max(len(xs), 1), max(len(ys), 1)
+    n = len(labels)
+    every = -(-n // SLIDE_TICKS) if n else 1
+    size = 15 if n <= 20 else 12 if n <= 40 else 10
+    shown = [_short(label, 16) for label in labels[::every]]
+    label_px = int(0.6 * size * max(map(len, shown), default=1)) + 14
+    top, bottom, left, right, title_px, gap, bar = (115 if subtitle else 85), 10, 20, 110, 28, 30, 0
+    room_h = height - top - bottom
+    room_w = width - left - right
+    side = int(min(room_h / rows - label_px - title_px, (room_w - (cols - 1) * gap) / cols - label_px))
+    side = max(side, 40)
+    grid_w = cols * (label_px + side) + (cols - 1) * gap
+    grid_h = rows * (label_px + side + title_px)
+    pad = max(0, (room_w - grid_w) // 2)  # centred
+    out.update_layout(margin=dict(l=left + pad, r=width - left - pad - grid_w, t=top, b=height - top - grid_h,
+                                  autoexpand=False))
+    ticks = dict(tickmode="array", tickvals=list(range(0, n, every)), ticktext=shown, tickfont=dict(size=size),
+                 automargin=False)
+    for ax in out.select_xaxes():
+        c = xs.index(tuple(ax.domain))
+        x0 = c * (label_px + side + gap) + label_px
+        ax.update(domain=[x0 / grid_w, (x0 + side) / grid_w], **ticks)
+    titles = list(out.layout.annotations)
+    for k, ax in enumerate(out.select_yaxes()):
+        r = ys.index(tuple(ax.domain))
+        y0 = r * (label_px + side + title_px) + label_px  # from the grid's top
+        ax.update(domain=[1 - (y0 + side) / grid_h, 1 - y0 / grid_h], **ticks)
+        if k < len(titles):
+            titles[k].update(y=1 - (y0 + side) / grid_h, yanchor="top", yshift=-4, font=dict(size=17))
+    out.update_layout(coloraxis_colorbar=dict(len=side / grid_h if rows == 1 else 1, lenmode="fraction",
+                                              thickness=22 + bar, x=1.02, xanchor="left", y=1, yanchor="top"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -121,9 +167,25 @@ def figure_bytes(fig: go.Figure, fmt: str, title: str = "", subtitle: str = "", 
     os.environ.setdefault("BROWSER_PATH", _browser())  # kaleido (choreographer) reads it
     drawn = slide(fig, title, subtitle)
     try:
-        return drawn.to_image(format=fmt, width=SLIDE[0], height=SLIDE[1], scale=scale if fmt == "png" else 1)
+        data = drawn.to_image(format=fmt, width=SLIDE[0], height=SLIDE[1], scale=scale if fmt == "png" else 1)
     except Exception as exc:  # kaleido's own errors vary by version; the user needs one message
         raise ExportError(f"could not draw the figure as {fmt.upper()} ({type(exc).__name__}: {exc})") from None
+    return _crisp_cells(data) if fmt == "svg" else data
+
+
+def _crisp_cells(svg: bytes) -> bytes:
+    """A heatmap in an SVG is a PNG of one pixel per cell, stretched: Chromium draws it sharp, other
+    viewers (Inkscape, Firefox, PowerPoint) smooth a 12 x 12 image into a blur. The image asks for its
+    pixels as they are."""
+    def crisp(tag: re.Match) -> bytes:
+        text = tag.group(0)
+        if b' style="' in text:
+            text = text.replace(b' style="', b' style="image-rendering:pixelated;', 1)
+        else:
+            text = text.replace(b"<image", b'<image style="image-rendering:pixelated"', 1)
+        return text.replace(b"<image", b'<image image-rendering="optimizeSpeed"', 1)
+
+    return re.sub(rb"<image\b[^>]*>", crisp, svg)
 
 
 def explanation_json(ex: Explanation) -> bytes:

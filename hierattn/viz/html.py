@@ -19,6 +19,11 @@ _WRAPS = "white-space:pre-wrap;overflow-wrap:anywhere"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^@])")
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """"1 sentence", "2 sentences", "1,024 words": a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def md_text(value) -> str:
     r"""``value`` as literal text inside Streamlit markdown (``st.markdown``, ``st.caption``,
     ``st.error`` ...): every character markdown, HTML or LaTeX (``$``) would read is backslash-

@@ -82,14 +82,17 @@ def _svg_texts(svg: bytes) -> list[str]:
 @pytest.mark.slow
 @NEEDS_BROWSER
 def test_a_slide_names_every_class_and_every_word(explained):
-    """Issue 30: PNG exports cut the class names ("ve / al / ve"), the word distribution had no word
+    """PNG exports cut the class names ("ve / al / ve"), the word distribution had no word
     labels and the heatmap no column labels."""
     texts = _svg_texts(export.figure_bytes(_figure(explained), "svg", "class probabilities", "tiny-hcan · a test"))
     assert set(explained.labels) <= set(texts)
-    assert any(t.startswith("class probabilities") and "tiny-hcan" in t for t in texts)  # title, and subtitle
+    assert "class probabilities" in texts and "tiny-hcan · a test" in texts  # title and subtitle, each its own text
     words = [t.text for t in explained.document.sentences[1].tokens]
     heatmap = viz.attention_heatmap(explained.self_attention("word.self.a", 1), words, "x")
-    texts = _svg_texts(export.figure_bytes(heatmap, "svg", "word self-attention, branch a (ELU)", "S2"))
+    svg = export.figure_bytes(heatmap, "svg", "word self-attention, branch a (ELU)", "S2")
+    images = ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}image")  # the cells: one pixel each, not smoothed
+    assert all(i.get("image-rendering") == "optimizeSpeed" and "pixelated" in i.get("style") for i in images)
+    texts = _svg_texts(svg)
     shown = {html.unescape(export._short(w)) for w in words}  # as a label reads (escaped for plotly)
     assert all(texts.count(w) >= 2 for w in shown), texts  # on both axes
     assert "attends to (key)" in texts and "query" in texts and "weight" in texts  # axis titles, colour bar
@@ -99,6 +102,26 @@ def test_a_slide_names_every_class_and_every_word(explained):
     many = [f"word{i}" for i in range(70)]  # a long sentence: every word still named (up to 80)
     texts = _svg_texts(export.figure_bytes(viz.attention_heatmap([[1 / 70] * 70] * 70, many), "svg", "t"))
     assert all(w in texts for w in many)
+
+
+@pytest.mark.slow
+@NEEDS_BROWSER
+def test_the_heads_grid_slide_has_square_cells_readable_labels_and_rows_apart(explained):
+    words = [t.text for t in explained.document.sentences[1].tokens]
+    fig = viz.heads_grid([explained.self_attention("word.self.a", 1)] * 4, words,
+                         [f"head {h + 1}" for h in range(4)], 2)
+    drawn = export.slide(fig, "every head", "sentence 2")
+    xs, ys = list(drawn.select_xaxes()), list(drawn.select_yaxes())
+    width = export.SLIDE[0] - drawn.layout.margin.l - drawn.layout.margin.r
+    height = export.SLIDE[1] - drawn.layout.margin.t - drawn.layout.margin.b
+    for x, y in zip(xs, ys):
+        assert abs((x.domain[1] - x.domain[0]) * width - (y.domain[1] - y.domain[0]) * height) < 2  # square
+        assert x.tickfont.size == y.tickfont.size >= 12
+    # a lower row's top labels start below the row above's title
+    rows = sorted({tuple(y.domain) for y in ys}, reverse=True)
+    assert (rows[0][0] - rows[1][1]) * height >= 40
+    texts = _svg_texts(export.figure_bytes(fig, "svg", "every head", "sentence 2"))
+    assert all(f"head {h + 1}" in texts for h in range(4))
 
 
 def test_the_report_table_fits_a_page_counts_from_one_and_shows_no_na(explained):

@@ -65,7 +65,7 @@ def registry_tables(dataset: str) -> None:
                 chart(viz.lines_chart({n: (xs, v) for n, v in series.items()}, x_title, "test accuracy"),
                       f"{group} {dataset}")
         if not shown:
-            st.info("MahNN's Figure 4 is registered for tweets only (`experiments/tweets.mahnn-*.toml`).")
+            st.info("MahNN's Figure 4 is run on tweets only: pick tweets to see it.")
         else:
             st.caption("One seed per point; the other settings as the mahnn-3 row.")
     with tabs[2]:

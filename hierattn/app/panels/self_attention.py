@@ -9,7 +9,7 @@ from hierattn.analysis.explain import METRIC_LABELS, Explanation, head_axis, map
 from hierattn.analysis.metrics import GROUP_AXES
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.url_state import pending_view
-from hierattn.app.widgets import head_picker, keep_valid
+from hierattn.app.widgets import head_picker, keep_valid, opening
 from hierattn.contract import ATTENTION
 
 MAX_HEATMAP = 60  # rows and columns drawn at once: every word named on both axes
@@ -59,9 +59,15 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                                "below. The overview above shows all of it in blocks.") - 1
         shown = slice(first, first + MAX_HEATMAP)
     matrix = ex.self_attention(branch, group, head)[shown, shown]
+    subtitle = None  # a slide of one sentence's matrix names that sentence, not the document's opening
+    if level == "word" and "sentence" in axes and group is not None:
+        said = " ".join(t.text for t in ex.document.sentences[group].tokens)
+        subtitle = (f"{name} · sentence {group + 1} of {len(ex.document.sentences)}: “{opening(said)}”"
+                    + (f" · words {shown.start + 1}–{shown.start + len(labels[shown])}" if shown.start else ""))
     picked = f"attends_{doc_key}_{level}_{group}_{shown.start}"
     clicked = chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}", clickable=True),
-                    f"{map_title(branch)} · {head_name}", collect=figures, key=f"self_heat_{picked}", select=True)
+                    f"{map_title(branch)} · {head_name}", collect=figures, key=f"self_heat_{picked}", select=True,
+                    subtitle=subtitle)
     points = clicked.selection.points if clicked else []
     if points and points[0].get("y") is not None:  # a click on a row of the heatmap picks its word
         st.session_state[picked] = int(points[0]["y"])
@@ -70,7 +76,7 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
         matrices = [ex.self_attention(branch, group, h)[shown, shown] for h in range(heads)]
         per_row = min(heads, 2)  # readable at 1024 px as at 1920 px
         chart(viz.heads_grid(matrices, labels[shown], [f"head {h + 1}" for h in range(heads)], per_row),
-              f"{map_title(branch)} · every head", key="head_grid", collect=figures)
+              f"{map_title(branch)} · every head", key="head_grid", collect=figures, subtitle=subtitle)
         st.caption(f"Every head of {viz.md_text(map_title(branch))} on one colour scale (0 to the largest weight of "
                    "any head); hover a cell for its words and weight.")
     if "time" in axes:

@@ -186,9 +186,11 @@ def run_panel(jobs, job_id: str) -> None:
                 st.rerun(scope="fragment")
         elif snap["status"] == "finished":
             metrics = snap["metrics"]
-            if baselines.beats(metrics.get("validation_accuracy", 0.0), metrics.get("baselines", {}),
-                               "validation") is False:
-                st.warning(viz.md_text(snap["message"]))  # a run no better than a constant answer is no success
+            kind = metrics.get("baseline_verdict") or baselines.judge(
+                metrics.get("validation_accuracy", 0.0), metrics.get("baselines", {}), "validation",
+                metrics.get("split_sizes", {}).get("validation"))[0]
+            if kind in ("below", "within noise"):  # green only for a run that clearly beats its baselines
+                st.warning(viz.md_text(snap["message"]))
             else:
                 st.success(viz.md_text(snap["message"]))
         elif snap["status"] == "cancelled":
