@@ -1,9 +1,10 @@
 """Server start-up. ``streamlit run app.py`` finds the ``st.App`` in app.py and calls its
 lifespan before it accepts connections; this lifespan starts a thread that does what every first
 page run would otherwise do first (import torch, plotly and pandas, load spaCy's pipeline, read the
-default checkpoint's data set for its samples) and returns at once, so that this work overlaps the
-first visitor's browser loading Streamlit's JavaScript instead of following it. A page that needs
-a module before the thread has imported it simply waits for that import (Python's import lock)."""
+default checkpoint's data set for its samples, import transformers when a checkpoint needs it) and
+returns at once, so that this work overlaps the first visitor's browser loading Streamlit's
+JavaScript instead of following it. A page that needs a module before the thread has imported it
+simply waits for that import (Python's import lock)."""
 from __future__ import annotations
 
 import json
@@ -34,6 +35,12 @@ def warm_up() -> None:
                 load_builtin(dataset)
         except Exception:  # noqa: BLE001  a head start only: the page reports any real problem itself
             pass
+    try:  # last: a transformer among the checkpoints opens in 1 s instead of 6-11 (importing transformers)
+        if any((p / "tokenizer.json").is_file() for p in list_checkpoints(checkpoint_root())):
+            from transformers import AutoModelForSequenceClassification  # noqa: F401
+            from transformers.masking_utils import AttentionMaskInterface  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def start() -> threading.Thread:

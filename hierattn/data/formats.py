@@ -111,7 +111,8 @@ def unwrap_quotes(text: str) -> str:
     reader removes the field's quotes the review still starts and ends with one; shown as a sample or
     a slide's subtitle it read ``"I've tried...``."""
     stripped = text.strip()
-    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+    # only with no other quote inside: '"Hello" she said "bye"' is a text that starts and ends quoted
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"' and '"' not in stripped[1:-1]:
         return stripped[1:-1]
     return text
 

@@ -48,7 +48,7 @@ def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
 
 def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False,
                       zmax: float | None = None, show_scale: bool = True, clickable: bool = False,
-                      max_width: int | None = None) -> go.Figure:
+                      fluid: bool = False) -> go.Figure:
     """A query x key attention matrix: rows (y) attend to columns (x), as in SANet Figure 3.
 
     ``matrix``: (n, n) nested list or tensor; ``labels``: the n tokens (or sentence names).
@@ -59,10 +59,11 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     heads (smaller cells and labels; ``show_scale`` draws its colour bar, e.g. on the last one).
     ``zmax``: the weight of the darkest cell (default: this matrix's largest), to share a scale.
     The labels ride along in ``layout.meta`` for the slide export (``export.slide``).
-    ``max_width``: the most pixels the figure may take (half a page at 1024 px is about 330): the
-    cells shrink to fit, labels and colour bar keep their room. ``clickable``: an invisible marker
+    ``clickable``: an invisible marker
     on every cell, so a click selects a cell (Streamlit's chart selection returns nothing for a
-    heatmap's own cells): the point's ``y`` is the query row.
+    heatmap's own cells): the point's ``y`` is the query row. ``fluid``: no width of its own; the
+    figure fills its column and the cells stay square (the plot area keeps a 1:1 aspect): for two
+    heatmaps side by side, which a fixed width made 120 px wide at 1920 px or cut at 1024 px.
     """
     z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
     n = len(labels)
@@ -80,8 +81,6 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     top = int(label_px * 0.9) + (28 if not compact else 6)
     left = label_px + (30 if not compact else 6)
     right = 90 if scale else 12
-    if max_width:
-        side = max(100, min(side, max_width - left - right))
     bottom = 44 if title else 12
     fig.update_layout(width=left + side + right, height=top + side + bottom,
                       margin=dict(l=left, r=right, t=top, b=bottom, autoexpand=False),
@@ -101,6 +100,10 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
                                  hovertemplate="query %{customdata}<br>weight %{text}<extra></extra>"))
         fig.data[0].hoverinfo = "skip"
         fig.update_layout(clickmode="event+select", dragmode=False)
+    if fluid:
+        fig.update_layout(width=None)
+        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
+        fig.update_xaxes(constrain="domain")
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
     return fig
@@ -211,8 +214,13 @@ def confusion_heatmap(matrix, labels: Sequence[str]) -> go.Figure:
                                colorbar=dict(title="share of<br>true class", tickformat=".0%"),
                                hovertemplate="true %{y}<br>predicted %{x}<br>%{text} documents "
                                              "(%{z:.1%})<extra></extra>"))
-    fig.update_layout(height=min(700, 160 + 48 * len(labels)), margin=dict(l=10, r=10, t=40, b=10),
-                      xaxis=dict(title="predicted", side="top"), yaxis=dict(title="true", autorange="reversed"))
+    longest = max((len(n) for n in names), default=1)
+    # its own width, square-ish cells that fit every class name: stretched to a 1920 px page, or
+    # squeezed into half of a 1024 px one, a 5-class matrix named 3 of its classes
+    fig.update_layout(height=min(700, 160 + 48 * len(labels)), width=min(900, 7 * longest + 200 + 90 * len(labels)),
+                      margin=dict(l=10, r=10, t=40, b=10),
+                      xaxis=dict(title="predicted", side="top", tickangle=-30 if longest > 8 else 0),
+                      yaxis=dict(title="true", autorange="reversed"))
     return fig
 
 

@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from hierattn.app.panels.trust import NULL
-from tests.conftest import REPO
+from tests.conftest import REPO, shown
 
 
 @pytest.fixture(autouse=True)
@@ -46,8 +46,10 @@ def test_compare_han_and_hcan_side_by_side():
                                               "Self-attention over the same sentence", "What one word attends to"]
     agreement = at.dataframe[0].value
     assert list(agreement["measure"]) == ["Spearman rank correlation", "top-5 overlap", "top-10 overlap"]
-    words = agreement.iloc[:, 1]
-    assert -1 <= words.iloc[0] <= 1 and all(0 <= v <= 1 for v in words.iloc[1:])
+    assert list(agreement.columns[1:]) == [c for c in agreement.columns[1:] if c.endswith("(if unrelated)")]
+    words = [float(cell.split(" ")[0]) for cell in agreement.iloc[:, 1]]  # "0.62 (0.00)": the figure, then chance
+    assert -1 <= words[0] <= 1 and all(0 <= v <= 1 for v in words[1:])
+    assert not any("None" in cell or "nan" in cell for column in agreement.columns[1:] for cell in agreement[column])
     blocks = html_blocks(at)
     assert sum("rgba(31,119,180" in b for b in blocks) >= 3  # both documents and HCAN's word lines
     assert len(at.get("plotly_chart")) == 3  # two probability charts, HCAN's heatmap (HAN has none)
@@ -312,3 +314,20 @@ def test_evaluation_opens_on_the_models_own_data_and_offers_only_data_sets_with_
     stats = open_page("pages/1_statistics.py", stats_model="tweets-han", stats_dataset="tweets", stats_documents=3)
     stats.selectbox(key="stats_model").set_value("bbc-news-han").run()
     assert stats.selectbox(key="stats_dataset").value == "bbc-news"
+
+
+@pytest.mark.slow
+def test_explore_says_whether_a_text_is_like_the_models_own_beside_its_baseline():
+    article = AppTest.from_file(str(REPO / "pages/explore.py"), default_timeout=120)
+    article.session_state["model"] = "tweets-han"
+    article = settle(article.run())
+    words = shown("\n".join(c.value for c in article.caption))
+    assert "Like the model's own documents?" in words and "tweets test documents" in words  # a tweet: its own kind
+    article.text_area(key="document").input(
+        "The Chancellor announced that corporation tax relief for manufacturers would be extended until 2027, "
+        "while the Treasury forecast that inflation would ease. Economists at several banks said the measures "
+        "were modest, and shares in engineering firms rose on the London Stock Exchange after the statement. "
+        "Opposition spokesmen criticised the timing of the announcement before the parliamentary recess.").run()
+    settle(article)
+    warning = next(shown(w.value) for w in article.warning if "unlike the model" in w.value)
+    assert "rare for the model" in warning and "97.5%" in warning, warning

@@ -79,10 +79,11 @@ def test_own_files_load(tmp_path, suffix):
 
 def test_a_review_quoted_inside_its_quoted_field_loses_the_inner_quotes(tmp_path):
     path = tmp_path / "drugs.tsv"  # UCI's drug reviews: the review quoted again inside the field
-    rows = [('"""I&#039;ve tried it, and it ""works""."""', "good"), ('plain "quoted" word', "bad")] * 10
+    rows = [('"""I&#039;ve tried it, and it works."""', "good"), ('plain "quoted" word', "bad"),
+            ('"""Hello"" she said ""bye"""', "bad")] * 10
     path.write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
     ds = load_table(path)
-    assert ds.texts[:2] == ['I\'ve tried it, and it "works".', 'plain "quoted" word']
+    assert ds.texts[:3] == ["I've tried it, and it works.", 'plain "quoted" word', '"Hello" she said "bye"']
 
 
 def test_utf16_with_a_bom_is_read(tmp_path):

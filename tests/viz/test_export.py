@@ -213,3 +213,18 @@ def test_the_clickable_heatmap_exports_in_every_format(explained, fmt):
     data = export.figure_bytes(fig, fmt, "a head", "a subtitle")
     magic = {"png": b"\x89PNG", "svg": b"<svg", "pdf": b"%PDF"}[fmt]
     assert magic in data[:200]
+
+
+@pytest.mark.slow
+@NEEDS_BROWSER
+def test_exports_from_several_sessions_at_once_each_get_their_own_figure(explained):
+    """Every export of a process goes through one kept Chromium, whose answers share one queue: each
+    caller must still get its own figure back."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    words = [t.text for t in explained.document.sentences[1].tokens]
+    figures = {f"figure {i}": viz.attention_heatmap(explained.self_attention("word.self.a", 1), words, "x")
+               for i in range(6)}
+    with ThreadPoolExecutor(6) as pool:
+        drawn = dict(zip(figures, pool.map(lambda name: export.figure_bytes(figures[name], "svg", name), figures)))
+    assert all(name in _svg_texts(svg) for name, svg in drawn.items())

@@ -62,8 +62,12 @@ def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Cla
                    "model read it. Shares are renormalised over the words both read.")
     st.subheader("Agreement")
     table = agree.table()
-    st.dataframe(table.style.format({c: "{:.2f}" for c in table.columns[1:]}, na_rep="—"), hide_index=True,
-                 width="stretch")
+    # each figure beside what unrelated rankings give, in one cell: five columns were cut at 1024 px
+    shown = table[["measure"]].copy()
+    for figure, chance in ((table.columns[1], table.columns[2]), (table.columns[3], table.columns[4])):
+        shown[f"{figure} (if unrelated)"] = [("—" if v != v else f"{v:.2f}") + ("" if c != c else f" ({c:.2f})")
+                                             for v, c in zip(table[figure], table[chance])]
+    st.dataframe(shown, hide_index=True, width="stretch")
     table_downloads(table, "agreement", "agreement_table")
     st.caption("Spearman: rank correlation of the two models' importance over the words (sentences) both read; "
                "1 = the same order. Top-k overlap: share of A's k most important words (sentences) that are "
@@ -101,10 +105,10 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
             if not maps[slot]:
                 st.caption("No word self-attention in this model.")
                 continue
-            c1, c2 = st.columns(2)
-            name = c1.selectbox("Map", maps[slot], key=f"compare_map_{slot}", format_func=compare.map_label)
+            # one above the other: two pickers side by side in half a 1024 px page were cut
+            name = st.selectbox("Map", maps[slot], key=f"compare_map_{slot}", format_func=compare.map_label)
             heads = ex.heads(name)
-            head = head_picker(c2, "Head", heads, f"compare_head_{slot}") if heads > 1 else None
+            head = head_picker(st, "Head", heads, f"compare_head_{slot}") if heads > 1 else None
             last = compare.last_layer(ex, name)
             layer = None if last is None else st.selectbox(
                 "Layer", range(last + 1), index=last, key=f"compare_layer_{slot}",
@@ -120,7 +124,7 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
         words = [text[a:b] for a, b in spans]
         title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}") + (
             "" if layers.get(slot) is None else f" · layer {layers[slot] + 1}")
-        chart(viz.attention_heatmap(matrix, words, title, zmax=zmax, max_width=330), f"self-attention, {slot}: "
+        chart(viz.attention_heatmap(matrix, words, title, zmax=zmax, fluid=True), f"self-attention, {slot}: "
               f"{models[slot].display_name} · {title}", columns[slot],
               key=f"compare_heat_{slot}")
         if len(words) >= 2:

@@ -47,18 +47,20 @@ def domain_signal(where, classifier: Classifier, path: Path, ex: Explanation) ->
         return
     found = domain.check(classifier, ex.document, ex.probabilities, ref)
     level = f"{1 - ref.level:.1%}".replace(".0%", "%")
-    rare = (f"{_percent(found.rare_share)} of its words are rare for the model (unknown, or in the rarer half of its "
-            f"vocabulary), against at most {_percent(found.rare_threshold)} in {level} of {found.rare_null}"
-            if found.rare_share is not None and found.rare_threshold == found.rare_threshold else "")
-    sure = (f"the prediction's entropy is {found.entropy:.2f} nats, against at most {found.entropy_threshold:.2f} in "
-            f"{level} of {found.entropy_null}")
+    rare = ""
+    if found.rare_share is not None and found.rare_threshold == found.rare_threshold:
+        examples = f" ({', '.join(found.examples)})" if found.examples else ""
+        rare = (f"{_percent(found.rare_share)} of its words are rare for the model{examples}, i.e. unknown to it or in "
+                f"the rarer half of its vocabulary; {level} of {found.rare_null} have at most "
+                f"{_percent(found.rare_threshold)}")
+    sure = (f"its prediction's entropy is {found.entropy:.2f} nats; {level} of {found.entropy_null} have at most "
+            f"{found.entropy_threshold:.2f}")
+    said = f"{rare}. {sure[0].upper() + sure[1:]}" if rare else sure[0].upper() + sure[1:]
     if found.flagged:
-        words = f" ({', '.join(found.examples)})" if found.examples and found.rare_p <= ref.level else ""
-        where.warning(viz.md_text(f"This text is unlike the model's own documents: {rare}{words}"
-                                  + ("; " if rare else "") + sure + ". A model answers every text; "
-                                  "read its prediction and its attention here with doubt."),
+        where.warning(viz.md_text(f"This text is unlike the model's own documents. {said}. A model answers every "
+                                  "text: read its prediction and its attention here with doubt."),
                       icon=":material/travel_explore:")
     else:
-        where.caption(viz.md_text(f"Like the model's own documents? {rare[0].upper() + rare[1:] + '; ' if rare else ''}"
-                                  f"{sure}. On the shipped models the check flags 4-5% of their own test texts and "
-                                  "62-75% of the other data set's: passing it is no proof."))
+        where.caption(viz.md_text(f"Like the model's own documents? {said}. On the shipped models this check flags "
+                                  "4-5% of their own test texts and 62-75% of the other data set's: passing it is "
+                                  "no proof."))
