@@ -80,3 +80,33 @@ def battery_seconds(classifier: Classifier, text: str, repeats: int) -> dict:
     document_battery(classifier, explain(classifier, text), adversarial=True)
     return {"seconds": statistics.median(times), "runs": times, "adversarial_seconds": time.perf_counter() - start,
             "tokens": ex.document.num_tokens, "checkpoint": classifier.name}
+
+
+def trust_two_tabs(classifier: Classifier, texts: list[str]) -> dict:
+    """Explore's "Can I trust this shading?" for two ~250-token articles at once, as the app runs them:
+    each in a background thread that holds one of ``cores()`` worker slots and its part of the server's
+    threads (``tasks._Task``), against one alone. Two tabs on the same article share one computation
+    (the app's results are keyed by checkpoint and document), so the concurrent case is two articles."""
+    import threading
+
+    from hierattn.analysis.battery import document_battery
+    from hierattn.threads import cores, serving
+
+    def one(text: str, shared_by: int, out: list) -> None:
+        with serving(shared_by=shared_by):
+            start = time.perf_counter()
+            document_battery(classifier, explain(classifier, text))
+            out.append(time.perf_counter() - start)
+
+    alone: list[float] = []
+    one(texts[0], cores(), alone)
+    together: list[float] = []
+    start = time.perf_counter()
+    threads = [threading.Thread(target=one, args=(t, cores(), together)) for t in texts[:2]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    both = time.perf_counter() - start
+    return {"alone_seconds": alone[0], "both_seconds": both, "ratio": both / alone[0], "cores": cores(),
+            "tokens": explain(classifier, texts[0]).document.num_tokens, "checkpoint": classifier.name}

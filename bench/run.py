@@ -20,6 +20,7 @@ from bench.inference import (
     document_of,
     explain_latency,
     tokenisation_rate,
+    trust_two_tabs,
 )
 from bench.training import han_paths_gap, matmul_peak, training_throughput
 from hierattn.checkpoint import best_device, load_classifier
@@ -142,6 +143,10 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
     # Explore's "Can I trust this shading?" for a ~300-word document on HCAN (issue 20: < 5 s)
     results["battery_seconds"] = battery_seconds(classifier_for("hcan", Path(checkpoints), vocab, ds.label_names),
                                                  document_of(300, test_texts), 1 if quick else 3)
+    if not quick:  # two visitors' trust panels at once, on two articles, against one alone
+        hcan = classifier_for("hcan", Path(checkpoints), vocab, ds.label_names)
+        results["trust_two_tabs"] = trust_two_tabs(hcan, [document_of(250, test_texts),
+                                                          document_of(250, test_texts[5:])])
     # Dataset statistics page: every self-attention matrix of the bbc-news test split (issue 5: < 1 min).
     from hierattn.analysis.stats import split_statistics
 
@@ -389,6 +394,12 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
         out.append((f"faithfulness battery for one document, HCAN, {b['tokens']} tokens (adversarial search off), "
                     "median", "<= 5 s", f"{b['seconds']:.2f} s (with the adversarial search: "
                                         f"{b['adversarial_seconds']:.1f} s)", b["seconds"] <= 5.0))
+    if "trust_two_tabs" in results:
+        t = results["trust_two_tabs"]
+        out.append((f"trust panel for one {t['tokens']}-token article, HCAN, {t['cores']} cores", "<= 10 s",
+                    f"{t['alone_seconds']:.1f} s", t["alone_seconds"] <= 10))
+        out.append(("two trust panels at once (two tabs, two articles), against one alone", "<= 2.5x",
+                    f"{t['ratio']:.2f}x ({t['both_seconds']:.1f} s)", t["ratio"] <= 2.5))
     if results.get("soak"):
         soak = results["soak"]
         idle = soak["seconds_to_idle"]
