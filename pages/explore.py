@@ -79,7 +79,7 @@ col_label.caption(f"{max(ex.probabilities):.1%} probability · {viz.counted(len(
                   f"{viz.counted(ex.document.num_tokens, 'token')} read"
                   + (f" · {ex.unknown_count:,} unknown to the model" if ex.unknown_count else ""))
 chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, collect=figures)
-domain.domain_signal(col_label, classifier, checkpoints[name], ex)
+domain.domain_signal(st.container(), classifier, checkpoints[name], ex)  # full width: a sentence or two
 
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?
 view = shading.document_shading(ex, classifier.display_name, classifier.spec.maps, doc_key)

@@ -37,7 +37,7 @@ from hierattn.data.batches import streamed_batches
 from hierattn.data.text import Document, Vocab, tokenize_many
 
 ALPHA = 0.05  # the share of in-domain documents flagged, at most
-REFERENCE_DOCUMENTS = 2_000  # of the test split, spread evenly through it
+REFERENCE_DOCUMENTS = 1_000  # of the test split, spread evenly through it
 
 
 def rare_words(vocab, document: Document) -> list[tuple[str, bool]] | None:
@@ -83,7 +83,8 @@ class DomainReference:
         return ALPHA / 2 if self.rare_flags is not None else ALPHA
 
     def rare_null(self, words: int) -> tuple[np.ndarray, str]:
-        """The shares of rare words a document of ``words`` words is judged against, and what they are.
+        """The shares of rare words a document of ``words`` words is judged against, and what they are
+        (a plural noun phrase, to follow "as many in 3 of 117").
 
         The spread of a share depends on how many words it is over (10 words vary more than 400), so
         a document meets the test documents of about its length (2/3 to 3/2 of it) when there
@@ -94,29 +95,29 @@ class DomainReference:
         sizes = np.array([len(f) for f in self.rare_flags])
         peers = [f.mean() for f in self.rare_flags if words / 1.5 <= len(f) <= words * 1.5 and len(f)]
         if len(peers) >= PEERS:
-            return np.array(peers), f"{len(peers):,} {self.source} documents of {words * 2 // 3}-{words * 3 // 2} words"
+            return np.array(peers), f"{self.source} documents of {-(-words * 2 // 3)}-{words * 3 // 2} words"
         order = np.random.default_rng(0).permutation(len(self.rare_flags))  # documents run together in a fixed order
         stream = np.concatenate([self.rare_flags[i] for i in order]).astype(np.int64)
         if words > len(stream) or not sizes.sum():
             return np.array([]), f"{self.source} (too short to compare)"
         sums = np.concatenate([[0], np.cumsum(stream)])
         return ((sums[words:] - sums[:-words]) / words,
-                f"every stretch of {words:,} words of the {self.source} documents run together")
+                f"stretches of {words:,} words of the {self.source} documents run together")
 
     def entropy_null(self) -> tuple[np.ndarray, str]:
-        return self.entropies[~np.isnan(self.entropies)], f"{len(self.entropies):,} {self.source} documents"
+        return self.entropies[~np.isnan(self.entropies)], f"{self.source} documents"
+
+
+def at_or_above(null: np.ndarray, value: float) -> int:
+    """How many null values reach ``value`` (0 for a missing value)."""
+    return 0 if math.isnan(value) else int((null >= value).sum())
 
 
 def p_value(null: np.ndarray, value: float) -> float:
     """(1 + null values at or above ``value``) / (1 + null values); 1 for a missing value."""
     if math.isnan(value) or not len(null):
         return 1.0
-    return (1 + int((null >= value).sum())) / (1 + len(null))
-
-
-def upper(null: np.ndarray, level: float) -> float:
-    """What all but ``level`` of the null values stay at or below (the flag's threshold)."""
-    return float(np.quantile(null, 1 - level)) if len(null) else math.nan
+    return (1 + at_or_above(null, value)) / (1 + len(null))
 
 
 @dataclass
@@ -126,11 +127,11 @@ class DomainCheck:
 
     rare_share: float | None
     rare_p: float | None
-    rare_threshold: float | None
+    rare_reached: tuple[int, int] | None  # (null values at or above the document's share, null values)
     rare_null: str | None
     entropy: float
     entropy_p: float
-    entropy_threshold: float
+    entropy_reached: tuple[int, int]
     entropy_null: str
     flagged: bool
     examples: list[str]  # a few of the document's rare words, for the message
@@ -162,16 +163,16 @@ def reference(classifier: Classifier, texts: list[str], source: str,
 def check(classifier: Classifier, document: Document, probabilities, ref: DomainReference) -> DomainCheck:
     """The document (as the model read it) and its predicted ``probabilities`` beside ``ref``."""
     flags = rare_words(classifier.vocab, document) if ref.rare_flags is not None else None
-    share = rare_p = rare_threshold = rare_described = None
+    share = rare_p = rare_reached = rare_described = None
     examples = []
     if flags:
         share = sum(r for _, r in flags) / len(flags)
         null, rare_described = ref.rare_null(len(flags))
-        rare_p, rare_threshold = p_value(null, share), upper(null, ref.level)
+        rare_p, rare_reached = p_value(null, share), (at_or_above(null, share), len(null))
         examples = list(dict.fromkeys(w for w, r in flags if r))[:5]
     value = entropy(probabilities)
     null, entropy_described = ref.entropy_null()
     entropy_p = p_value(null, value)
     flagged = entropy_p <= ref.level or (rare_p is not None and rare_p <= ref.level)
-    return DomainCheck(share, rare_p, rare_threshold, rare_described, value, entropy_p, upper(null, ref.level),
-                       entropy_described, flagged, examples)
+    return DomainCheck(share, rare_p, rare_reached, rare_described, value, entropy_p,
+                       (at_or_above(null, value), len(null)), entropy_described, flagged, examples)

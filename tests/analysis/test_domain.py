@@ -55,11 +55,12 @@ def test_a_document_of_only_common_words_is_not_rare_and_p_values_count_the_refe
     peers = [np.array([True] * k + [False] * (2 - k)) for k in (0, 1, 2)] * 40  # 120 two-word documents
     ref = domain.DomainReference("x", peers, np.array([0.1, 0.2, 0.3, np.nan]))
     null, described = ref.rare_null(2)
-    assert len(null) == 120 and described.startswith("120 x documents")
+    assert len(null) == 120 and described == "x documents of 2-3 words"
     assert domain.p_value(null, 1.0) == (1 + 40) / (1 + 120) and domain.p_value(null, np.nan) == 1.0
     null, described = ref.rare_null(30)  # no peer of 30 words: every stretch of 30 of the 240 words
-    assert len(null) == 240 - 30 + 1 and "stretch" in described and abs(null.mean() - 0.5) < 0.05
+    assert len(null) == 240 - 30 + 1 and described.startswith("stretches of 30 words") and abs(null.mean() - 0.5) < 0.05
     assert domain.p_value(ref.entropy_null()[0], 0.05) == 1.0 and domain.p_value(ref.entropy_null()[0], 0.3) == 2 / 4
     check = domain.check(classifier, unknown, [0.5, 0.25, 0.25], ref)
     assert check.rare_share == 1.0 and check.rare_p == 41 / 121 and check.entropy_p == 1 / 4 and not check.flagged
+    assert check.rare_reached == (40, 120) and check.entropy_reached == (0, 3)
     assert check.examples == ["zzqxv", "qqzzk"]

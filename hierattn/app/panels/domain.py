@@ -46,21 +46,26 @@ def domain_signal(where, classifier: Classifier, path: Path, ex: Explanation) ->
     if ref is None:
         return
     found = domain.check(classifier, ex.document, ex.probabilities, ref)
-    level = f"{1 - ref.level:.1%}".replace(".0%", "%")
     rare = ""
-    if found.rare_share is not None and found.rare_threshold == found.rare_threshold:
+    if found.rare_share is not None and found.rare_reached[1]:
         examples = f" ({', '.join(found.examples)})" if found.examples else ""
         rare = (f"{_percent(found.rare_share)} of its words are rare for the model{examples}, i.e. unknown to it or in "
-                f"the rarer half of its vocabulary; {level} of {found.rare_null} have at most "
-                f"{_percent(found.rare_threshold)}")
-    sure = (f"its prediction's entropy is {found.entropy:.2f} nats; {level} of {found.entropy_null} have at most "
-            f"{found.entropy_threshold:.2f}")
+                f"the rarer half of its vocabulary: as many or more in {_reached(found.rare_reached)} "
+                f"{found.rare_null}")
+    sure = (f"its prediction's entropy is {found.entropy:.2f} nats: as high or higher in "
+            f"{_reached(found.entropy_reached)} {found.entropy_null}")
     said = f"{rare}. {sure[0].upper() + sure[1:]}" if rare else sure[0].upper() + sure[1:]
+    rule = (f"A text is flagged when either share is under {ref.level:.1%}".replace(".0%", "%") + ".")
     if found.flagged:
-        where.warning(viz.md_text(f"This text is unlike the model's own documents. {said}. A model answers every "
-                                  "text: read its prediction and its attention here with doubt."),
+        where.warning(viz.md_text(f"This text is unlike the model's own documents. {said}. {rule} A model answers "
+                                  "every text: read its prediction and its attention here with doubt."),
                       icon=":material/travel_explore:")
     else:
-        where.caption(viz.md_text(f"Like the model's own documents? {said}. On the shipped models this check flags "
-                                  "4-5% of their own test texts and 62-75% of the other data set's: passing it is "
-                                  "no proof."))
+        where.caption(viz.md_text(f"Like the model's own documents? {said}. {rule} On the shipped models the check "
+                                  "flags 4-5% of their own test texts and 62-75% of the other data set's: passing it "
+                                  "is no proof."))
+
+
+def _reached(reached: tuple[int, int]) -> str:
+    count, total = reached
+    return f"{count:,} of {total:,}"

@@ -16,8 +16,6 @@ from hierattn.app.tasks import computed
 from hierattn.app.widgets import asked_for, documents_count
 from hierattn.checkpoint import Classifier
 
-HALF = 330  # pixels a heatmap may take in half of the page at 1024 px
-
 
 def _figure(value) -> str:
     """One number format for every figure of the tables: three decimals."""
@@ -162,9 +160,9 @@ def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
     other = replace(ex, attentions={**ex.attentions, **{name: derived[name]}}).self_attention(name, group)[shown, shown]
     heads = "single head" if ex.heads(name) == 1 else "mean of heads"
     title = map_title(name)
-    chart(viz.attention_heatmap(raw, labels[shown], f"raw · {where} · {heads}", max_width=HALF), f"{title}, raw", left,
+    chart(viz.attention_heatmap(raw, labels[shown], f"raw · {where} · {heads}", fluid=True), f"{title}, raw", left,
           key=f"trust_raw_{name}", collect=figures)
-    chart(viz.attention_heatmap(other, labels[shown], f"{kind} · {where}", max_width=HALF), f"{title}, {kind}", right,
+    chart(viz.attention_heatmap(other, labels[shown], f"{kind} · {where}", fluid=True), f"{title}, {kind}", right,
           key=f"trust_derived_{name}", collect=figures)
     st.caption("Rollout (Abnar & Zuidema 2020): how much of each word reaches each position through the stacked "
                "layers, residual connections included." if kind == rollout.ROLLOUT else
