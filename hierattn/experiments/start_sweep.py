@@ -166,17 +166,27 @@ def by_model(found: list[StartRow]) -> list[ModelSweep]:
 
 def lesson(found: list[StartRow]) -> list[str]:
     """The sweep in sentences, each figure from the recorded runs: per model, how accuracy, the
-    spread from even, the rank agreement and the query's norm behave across the starts."""
+    spread from even, the rank agreement and the query's norm behave across the starts. Whether
+    accuracy moves is judged against the seeds' own spread, and not at all before a start has two
+    seeds."""
     lines = []
     for m in by_model(found):
+        seeded = m.seed_sd > 0
+        noise = (f"seeds of one start differ by {100 * m.seed_sd:.1f} points" if seeded else
+                 "one seed a start so far: the seeds' own spread is not measured yet")
+        follows = len(m.starts) >= 2 and m.sharpness_ratio >= 3
+        if follows and seeded:
+            verdict = ("The spread follows the start while accuracy does not: how focused it looks is the start's "
+                       "doing." if m.start_decides_sharpness else
+                       "The spread follows the start, and accuracy moves beyond the seeds' spread too.")
+        elif follows:
+            verdict = ("The spread follows the start; whether accuracy does waits for the seeds still to run.")
+        else:
+            verdict = "The spread does not simply follow the start here."
         lines.append(
             f"{m.label}: test accuracy {100 * min(m.accuracy):.1f}% to {100 * max(m.accuracy):.1f}% across "
-            f"the {len(m.starts)} starts (seeds of one start differ by {100 * m.seed_sd:.1f} points); the word "
-            f"attention's JSD from even {m.word_jsd[0]:.3f} at v = {m.starts[0]:g} and {m.word_jsd[-1]:.3f} at "
-            f"v = {m.starts[-1]:g} ({m.sharpness_ratio:.1f} times); Kendall tau with leave-one-out "
-            f"{min(m.tau):.2f} to {max(m.tau):.2f}; training changed the query's norm by "
-            f"{100 * min(m.moved):+.0f}% to {100 * max(m.moved):+.0f}%. "
-            + ("The spread follows the start while accuracy does not: how focused it looks is the start's doing."
-               if m.start_decides_sharpness else
-               "The spread does not simply follow the start here."))
+            f"the {len(m.starts)} starts ({noise}); the word attention's JSD from even {m.word_jsd[0]:.3f} at "
+            f"v = {m.starts[0]:g} and {m.word_jsd[-1]:.3f} at v = {m.starts[-1]:g} ({m.sharpness_ratio:.1f} "
+            f"times); Kendall tau with leave-one-out {min(m.tau):.2f} to {max(m.tau):.2f}; training changed the "
+            f"query's norm by {100 * min(m.moved):+.0f}% to {100 * max(m.moved):+.0f}%. {verdict}")
     return lines
