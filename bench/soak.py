@@ -238,7 +238,7 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
                 huge = browser.new_context().new_page()
                 huge.goto(f"{url}/?model=huge-caps", **ARRIVE)
                 try:
-                    huge.get_by_text("HIERATTN_MAX_WORDS_READ").first.wait_for(timeout=60_000)
+                    huge.get_by_text("HIERATTN_MAX_WORDS_READ").first.wait_for(timeout=120_000)
                 except Exception:  # noqa: BLE001
                     refused = False
                 leaving.append(huge)

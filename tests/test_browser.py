@@ -342,6 +342,9 @@ def test_every_figure_exports_as_png_svg_and_pdf(app_url, page, path, ready):
     page.goto(f"{app_url}/{path}")
     settle(page)
     assert page.get_by_text(ready).count() >= 1
+    if path == "tour":  # step 1 is text; step 3 draws the self-attention heatmaps
+        page.get_by_text("3 · Diagonal or columnar", exact=True).click()
+        settle(page)
     popovers = page.get_by_role("button", name="Export")
     count = popovers.count()
     assert count >= 1

@@ -83,8 +83,11 @@ def test_upload_preview_train_and_find_it_in_explore(train_env):
     at.button(key="start").click().run()
     assert not at.exception, at.exception
     assert at.query_params["job"]
-    wait_for(at, lambda a: any("Finished" in s.value for s in a.success))
+    # 6 validation documents measure an accuracy to about +-40 points: a warning, not a green box
+    wait_for(at, lambda a: any("Finished" in s.value for s in [*a.success, *a.warning]))
     assert "saved as 'films-hcan'" in messages(at)
+    assert any("Finished" in s.value for s in at.success) or "Not a clear win: on 6 validation documents" in \
+        messages(at)
     assert [p.name for p in list_checkpoints(train_env)].count("films-hcan") == 1
     saved = json.loads((train_env / "films-hcan" / "metrics.json").read_text())
     assert saved["epochs_run"] == 1 and "attention_gini" in saved["history"][0]
@@ -128,7 +131,8 @@ def test_a_refresh_finds_the_run_again(train_env):
     fresh.query_params["job"] = job_id
     fresh.run()
     fresh.switch_page("pages/train.py").run()
-    wait_for(fresh, lambda a: any("films-again" in s.value for s in a.subheader) and bool(a.success))
+    wait_for(fresh, lambda a: any("films-again" in s.value for s in a.subheader)
+             and any("Finished" in s.value for s in [*a.success, *a.warning]))
 
 
 BAD_UPLOADS = [

@@ -8,6 +8,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import tour, tour_split
 from hierattn.app import loading
+from hierattn.app.downloads import chart
 from hierattn.app.samples import split_part
 from hierattn.data.builtin import sample_documents
 from hierattn.experiments.results import RESULTS
@@ -186,8 +187,8 @@ def diagonal_or_columnar(checkpoints: dict[str, Path]) -> None:
         matrix = ex.self_attention(map_name, None, None)
         words = [t.text for s in ex.document.sentences for t in s.tokens]
         n = min(len(words), 40)
-        st.plotly_chart(viz.attention_heatmap(matrix[:n, :n], words[:n], f"{name} · first {n} words"),
-                        width="content", key=f"tour3_{name}")
+        chart(viz.attention_heatmap(matrix[:n, :n], words[:n], f"{name} · first {n} words"),
+              f"{name} · self-attention, first {n} words", key=f"tour3_{name}")
         shapes[name] = tour.matrix_shape(ex, map_name)
     verdicts = tour.sanet_verdict(shapes["tweets-sanet"], shapes["bbc-news-sanet"])
     for (shown, verdict), what in zip(verdicts, ("“sentiment looks near”", "“topic looks at a few columns”")):
@@ -272,8 +273,8 @@ def start_sweep_lesson(dataset: str = "tweets") -> None:
             ("test accuracy", lambda r: r.accuracy, True),
             ("word attention's JSD from even", lambda r: r.word_jsd, False),
             ("Kendall tau with leave-one-out", lambda r: r.taus.get(start_sweep.TAUS[0], []), False))):
-        column.plotly_chart(viz.start_sweep_chart(points(figure), title, percent), width="stretch",
-                            key=f"tour4_sweep_{title}")
+        chart(viz.start_sweep_chart(points(figure), title, percent), f"where the attention starts · {title}",
+              column, key=f"tour4_sweep_{title}")
     seeds = sum(r.seeds for r in rows)
     st.markdown(f"**What the {seeds} recorded runs show.**\n" + "\n".join(
         f"- {viz.md_text(line)}" for line in start_sweep.lesson(rows)))
@@ -302,8 +303,8 @@ def transformer_heads(checkpoints: dict[str, Path]) -> None:
         f"None of its {len(rows)} heads is {heads.MARGIN:.0%} above an even spread in any pattern.",
         "“heads have positional jobs”")
     values, labels = heads.grid(rows)
-    st.plotly_chart(viz.head_grid(values, labels, [f"layer {i + 1}" for i in range(values.shape[0])],
-                                  [f"head {h + 1}" for h in range(values.shape[1])]), width="stretch")
+    chart(viz.head_grid(values, labels, [f"layer {i + 1}" for i in range(values.shape[0])],
+                        [f"head {h + 1}" for h in range(values.shape[1])]), "every head at a glance", key="tour_heads")
     if not found:
         st.markdown("**Why not, on our model.** Clark et al. looked at BERT after pre-training on billions of words; "
                     "ours learnt from 30,000 tweets for a few epochs, to classify them. Its heads' shares of the "
