@@ -340,8 +340,8 @@ def test_every_figure_exports_as_png_svg_and_pdf(app_url, page, path, ready):
     """Each Export popover of the page, each slide format, downloaded and opened: a valid file with its
     title (the heatmap's failed without a word once)."""
     page.goto(f"{app_url}/{path}")
+    page.get_by_text(ready).first.wait_for(timeout=180_000)  # a fresh server's first page takes a while
     settle(page)
-    assert page.get_by_text(ready).count() >= 1
     if path == "tour":  # step 1 is text; step 3 draws the self-attention heatmaps
         page.get_by_text("3 · Diagonal or columnar", exact=True).click()
         settle(page)
