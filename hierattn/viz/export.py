@@ -113,7 +113,7 @@ def _heads_slide(out: go.Figure, labels: list, subtitle: bool) -> None:
     size = 15 if n <= 20 else 12 if n <= 40 else 10
     shown = [_short(label, 16) for label in labels[::every]]
     label_px = int(0.6 * size * max(map(len, shown), default=1)) + 14
-    top, bottom, left, right, title_px, gap, bar = (115 if subtitle else 85), 10, 20, 110, 28, 30, 0
+    top, bottom, left, right, title_px, gap = (115 if subtitle else 85), 10, 20, 110, 28, 30
     room_h = height - top - bottom
     room_w = width - left - right
     side = int(min(room_h / rows - label_px - title_px, (room_w - (cols - 1) * gap) / cols - label_px))
@@ -137,7 +137,7 @@ def _heads_slide(out: go.Figure, labels: list, subtitle: bool) -> None:
         if k < len(titles):
             titles[k].update(y=1 - (y0 + side) / grid_h, yanchor="top", yshift=-4, font=dict(size=17))
     out.update_layout(coloraxis_colorbar=dict(len=side / grid_h if rows == 1 else 1, lenmode="fraction",
-                                              thickness=22 + bar, x=1.02, xanchor="left", y=1, yanchor="top"))
+                                              thickness=22, x=1.02, xanchor="left", y=1, yanchor="top"))
 
 
 @functools.lru_cache(maxsize=64)
