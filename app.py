@@ -29,7 +29,9 @@ else:  # every page run of every session
                           st.Page("pages/evaluation.py", title="Evaluation", icon=":material/fact_check:"),
                           st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
                           st.Page("pages/tour.py", title="Tour", icon=":material/school:")])
-    with serving():  # the server's share of the cores while it computes, beside running trainings
+    from hierattn.app.tasks import page_run
+
+    with serving(), page_run():  # the server's share of the cores, beside running trainings; see page_run
         from hierattn.app.loading import plugin_warnings
 
         plugin_warnings()

@@ -156,6 +156,7 @@ def run_classroom(sessions: int = 30, stagger: float = 1.0, limit: float = 1200.
                      for step, times in latency.items()},
         "rss_start_mb": round(start_mb), "rss_peak_mb": round(sampling["peak"]), "rss_end_mb": round(end_mb),
         "server_tracebacks": log.count("Traceback"),
+        "server_log_tail": log[-3000:] if record.get("errors") else "",  # what the server said, when a step failed
         # the share of the machine's CPU time the server had: the rest went to the students' browsers
         "server_cpu_seconds": round(server_cpu, 1),
         "machine": f"{os.cpu_count()} cores",

@@ -30,9 +30,11 @@ url_state.take_explore_request(checkpoints)  # a document sent here from another
 if link_problem:
     st.warning(link_problem)
 with st.sidebar:
-    first = "bbc-news-hcan" if "bbc-news-hcan" in checkpoints else next(iter(checkpoints))  # it shows every view
-    name = st.selectbox("Model", list(checkpoints), key="model", index=list(checkpoints).index(first),
-                        help="Every checkpoint directory under checkpoints/.")
+    if st.session_state.get("model") not in checkpoints:  # a shared link may have set it already
+        # bbc-news-hcan shows every view; set here, not as the widget's index, which a link's value
+        # would contradict (Streamlit warns of both)
+        st.session_state["model"] = "bbc-news-hcan" if "bbc-news-hcan" in checkpoints else next(iter(checkpoints))
+    name = st.selectbox("Model", list(checkpoints), key="model", help="Every checkpoint directory under checkpoints/.")
 classifier = loading.load_or_stop(checkpoints[name])
 with st.sidebar:
     st.caption(f"**{classifier.display_name}** · "

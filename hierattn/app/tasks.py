@@ -16,7 +16,7 @@ from hierattn import viz
 from hierattn.threads import cores, serving
 
 _LOG = logging.getLogger(__name__)
-LEASE = 20.0  # seconds a computation goes on after the last page run that asked for it
+LEASE = 20.0  # seconds a claim holds for a session that never finished a page run (see _Task)
 STOP_WAIT = 10.0  # seconds the process waits at exit for each computation to reach a stopping point
 
 
@@ -39,6 +39,34 @@ def connected(session: str | None) -> bool:
     if session is None or not runtime.exists():
         return True
     return runtime.get_instance().is_active_session(session)
+
+
+_finished_runs: dict[str, float] = {}  # session -> when its last page run that finished began
+_FINISHED_KEPT = 1_000  # sessions remembered before closed ones are forgotten
+
+
+@contextmanager
+def page_run():
+    """Around a page run (``app.py``): when it finishes, the session has moved on from every
+    computation it did not claim during it. A run ended by a rerun or ``st.stop`` records nothing:
+    its successor decides."""
+    started, session = time.monotonic(), session_id()
+    yield
+    if session is not None:
+        _finished_runs[session] = started
+        if len(_finished_runs) > _FINISHED_KEPT:
+            for gone in [s for s in list(_finished_runs) if not connected(s)]:
+                _finished_runs.pop(gone, None)
+
+
+def _still_waits(session: str | None, claimed_at: float, now: float) -> bool:
+    """Whether ``session``'s claim made at ``claimed_at`` still holds (see ``_Task``)."""
+    if not connected(session):
+        return False
+    last_run = _finished_runs.get(session) if session is not None else None
+    if last_run is None:  # no page run of this session ever finished: AppTest, or outside a server
+        return now - claimed_at < LEASE
+    return last_run <= claimed_at
 
 
 _WORKERS = None
@@ -66,7 +94,14 @@ class _Task:
     It is tied to the sessions that asked for it: each page run (and each poll of its progress
     bar) renews its claim, and at its next progress report the computation stops (``Cancelled``)
     once every claim has lapsed: the tab was closed (at once), or the visitor moved on to another
-    input or page (after ``LEASE`` seconds). A result another session still waits for goes on."""
+    input or page, i.e. a page run of that session that began after its last claim finished
+    without asking for it. A result another session still waits for goes on.
+
+    A claim does not lapse with time while its tab is open and has not moved on: under a class's
+    load the polls of the progress bar came 20-35 s apart, a time-based lease cancelled the
+    computations they waited for, every poll started them again, and eight trust panels never
+    finished. Only a session that never finished a page run (a test's AppTest, a call outside
+    the server) falls back to ``LEASE`` seconds since its last claim."""
 
     def __init__(self, compute):
         self.done, self.total, self.result, self.error = 0, 0, None, None
@@ -80,7 +115,7 @@ class _Task:
 
     def wanted(self) -> bool:
         now = time.monotonic()
-        return not self.stop.is_set() and any(now - at < LEASE and connected(session)
+        return not self.stop.is_set() and any(_still_waits(session, at, now)
                                               for session, at in list(self.claims.items()))
 
     def _run(self, compute):
@@ -94,6 +129,9 @@ class _Task:
     def _progress(self, done: int, total: int):
         self.done, self.total = done, total
         if not self.wanted():
+            now = time.monotonic()
+            _LOG.warning("a computation stopped at %d / %d: no session waits for it (claims renewed %s s ago)",
+                         done, total, [round(now - at) for at in self.claims.values()])
             raise Cancelled("no session is waiting for this computation")
 
     @property
@@ -189,7 +227,13 @@ def computed(key: tuple, compute, label: str, unit: str = "documents"):
     task = store.task(key, compute)
     if task.finished:
         store.finish(key, task)
-        if task.cancelled:  # stopped while no one watched, e.g. the server is stopping
+        if task.cancelled:
+            if task.stop.is_set():  # the server is stopping
+                return None
+            # it lapsed between being claimed above and finishing: this run asks for it, so it
+            # starts again, watched (returning None without a watcher left the page waiting forever)
+            store.task(key, compute)
+            _watch(key, label, unit)
             return None
         if task.error is not None:
             _LOG.error("%s failed", label, exc_info=task.error)

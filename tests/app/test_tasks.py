@@ -169,3 +169,86 @@ def test_the_progress_bar_counts_what_the_computation_counts():
     texts = [p.proto.text for p in at.get("progress")]
     assert texts and all(t.endswith(" / 6 tests") for t in texts), texts
     tasks._results().stop_all(wait=5)
+
+
+def _two_sessions(monkeypatch):
+    """Sessions "tab-1" and "tab-2", both open; ``current[0]`` is the one whose code runs."""
+    monkeypatch.setattr(tasks, "connected", lambda session: True)
+    monkeypatch.setattr(tasks, "_finished_runs", {})
+    current = ["tab-1"]
+    monkeypatch.setattr(tasks, "session_id", lambda: current[0])
+    return current
+
+
+def test_a_claim_holds_while_its_tab_waits_however_slow_the_polls(monkeypatch):
+    """Eight trust panels never finished under a class's load: their progress polls came 20-35 s
+    apart, the time-based lease lapsed, the computations were cancelled and every poll started them
+    again. A tab whose last finished page run asked for a computation still waits for it."""
+    _two_sessions(monkeypatch)
+    monkeypatch.setattr(tasks, "LEASE", 0.1)
+    with tasks.page_run():  # the page run that asked for it finishes
+        store = tasks._ResultStore()
+        task = store.task(("k",), _slow(steps=20))  # 1 s of work, ten leases
+    _wait(task)
+    assert task.finished and not task.cancelled and task.result == "done"
+
+
+def test_a_tab_that_moved_on_stops_its_computation_at_its_next_page_run(monkeypatch):
+    current = _two_sessions(monkeypatch)
+    with tasks.page_run():
+        store = tasks._ResultStore()
+        task = store.task(("k",), _slow())
+    current[0] = "tab-2"
+    assert store.task(("k",), _slow()) is task  # tab-2 waits for it too
+    with tasks.page_run():  # tab-2 moves on: a page run that does not ask for it finishes
+        pass
+    time.sleep(0.3)
+    assert not task.finished  # tab-1 still waits
+    current[0] = "tab-1"
+    with pytest.raises(RuntimeError):
+        with tasks.page_run():  # a run cut short (a rerun) says nothing
+            raise RuntimeError("rerun")
+    time.sleep(0.3)
+    assert not task.finished
+    with tasks.page_run():
+        pass
+    _wait(task, 2.0)
+    assert task.finished and task.cancelled
+
+
+def test_a_computation_that_lapsed_as_it_was_asked_for_starts_again_watched():
+    """``computed`` found the task it had just claimed finished, cancelled: it returned None with no
+    progress bar, and the page waited for a result nothing computed."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        import threading
+
+        from hierattn.app import tasks
+
+        store = tasks._results()
+        if ("lapsed-for-test",) not in store.running:
+            lapsed = tasks._Task(lambda progress: progress(0, 1))
+            lapsed.error = tasks.Cancelled("lapsed")
+            lapsed.thread = threading.Thread(target=lambda: None)  # a finished thread
+            lapsed.thread.start()
+            lapsed.thread.join()
+            original = store.task
+            store.task = lambda key, compute: (setattr(store, "task", original), lapsed)[1]
+            store.running[("lapsed-for-test",)] = lapsed
+
+        def slow(progress):
+            for i in range(20):
+                time.sleep(0.1)
+                progress(i + 1, 20)
+            return "done"
+
+        tasks.computed(("lapsed-for-test",), slow, "Testing:")
+
+    import time
+
+    at = AppTest.from_function(page, default_timeout=30).run()
+    assert at.get("progress"), "no progress bar: the page would wait for nothing"
+    running = tasks._results().running.get(("lapsed-for-test",))
+    assert running is not None and not running.cancelled
+    tasks._results().stop_all(wait=5)
