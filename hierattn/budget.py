@@ -34,10 +34,28 @@ def within(path: Path, limit: limits.Limit, subject: str) -> str | None:
 
 def files_problem(directory: Path) -> str | None:
     """A checkpoint's vocabulary (vocab.json, or a subword model's tokenizer.json) or weights file
-    larger than its limit, judged by size on disk."""
+    larger than its limit, judged by size on disk, or its weights' header longer than its own."""
     return (within(directory / "vocab.json", limits.VOCAB_MB, directory.name)
             or within(directory / "tokenizer.json", limits.VOCAB_MB, directory.name)
-            or within(directory / "model.safetensors", limits.WEIGHTS_MB, directory.name))
+            or within(directory / "model.safetensors", limits.WEIGHTS_MB, directory.name)
+            or weights_header_problem(directory / "model.safetensors"))
+
+
+def weights_header_problem(path: Path) -> str | None:
+    """Why model.safetensors' header (8 bytes of length, then the tensors' names and shapes as JSON)
+    is not read: longer than ``limits.WEIGHTS_HEADER_MB`` (a million empty tensors made a 56 MB
+    header). None: it is, or the file is missing, which the reader says."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return None
+    if len(head) < 8:
+        return "model.safetensors is corrupted (shorter than its header)"
+    size = int.from_bytes(head, "little")
+    if limits.WEIGHTS_HEADER_MB.exceeded(size / 2**20):
+        return limits.WEIGHTS_HEADER_MB.message(size / 2**20, path.parent.name)
+    return None
 
 
 def text_problem(text: dict) -> str | None:

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from hierattn import budget, limits
 from hierattn.card import model_card
 from hierattn.data.files import NotAFile, exchange, fsync, is_replaceable, read_bytes, remove_stale_temporaries
 from hierattn.data.text import TextConfig, Vocab
-from hierattn.home import checkpoint_root, find_checkpoint  # noqa: F401  (re-exported: callers import them here)
+from hierattn.home import checkpoint_root, find_checkpoint, inside, list_checkpoints  # noqa: F401  (re-exported)
 from hierattn.limits import LimitExceeded
 from hierattn.models import (
     BUILT_IN,
@@ -241,7 +241,14 @@ def described(directory: Path, config: dict | None = None) -> dict:
     """A checkpoint's config.json in our terms: ours as it is, another library's as its spec says."""
     config = _read_json(Path(directory) / "config.json") if config is None else config
     spec = folder_spec(config)
-    return spec.folder.describe(Path(directory), config, _read_json) if spec is not None else config
+    if spec is None:
+        return config
+    try:
+        return spec.folder.describe(Path(directory), config, _read_json)
+    except CheckpointError:
+        raise
+    except ValueError as exc:  # a config.json beyond the limits, said before the library read it
+        raise CheckpointError(f"{Path(directory).name}: {exc}"[:500]) from None
 
 
 def folder_spec(config) -> ModelSpec | None:
@@ -334,40 +341,48 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
 def _load_weights(directory: Path, model: torch.nn.Module, prefix: str = "") -> None:
     """model.safetensors into ``model``: every tensor its state dict expects (under ``prefix``, where
     the file holds a sub-module's weights), of the right shape and finite, or a CheckpointError."""
+    path = directory / "model.safetensors"
+    if problem := budget.weights_header_problem(path):
+        raise CheckpointError(problem)
+    expected = model.state_dict()
+    tensors = {}
     try:
-        tensors = {prefix + k: v for k, v in load_file(directory / "model.safetensors").items()}
+        # names and shapes from the header first: a file of a million empty tensors, or of the wrong
+        # model, is refused before any tensor is read (load_file read them all, 35 s and 1.8 GB)
+        with safe_open(path, "pt") as f:
+            names = {prefix + k: k for k in f.keys()}
+            if set(names) != set(expected):
+                missing, extra = set(expected) - set(names), set(names) - set(expected)
+                raise CheckpointError(f"{directory.name}: weights do not match the config "
+                                      f"(missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]})")
+            for k, stored in names.items():
+                shape = tuple(f.get_slice(stored).get_shape())
+                if shape != tuple(expected[k].shape):
+                    raise CheckpointError(f"{directory.name}: weight {stored} has shape {shape}, the config needs "
+                                          f"{tuple(expected[k].shape)}")
+            tensors = {k: f.get_tensor(stored) for k, stored in names.items()}
+    except CheckpointError:
+        raise
     except FileNotFoundError:
         raise CheckpointError(f"{directory.name}: model.safetensors is missing") from None
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{directory.name}: model.safetensors is corrupted ({exc})") from None
-    expected = model.state_dict()
-    if set(tensors) != set(expected):
-        missing, extra = set(expected) - set(tensors), set(tensors) - set(expected)
-        raise CheckpointError(f"{directory.name}: weights do not match the config "
-                              f"(missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]})")
     for k, v in tensors.items():
-        if v.shape != expected[k].shape:
-            raise CheckpointError(f"{directory.name}: weight {k.removeprefix(prefix)} has shape {tuple(v.shape)}, "
-                                  f"the config needs {tuple(expected[k].shape)}")
         if v.is_floating_point() and not bool(torch.isfinite(v).all()):  # else every prediction reads "nan%"
             raise CheckpointError(f"{directory.name}: weight {k.removeprefix(prefix)} holds NaN or infinite values; "
                                   "the model cannot predict (a run that diverged)")
     model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()})
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    return path.resolve().is_relative_to(folder.resolve())
-
-
 def _refuse_links_out(directory: Path) -> None:
     """A checkpoint is read from where it is listed: a symbolic link (the directory, or one of its
     files) that leads out of its folder could make the app read any file on the machine."""
-    if directory.is_symlink() and not _inside(directory, directory.parent):
+    if directory.is_symlink() and not inside(directory, directory.parent):
         raise CheckpointError(f"{directory.name} is a link to {directory.resolve()}, outside "
                               f"{directory.parent}; it is not loaded")
     for name in dict.fromkeys(FILES + tuple(f for s in REGISTRY.values() if s.folder for f in s.folder.files)):
         f = directory / name
-        if f.is_symlink() and not _inside(f, directory):
+        if f.is_symlink() and not inside(f, directory):
             raise CheckpointError(f"{directory.name}: {name} is a link to a file outside the checkpoint; it is not "
                                   "loaded")
 
@@ -377,19 +392,9 @@ def read_heldout(directory: str | Path) -> dict[str, list[tuple[str, str]]]:
     folder only); {} when it has none, or a malformed one."""
     path = Path(directory) / HELDOUT
     try:
-        raw = _read_json(path) if path.is_file() and _inside(path, path.parent) else {}
+        raw = _read_json(path) if path.is_file() and inside(path, path.parent) else {}
     except CheckpointError:
         return {}
     lists = {k: raw.get(k) for k in ("validation", "test")} if isinstance(raw, dict) else {}
     return {k: [(str(r[0]), str(r[1])) for r in rows if isinstance(r, list) and len(r) == 2]
             for k, rows in lists.items() if isinstance(rows, list)}
-
-
-def list_checkpoints(root: str | Path) -> list[Path]:
-    """Checkpoint directories directly under ``root``, sorted by name: hidden temporaries, folders
-    without a config.json and links leading out of ``root`` are left out."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and (p / "config.json").exists() and not (p.is_symlink() and not _inside(p, root)))

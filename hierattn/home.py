@@ -18,6 +18,21 @@ from pathlib import Path
 INSTALLED = Path("share") / "hierattn"
 
 
+def inside(path: Path, folder: Path) -> bool:
+    """``path`` leads inside ``folder`` once every link is followed."""
+    return path.resolve().is_relative_to(folder.resolve())
+
+
+def list_checkpoints(root: str | Path) -> list[Path]:
+    """Checkpoint directories directly under ``root``, sorted by name: hidden temporaries, folders
+    without a config.json and links leading out of ``root`` are left out."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and (p / "config.json").exists() and not (p.is_symlink() and not inside(p, root)))
+
+
 def is_home(folder: Path) -> bool:
     return (folder / "app.py").is_file() and (folder / "pages").is_dir()
 

@@ -64,6 +64,11 @@ UPLOAD_HEADER_KB = Limit("a table's header line", "HIERATTN_MAX_HEADER_KB", 64, 
 JSON_MB = Limit("a JSON file's size", "HIERATTN_MAX_JSON_MB", 10, " MB")
 VOCAB_MB = Limit("vocab.json's size", "HIERATTN_MAX_VOCAB_MB", 50, " MB")
 WEIGHTS_MB = Limit("model.safetensors' size", "HIERATTN_MAX_WEIGHTS_MB", 500, " MB")
+# the tensor names and shapes before the weights (BERT-base: 16 KB); read before any tensor is
+WEIGHTS_HEADER_MB = Limit("model.safetensors' header", "HIERATTN_MAX_WEIGHTS_HEADER_MB", 4, " MB")
+# a Hugging Face config.json's numbers: transformers builds tables of num_labels or positions entries
+# from them before any weight is read (a 200-byte file asked for 15 million labels)
+CONFIG_NUMBER = Limit("a number in config.json", "HIERATTN_MAX_CONFIG_NUMBER", 1_000_000)
 VOCABULARY = Limit("the vocabulary (words)", "HIERATTN_MAX_VOCAB", 500_000)
 WIDTH = Limit("a layer's size", "HIERATTN_MAX_WIDTH", 4096)
 WORDS_READ = Limit("the words read per document (sentences x words per sentence)", "HIERATTN_MAX_WORDS_READ",

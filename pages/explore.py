@@ -47,7 +47,7 @@ with st.sidebar:
     st.caption(f"Reads up to {classifier.text_config.max_sentences} sentences × "
                f"{classifier.text_config.max_words} words" + (f", at most {classifier.window:,} subword tokens"
                                                               if classifier.window else "")
-               + "." + loading.untested_length(classifier))
+               + "." + loading.untested_length(classifier) + loading.window_cut(classifier))
 
 text = widgets.document_input(classifier.dataset, "sample", "document", 180, "Paste a news article, a review or a "
                                                                              "tweet…",

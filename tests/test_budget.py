@@ -91,7 +91,7 @@ def test_config_values_are_checked_before_anything_is_built(checkpoint_dir, tmp_
     shutil.copytree(checkpoint_dir / "tiny-han", path)
     edit_config(path, edit)
     monkeypatch.setattr(checkpoint, "build_model", lambda *a: pytest.fail("the model was built"))
-    monkeypatch.setattr(checkpoint, "load_file", lambda *a: pytest.fail("the weights were read"))
+    monkeypatch.setattr(checkpoint, "safe_open", lambda *a: pytest.fail("the weights were read"))
     with pytest.raises(CheckpointError, match=message):
         load_classifier(path, device="cpu")
 

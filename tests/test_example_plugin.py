@@ -74,7 +74,10 @@ def with_plugin(monkeypatch):
     yield
     import streamlit as st
 
-    st.cache_resource.clear()  # the loaded plug-in model, which no later test's registry knows
+    from hierattn.app.process import forget_all
+
+    st.cache_resource.clear()
+    forget_all()  # the loaded plug-in model (process-wide), which no later test's registry knows
     st.cache_data.clear()
     REGISTRY.clear()
     REGISTRY.update(registry)

@@ -17,7 +17,7 @@ def _never_read(monkeypatch):
     import hierattn.checkpoint as checkpoint
 
     monkeypatch.setattr(Vocab, "load", classmethod(lambda cls, path: pytest.fail("vocab.json was read")))
-    monkeypatch.setattr(checkpoint, "load_file", lambda path: pytest.fail("model.safetensors was read"))
+    monkeypatch.setattr(checkpoint, "safe_open", lambda *a: pytest.fail("model.safetensors was read"))
 
 
 @pytest.fixture

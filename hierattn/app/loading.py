@@ -8,6 +8,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis.explain import Explanation, explain
+from hierattn.app.process import process_wide
 from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
 from hierattn.limits import EXPLANATION_MEMORY_MB, MODEL_MEMORY_MB
 
@@ -91,7 +92,7 @@ class _Models:
         return sum(size for _, size in self.items.values())
 
 
-@st.cache_resource
+@process_wide  # the memory budget and the remembered refusals: no client's clear_cache may drop them
 def models() -> _Models:
     return _Models()
 
@@ -140,7 +141,7 @@ class _Explanations:
         return sum(size for _, size in self.items.values())
 
 
-@st.cache_resource
+@process_wide
 def explanations() -> _Explanations:
     return _Explanations()
 
@@ -182,6 +183,19 @@ def checkpoint_options(checkpoints: dict[str, Path]) -> dict[str, str]:
 def checkpoint_key(path: Path) -> tuple[str, float]:
     """What a result computed from a checkpoint depends on: its path and its files' time stamp."""
     return str(path), _stamp(path)
+
+
+def window_cut(classifier: Classifier) -> str:
+    """A sentence, when a library model reads fewer tokens than its positions hold, because one
+    explanation of its whole window would hold more attention than the server allows; else ''."""
+    from hierattn.limits import EXPLANATION_CELLS
+
+    own = getattr(classifier.model, "model_window", None)
+    if not own or not classifier.window or classifier.window >= own:
+        return ""
+    return (f" Its window is {own:,} tokens: it reads {classifier.window:,} here, since one explanation of the whole "
+            f"window would hold more than the server's {EXPLANATION_CELLS.value:,} attention cells (set "
+            f"{EXPLANATION_CELLS.variable} to raise it).")
 
 
 def untested_length(classifier: Classifier) -> str:

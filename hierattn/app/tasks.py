@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from hierattn import viz
+from hierattn.app.process import process_wide
 from hierattn.threads import cores, serving
 
 _LOG = logging.getLogger(__name__)
@@ -197,7 +198,7 @@ class _ResultStore:
         return len(tasks)
 
 
-@st.cache_resource
+@process_wide  # computations under way: a dropped store would start them all again beside the old ones
 def _results() -> _ResultStore:
     return _ResultStore()
 

@@ -7,9 +7,10 @@ import re
 import streamlit as st
 
 from hierattn.app.loading import available_checkpoints
+from hierattn.app.process import process_wide
 
 
-@st.cache_resource
+@process_wide  # holds the cap on runs: no client's clear_cache may drop it
 def job_manager():
     """The training jobs of this app process, shared by every session."""
     from hierattn.app.tasks import connected

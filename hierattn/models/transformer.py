@@ -54,6 +54,7 @@ from hierattn.data.subwords import TOKENIZER_FILE, SubwordVocab
 from hierattn.data.text import TextConfig
 from hierattn.models.common import classification_output
 from hierattn.models.intervention import intervene
+from hierattn.models.library_limits import config_number_problem, fitting_window
 from hierattn.models.spec import Knob, ModelSpec
 from hierattn.models.subword_maps import SITE, maps
 
@@ -153,7 +154,12 @@ class TransformerClassifier(nn.Module):
         # RoBERTa's positions start after its padding id: its table holds that many fewer tokens.
         offset = getattr(embeddings, "padding_idx", None)
         positions = getattr(self.encoder.config, "max_position_embeddings", None) or config.max_positions
-        self.window = positions - (offset + 1 if isinstance(offset, int) else 0)
+        self.model_window = positions - (offset + 1 if isinstance(offset, int) else 0)  # what its positions hold
+        summary = config_from_hf(self.encoder.config)
+        # the tokens read at once: the model's window, or fewer where one explanation of a full window
+        # would hold more attention than the server's limit (a 4,096-token model cost 49 s and 4 GB
+        # before the limit refused its maps); the sidebar says so
+        self.window = min(self.model_window, fitting_window(summary.layers, summary.heads))
 
     @property
     def embedding(self) -> nn.Module:
@@ -225,6 +231,8 @@ class HuggingFaceFolder:
         from transformers.models.auto.modeling_auto import MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
 
         model_type = config["model_type"]
+        if (problem := config_number_problem(config)) is not None:
+            return problem
         if model_type not in CONFIG_MAPPING:
             code = " and names code of its own (auto_map), which hierattn never runs" if "auto_map" in config else ""
             return f"model type {model_type!r} is not one the transformers library defines{code}"
@@ -250,6 +258,8 @@ class HuggingFaceFolder:
     def library_config(config: dict):
         from transformers import CONFIG_MAPPING
 
+        if (problem := config_number_problem(config)) is not None:  # before the library builds anything
+            raise ValueError(problem)
         clean = {k: v for k, v in config.items() if k not in CODE_KEYS}
         return CONFIG_MAPPING[config["model_type"]].from_dict(clean)
 
