@@ -34,7 +34,7 @@ import torch
 
 from hierattn.checkpoint import Classifier
 from hierattn.data.batches import streamed_batches
-from hierattn.data.text import Document, Vocab, tokenize_many
+from hierattn.data.text import Document, Vocab
 
 ALPHA = 0.05  # the share of in-domain documents flagged, at most
 REFERENCE_DOCUMENTS = 1_000  # of the test split, spread evenly through it
@@ -143,15 +143,17 @@ def reference(classifier: Classifier, texts: list[str], source: str,
     if len(texts) > REFERENCE_DOCUMENTS:
         step = len(texts) / REFERENCE_DOCUMENTS
         texts = [texts[int(i * step)] for i in range(REFERENCE_DOCUMENTS)]
-    flags = [rare_words(classifier.vocab, d) for d in tokenize_many(texts, classifier.text_config)]
+    flags: list = [None] * len(texts)
     entropies = np.full(len(texts), math.nan)
     done = 0
-    with torch.no_grad():
-        for positions, _, batch in streamed_batches(texts, classifier.text_config, classifier.vocab, batch_size):
+    with torch.no_grad():  # each text tokenised once, for both signals
+        for positions, documents, batch in streamed_batches(texts, classifier.text_config, classifier.vocab,
+                                                            batch_size):
             out = classifier.model(batch.to(classifier.device), return_attentions=False)
             probs = torch.softmax(out.logits.float(), -1).cpu().numpy()
-            for row, position in enumerate(positions):
+            for row, (position, document) in enumerate(zip(positions, documents)):
                 entropies[position] = entropy(probs[row])
+                flags[position] = rare_words(classifier.vocab, document)
             done += len(positions)
             if progress:
                 progress(done, len(texts))
