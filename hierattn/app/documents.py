@@ -1,27 +1,42 @@
-"""Pasted documents kept by their content, so that a refresh, a shared link or a link from another
-session reopens them: ``keep(text)`` returns the document's key (12 hex digits of its SHA-1, the
-``doc=`` of a link), ``find(key)`` its text.
+"""Pasted documents kept on the server, so that a refresh, a shared link or a link from another
+session reopens them: ``keep(text, writer)`` returns the document's key (the ``doc=`` of a link),
+``find(key)`` its text.
+
+A key is 32 hex digits (128 bits) of an HMAC-SHA-256 of the text under a secret of this server
+(``.secret`` in the folder, made once): two texts cannot be made to share a key (12 hex digits of
+a SHA-1 collided in 219 s of one core, so a teacher's link opened another text), and no one can
+tell from outside whether a known text was pasted. The same text keeps its key, and a stored file
+is compared with the text before it is reused.
 
 They are files in one folder (``HIERATTN_DOCUMENTS``, default ``<HIERATTN_CACHE>/documents``,
 itself ``~/.cache/hierattn``), so links survive a restart of the server. Bounded by
 ``limits.KEPT_DOCUMENTS`` (count), ``KEPT_DOCUMENTS_MB`` (all together), ``KEPT_DOCUMENT_KB``
 (one document: a longer one is not kept, and its link says so) and ``KEPT_DOCUMENT_DAYS`` (age
-since last use); beyond them the least recently used go first. Files are written whole
-(a temporary file renamed) and read back only by a key that is 12 hex digits, never a path.
+since last use). A visitor (a browser session: the server has no accounts) holds at most
+``WRITER_SHARE`` of the count and of the size; beyond it its own least recently used go, so one
+visitor pasting 140 long documents no longer evicts the class's links. A document whose link
+was opened moves to ``opened/`` and goes only after every unopened one, or with age. Files are
+written whole (a temporary file renamed) and read back only by a key, never a path.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import re
+import secrets
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_KB, KEPT_DOCUMENTS, KEPT_DOCUMENTS_MB
 
-KEY = re.compile(r"[0-9a-f]{12}")
+KEY = re.compile(r"[0-9a-f]{32}")
+WRITER_SHARE = 1 / 8  # of the count and of the size, per visitor
 _LOCK = threading.Lock()
+_written: dict[str, OrderedDict[str, int]] = {}  # writer -> its keys (least recently kept first) -> bytes
 
 
 def folder() -> Path:
@@ -35,36 +50,95 @@ def keepable(text: str) -> bool:
     return len(text.encode("utf-8", "replace")) <= KEPT_DOCUMENT_KB.value * 1024
 
 
-def keep(text: str, key: str) -> bool:
-    """Keep ``text`` under ``key`` (``widgets.document_key(text)``); False when it is too long to
-    keep or the folder cannot be written (the link then works in this session only)."""
-    if not KEY.fullmatch(key) or not keepable(text):
-        return False
-    path = folder() / f"{key}.txt"
+def _secret() -> bytes:
+    """This server's key for document keys, made once (mode 0600) and kept with the documents."""
+    path = folder() / ".secret"
     try:
-        if path.exists():
-            os.utime(path)  # used again: the last to be let go
-            return True
-        path.parent.mkdir(parents=True, exist_ok=True)
+        return bytes.fromhex(path.read_text().strip())
+    except (OSError, ValueError):
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = secrets.token_hex(32)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(fresh)
+    except FileExistsError:  # another thread or process made it first: theirs counts
+        return bytes.fromhex(path.read_text().strip())
+    return bytes.fromhex(fresh)
+
+
+def link_key(text: str) -> str:
+    """The key of ``text``'s link (see the module); where the folder cannot be written, a plain
+    SHA-256 (such a link works in its own session only: nothing is kept)."""
+    data = text.encode("utf-8", "replace")
+    try:
+        return hmac.new(_secret(), data, hashlib.sha256).hexdigest()[:32]
+    except OSError:
+        return hashlib.sha256(data).hexdigest()[:32]
+
+
+def _path(key: str) -> Path | None:
+    """Where the document of ``key`` is (opened or not), or None."""
+    for path in (folder() / "opened" / f"{key}.txt", folder() / f"{key}.txt"):
+        if path.is_file():
+            return path
+    return None
+
+
+def keep(text: str, writer: str | None = None) -> str | None:
+    """Keep ``text``; its key, or None when it is too long to keep or the folder cannot be written
+    (the link then works in this session only). ``writer``: the visitor, for its share."""
+    if not keepable(text):
+        return None
+    try:
+        key = link_key(text)
+        existing = _path(key)
+        if existing is not None:
+            if existing.read_text(encoding="utf-8", errors="replace") != text.encode("utf-8", "replace").decode():
+                return None  # never another text under this key
+            os.utime(existing)  # used again: the last to be let go
+            return key
+        path = folder() / f"{key}.txt"
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", errors="replace", dir=path.parent,
                                          suffix=".part", delete=False) as out:
             out.write(text)
         os.replace(out.name, path)
+        _count(writer, key, path.stat().st_size)
         _prune()
-        return True
+        return key
     except OSError:
-        return False
+        return None
+
+
+def _count(writer: str | None, key: str, size: int) -> None:
+    """Within the writer's share: its own least recently kept unopened documents go first."""
+    if writer is None:
+        return
+    with _LOCK:
+        mine = _written.setdefault(writer, OrderedDict())
+        mine[key] = size
+        most, budget = KEPT_DOCUMENTS.value * WRITER_SHARE, KEPT_DOCUMENTS_MB.value * 2**20 * WRITER_SHARE
+        while len(mine) > 1 and (len(mine) > most or sum(mine.values()) > budget):
+            old, _ = mine.popitem(last=False)
+            (folder() / f"{old}.txt").unlink(missing_ok=True)  # an opened one (in opened/) stays
 
 
 def find(key: str) -> str | None:
-    """The kept text for ``key``, or None (never kept, let go, or too old)."""
+    """The kept text for ``key``, or None (never kept, let go, or too old). A document found here was
+    opened by a link: it moves to ``opened/`` and outlives the unopened ones."""
     if not KEY.fullmatch(key):
         return None
-    path = folder() / f"{key}.txt"
+    path = _path(key)
     try:
-        if time.time() - path.stat().st_mtime > KEPT_DOCUMENT_DAYS.value * 86_400:
+        if path is None or time.time() - path.stat().st_mtime > KEPT_DOCUMENT_DAYS.value * 86_400:
             return None
         text = path.read_text(encoding="utf-8", errors="replace")
+        if path.parent == folder():
+            opened = folder() / "opened" / path.name
+            opened.parent.mkdir(exist_ok=True)
+            os.replace(path, opened)
+            path = opened
         os.utime(path)
         return text
     except OSError:
@@ -72,21 +146,23 @@ def find(key: str) -> str | None:
 
 
 def _prune() -> None:
-    """Let the oldest go until the folder is within its count, size and age."""
+    """Let documents go until the folder is within its count, size and age: too old ones first, then
+    the unopened, least recently used first, then the opened ones."""
     with _LOCK:
         files = []
-        for path in folder().glob("*.txt"):
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            files.append((stat.st_mtime, stat.st_size, path))
-        files.sort()  # least recently used first
+        for opened, place in ((False, folder()), (True, folder() / "opened")):
+            for path in place.glob("*.txt"):
+                try:
+                    stat = path.stat()
+                except OSError:
+                    continue
+                files.append((opened, stat.st_mtime, stat.st_size, path))
         cutoff = time.time() - KEPT_DOCUMENT_DAYS.value * 86_400
-        total = sum(size for _, size, _ in files)
+        files.sort(key=lambda f: (f[1] >= cutoff, f[0], f[1]))  # expired, then unopened, each oldest first
+        total = sum(size for _, _, size, _ in files)
         budget = KEPT_DOCUMENTS_MB.value * 2**20
-        while files and (len(files) > KEPT_DOCUMENTS.value or total > budget or files[0][0] < cutoff):
-            _, size, path = files.pop(0)
+        while files and (len(files) > KEPT_DOCUMENTS.value or total > budget or files[0][1] < cutoff):
+            _, _, size, path = files.pop(0)
             total -= size
             path.unlink(missing_ok=True)
         for stale in folder().glob("*.part"):  # a write cut short by a crash

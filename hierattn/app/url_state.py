@@ -7,7 +7,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.app import documents
 from hierattn.app.samples import samples
-from hierattn.app.widgets import SAMPLE_PROMPT, document_key
+from hierattn.app.widgets import SAMPLE_PROMPT
 from hierattn.data.builtin import BUILTIN
 from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENTS
 
@@ -20,18 +20,20 @@ VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level
 
 
 def document_id(text: str, dataset: str | None) -> tuple[str, str]:
-    """("sample", "<data set>:<i>") for a built-in sample, else ("doc", <12-hex hash>), the text
-    kept on the server by its content (``documents``) and in this session, so that a refresh, a
-    shared link or another session reopens it."""
+    """("sample", "<data set>:<i>") for a built-in sample, else ("doc", <its 32-hex key>), the text
+    kept on the server (``documents``) and in this session, so that a refresh, a shared link or
+    another session reopens it."""
     for name, _, sample in samples(dataset):
         if sample == text:
             same = [t for n, _, t in samples(name) if n == name]
             return "sample", f"{name}:{same.index(text)}"
-    digest = document_key(text)
+    from hierattn.app.tasks import session_id
+
     pasted = st.session_state.setdefault(PASTED, {})
-    if digest not in pasted:  # kept on the server once per session, not on every rerun of the page
+    digest = next((key for key, kept in pasted.items() if kept == text), None)
+    if digest is None:  # kept on the server once per session, not on every rerun of the page
+        digest = documents.keep(text, session_id()) or documents.link_key(text)
         pasted[digest] = text
-        documents.keep(text, digest)
         while len(pasted) > PASTES_PER_SESSION:  # the older ones stay on disk (``documents``), not in memory
             pasted.pop(next(iter(pasted)))
     return "doc", digest

@@ -72,7 +72,8 @@ def follow_model(key: str, model: str) -> None:
 
 def document_key(text: str) -> str:
     """A short stable key for a document's text (12 hex digits of its SHA-1): widgets whose choices
-    depend on the document carry it in their keys, and a pasted document is linked by it."""
+    depend on the document carry it in their keys, and exported files in their names. Not a link's
+    key (``documents.link_key``): 48 bits collide."""
     return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:12]
 
 

@@ -21,8 +21,9 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
     if kind != "doc":
         where = "The document is a built-in sample, so the link works for anyone using this app."
     elif documents.keepable(text):
-        where = (f"The pasted document is kept on this server by its content ({KEPT_DOCUMENT_DAYS.value:g} days "
-                 "after its last use), so a refresh, and anyone you send the link to, opens it.")
+        where = (f"The pasted document is kept on this server ({KEPT_DOCUMENT_DAYS.value:g} days after its last use; "
+                 "once a link to it is opened, it is kept longest), so a refresh, and anyone you send the link to, "
+                 "opens it. Its key is 128 random-looking bits: no one finds it without the link.")
     else:
         where = (f"This document is over {KEPT_DOCUMENT_KB.value:,} KB, so it is kept only in this browser session: "
                  "others who open the link are asked to paste it.")
