@@ -65,9 +65,9 @@ def classifier_for(model_type: str, root: Path, vocab: Vocab, labels: list[str])
                       torch.device("cpu"))
 
 
-def battery_seconds(classifier: Classifier, text: str, repeats: int) -> dict:
+def battery_seconds(classifier: Classifier, text: str, repeats: int, adversarial: bool = True) -> dict:
     """Median seconds of Explore's per-document faithfulness battery (explain included), without
-    and (once) with the adversarial search, and the tokens read."""
+    and (once, unless ``adversarial`` is off) with the adversarial search, and the tokens read."""
     from hierattn.analysis.battery import document_battery
 
     times = []
@@ -77,8 +77,10 @@ def battery_seconds(classifier: Classifier, text: str, repeats: int) -> dict:
         document_battery(classifier, ex)
         times.append(time.perf_counter() - start)
     start = time.perf_counter()
-    document_battery(classifier, explain(classifier, text), adversarial=True)
-    return {"seconds": statistics.median(times), "runs": times, "adversarial_seconds": time.perf_counter() - start,
+    if adversarial:
+        document_battery(classifier, explain(classifier, text), adversarial=True)
+    return {"seconds": statistics.median(times), "runs": times,
+            "adversarial_seconds": time.perf_counter() - start if adversarial else None,
             "tokens": ex.document.num_tokens, "checkpoint": classifier.name}
 
 
