@@ -51,6 +51,11 @@ def test_many_short_columns_and_wide_json_lines_are_refused():
     deep = ("[" * 200_000 + "]" * 200_000 + "\n").encode()
     with pytest.raises(DataError, match="line 1 is nested too deeply"):
         read_rows(deep, "deep.jsonl")
+    # each line within the limit, together 998,002 columns: a core busy 9 minutes
+    spread = "".join(json.dumps({"text": "t", "label": "a"} | {f"k{line}-{i}": 1 for i in range(998)}) + "\n"
+                     for line in range(30)).encode()
+    with pytest.raises(DataError, match="wide.jsonl up to line 2: the number of distinct fields is more than 1,000"):
+        read_rows(spread, "wide.jsonl")
 
 
 def test_the_train_page_previews_a_bounded_width(train_env):
