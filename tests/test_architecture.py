@@ -21,7 +21,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "home": (),  # where app.py, checkpoints/, experiments/ and results/ are: a checkout, or an installed wheel
     "data": ("contract", "limits"),
     # token and vocabulary types (words, subword tokens); never loaders, splits or batches
-    "models": ("contract", "limits", "data.text", "data.subwords"),  # limits: a folder reader bounds its config
+    "models": ("contract", "limits", "data.text", "data.subwords", "data.tokenizer_rules"),  # a folder bounded
     "card": ("contract", "data", "models"),  # a checkpoint's README.md, from its JSON files
     "budget": ("contract", "limits", "data", "models"),  # a model within the limits, before it is built at size
     "checkpoint": ("contract", "home", "limits", "data", "models", "card", "budget"),

@@ -130,8 +130,10 @@ class _Task:
     def _progress(self, done: int, total: int):
         self.done, self.total = done, total
         if not self.wanted():
+            if self.stop.is_set():  # the server is stopping
+                raise Cancelled("the server is stopping")
             now = time.monotonic()
-            _LOG.warning("a computation stopped at %d / %d: no session waits for it (claims renewed %s s ago)",
+            _LOG.info("a computation stopped at %d / %d: no session waits for it (claims renewed %s s ago)",
                          done, total, [round(now - at) for at in self.claims.values()])
             raise Cancelled("no session is waiting for this computation")
 

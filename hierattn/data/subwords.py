@@ -18,6 +18,7 @@ pieces all fit, and the document says what was cut (``Truncation.window_words_dr
 from __future__ import annotations
 
 import bisect
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import torch
 from hierattn.contract import Pieces
 from hierattn.data.files import read_bytes
 from hierattn.data.text import Document, Sentence
+from hierattn.data.tokenizer_rules import tokenizer_problem
 from hierattn.limits import VOCAB_MB
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -61,7 +63,10 @@ class SubwordVocab:
         if not path.is_file():
             raise FileNotFoundError(f"{TOKENIZER_FILE} is missing: hierattn reads a fast tokenizer's file (save "
                                     "it with AutoTokenizer.from_pretrained(folder).save_pretrained(folder))")
-        tokenizer = Tokenizer.from_str(read_bytes(path, VOCAB_MB).decode("utf-8"))
+        text = read_bytes(path, VOCAB_MB).decode("utf-8")
+        if problem := tokenizer_problem(json.loads(text)):  # before the library reads it: see tokenizer_rules
+            raise ValueError(problem)
+        tokenizer = Tokenizer.from_str(text)
         tokenizer.no_truncation()
         tokenizer.no_padding()
         return cls(tokenizer, window, pad_id)

@@ -52,6 +52,7 @@ from torch import nn
 from hierattn.contract import Batch, Pieces
 from hierattn.data.subwords import TOKENIZER_FILE, SubwordVocab
 from hierattn.data.text import TextConfig
+from hierattn.data.tokenizer_rules import file_problem
 from hierattn.models.common import classification_output
 from hierattn.models.intervention import intervene
 from hierattn.models.library_limits import config_number_problem, fitting_window
@@ -247,7 +248,7 @@ class HuggingFaceFolder:
         if not (directory / TOKENIZER_FILE).is_file():
             return (f"{TOKENIZER_FILE} is missing: hierattn reads a fast tokenizer's file (save it with "
                     "AutoTokenizer.from_pretrained(folder).save_pretrained(folder))")
-        return None
+        return file_problem(directory / TOKENIZER_FILE)  # before the model is built (data.tokenizer_rules)
 
     @staticmethod
     def named_code(config: dict) -> bool:
