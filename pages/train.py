@@ -41,12 +41,13 @@ replace_existing = r1.checkbox("Replace my checkpoint of this name" if not singl
                                else "Any checkpoint: this server is set up for one person (HIERATTN_SINGLE_USER=1).")
 keep_going = r2.checkbox("Keep training after I leave", key="keep_going",
                          help=train_form.keep_going_help())
+share_heldout = train_form.share_heldout_choice(dataset)
 st.caption(f"Device: {train_form.device_label()} · {len(jobs.running())} of at most {MAX_RUNNING} runs training now")
 if st.button("Start training", type="primary", key="start"):
     try:
         job = make_job(run_name.strip(), checkpoint_root(), model_type, config, dataset, text_config, train_config,
                        replace_existing=replace_existing)
-        job.keep_going = keep_going
+        job.keep_going, job.share_heldout = keep_going, share_heldout
         jobs.start(job, session=tasks.session_id())
     except JobError as exc:
         st.error(f"Not started: {viz.md_text(exc)}")

@@ -94,17 +94,38 @@ def own_name(classifier: Classifier) -> str:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _heldout(path: str, stamp: float) -> dict[str, list[tuple[str, str]]]:
-    return read_heldout(path)
+def _heldout(path: str, stamp: float) -> tuple[dict[str, list[tuple[str, str]]], bool]:
+    """The kept documents, and whether they are their visitor's own (``"private": true``)."""
+    from pathlib import Path
+
+    from hierattn.data.files import read_bytes
+    from hierattn.limits import JSON_MB
+
+    try:
+        private = json.loads(read_bytes(Path(path) / "heldout.json", JSON_MB)).get("private") is True
+    except (OSError, ValueError, AttributeError, RecursionError):
+        private = True  # unreadable: shown to no one
+    return read_heldout(path), private
 
 
 def heldout(path) -> dict[str, list[tuple[str, str]]]:
-    """{split: [(text, label), ...]} kept with a checkpoint trained on your own data ({} for others)."""
+    """{split: [(text, label), ...]} kept with a checkpoint trained on your own data ({} for others).
+    A Train-page run's documents are its visitor's (``"private": true``, unless they shared them):
+    another session gets {} (a visitor's patient records were offered in everyone's Explore)."""
     from pathlib import Path
 
     folder = Path(path)
     kept = folder / "heldout.json"
-    return _heldout(str(folder), kept.stat().st_mtime) if kept.is_file() else {}
+    if not kept.is_file():
+        return {}
+    rows, private = _heldout(str(folder), kept.stat().st_mtime)
+    if private:
+        from hierattn.app.tasks import session_id
+        from hierattn.app.train_form import job_manager
+
+        if not job_manager().made_by(folder, session_id()):
+            return {}
+    return rows
 
 
 def heldout_samples(path, dataset: str | None, per_class: int = 2) -> list[tuple[str, str, str]]:

@@ -109,6 +109,24 @@ def device_label() -> str:
     return f"{'CUDA' if device.type == 'cuda' else 'CPU'} ({hardware()})"
 
 
+def share_heldout_choice(dataset) -> bool:
+    """Whether the checkpoint's held-out documents (of an uploaded file) may be shown to other
+    visitors: off unless ticked, and the page says which it is. A server for one person shares."""
+    from hierattn.data.builtin import BUILTIN
+    from hierattn.training.jobs import single_user
+
+    if dataset.name in BUILTIN or single_user():
+        return True
+    share = st.checkbox("Let other visitors see its held-out documents", key="share_heldout",
+                        help="The checkpoint keeps some of your file's validation and test documents, for its "
+                             "samples, Evaluation and Dataset statistics. Unticked, only this browser session "
+                             "sees them; everyone sees the model itself.")
+    st.caption("Your file's held-out documents will be **shown to every visitor** of this server with the model."
+               if share else "Your file's held-out documents will be shown **to you only** (this browser session); "
+                             "other visitors see the model, not your documents.")
+    return share
+
+
 def keep_going_help() -> str:
     from hierattn.limits import RUN_AWAY_SECONDS
 

@@ -64,7 +64,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
           on_event: Callable[[TrainEvent], None] | None = None,
           stop: threading.Event | None = None, progress: bool = False, device=None,
           after_epoch: Callable[[torch.nn.Module, list[Batch], torch.device], dict] | None = None,
-          at_start: Callable[[torch.nn.Module], None] | None = None) -> dict:
+          at_start: Callable[[torch.nn.Module], None] | None = None, private_heldout: bool = False) -> dict:
     """Train with Adam, keep the best-validation weights, stop early, evaluate on test, save.
 
     Returns the metrics written to ``metrics.json``. ``stop`` ends training after the current
@@ -79,7 +79,7 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     parts = {name: data.part(name) for name in ("train", "validation", "test")}
     train_docs, train_y = parts["train"]
     if REGISTRY[model_type].fitted:
-        return _fit(model_type, model_config, data, parts, text_config, config, out, on_event)
+        return _fit(model_type, model_config, data, parts, text_config, config, out, on_event, private_heldout)
     build_vocabulary = REGISTRY[model_type].vocabulary
     if config.start_from:  # fine-tuning: the checkpoint's tokenizer and weights, a head for these labels
         model, vocab = started_from(config.start_from, model_type, data.dataset.label_names)
@@ -111,7 +111,8 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
         return {}
     model.load_state_dict(outcome.best_state)
     return _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device,
-                     record(state, outcome, model, config, device, started, pretrained_words=pretrained_words))
+                     record(state, outcome, model, config, device, started, pretrained_words=pretrained_words),
+                     private_heldout)
 
 
 def started_from(folder: str, model_type: str, labels: list[str]):
@@ -153,7 +154,7 @@ class _Bar:
             self.bar = None
 
 
-def _fit(model_type, model_config, data, parts, text_config, config, out, on_event) -> dict:
+def _fit(model_type, model_config, data, parts, text_config, config, out, on_event, private_heldout) -> dict:
     """A model fitted once on the training split (its spec's ``fit``: the scikit-learn baselines), no epochs."""
     started = time.perf_counter()
     train_docs, train_y = parts["train"]
@@ -165,11 +166,14 @@ def _fit(model_type, model_config, data, parts, text_config, config, out, on_eve
     state = Progress(best_accuracy=val_acc, best_loss=val_loss, best_epoch=1, documents=len(train_docs),
                      train_seconds=train_seconds)
     return _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device,
-                     record(state, None, model, config, device, started, pretrained_words=0))
+                     record(state, None, model, config, device, started, pretrained_words=0), private_heldout)
 
 
-def _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device, metrics: dict) -> dict:
-    """Test the chosen weights, write ``metrics.json`` with the checkpoint, report "done"."""
+def _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device, metrics: dict,
+              private_heldout: bool = False) -> dict:
+    """Test the chosen weights, write ``metrics.json`` with the checkpoint, report "done". A data set of
+    your own keeps its held-out documents with it; ``private_heldout``: marked as its visitor's own
+    (a Train-page run on a shared server), shown to no other visitor."""
     test_acc, _, test_seconds = evaluate(model, bucketed_batches(*parts["test"], vocab, 64, shuffle=False), device)
     metrics = {"dataset": data.dataset.name, "model_type": model_type, **metrics, "test_accuracy": test_acc,
                "inference_ms_per_document": 1000 * test_seconds / max(len(parts["test"][0]), 1),
@@ -178,7 +182,8 @@ def _conclude(model, model_type, vocab, data, parts, text_config, out, on_event,
                                       data.dataset.label_names)}
     if out is not None:
         save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
-                        dataset=data.dataset.name, heldout=None if data.dataset.name in BUILTIN else heldout(data))
+                        dataset=data.dataset.name,
+                        heldout=None if data.dataset.name in BUILTIN else heldout(data) | {"private": private_heldout})
     if on_event:
         on_event(TrainEvent("done", metrics["best_epoch"], val_accuracy=metrics["validation_accuracy"]))
     return metrics

@@ -116,6 +116,7 @@ class TrainingJob:
     # it goes on after they leave, and why it was stopped when the server stopped it.
     owners: set = field(default_factory=set)
     keep_going: bool = False
+    share_heldout: bool = False  # a page run's held-out documents, shown to other visitors too
     present: object = field(default=None, repr=False)  # session id -> connected?, set by the manager
     stopped_because: str = ""
 
@@ -237,7 +238,9 @@ class TrainingJob:
 
     def _spec(self) -> dict:
         return {"model_type": self.model_type, "model_config": self.model_config, "dataset": self.dataset,
-                "text_config": self.text_config, "config": self.config, "out": str(self.out), "device": self.device}
+                "text_config": self.text_config, "config": self.config, "out": str(self.out), "device": self.device,
+                # a visitor's own documents stay theirs unless they share them; the command line's are shared
+                "private_heldout": bool(self.owners) and not self.share_heldout and not single_user()}
 
     def _report(self, metrics: dict) -> None:
         if not metrics:
@@ -390,7 +393,8 @@ def _train_in_child(spec: dict, events, stop) -> None:
         if not stop.is_set():
             metrics = train(spec["model_type"], spec["model_config"], data, spec["text_config"], spec["config"],
                             spec["out"], on_event=lambda e: events.put(("event", asdict(e))), stop=stop,
-                            device=spec["device"], after_epoch=mean_self_attention_metrics)
+                            device=spec["device"], after_epoch=mean_self_attention_metrics,
+                            private_heldout=spec.get("private_heldout", False))
         events.put(("done", metrics))
     except Exception as exc:  # the page shows the message; the traceback goes to the server log
         traceback.print_exc()
