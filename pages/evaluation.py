@@ -119,13 +119,13 @@ if dataset_name in BUILTIN:
     registry.registry_tables(dataset_name)
 
 # Every checkpoint of the data set: single runs, so no ordering is judged on them
-st.subheader(f"Results on `{dataset_name}` (test split), every checkpoint")
+st.subheader(f"Results on {viz.md_code(dataset_name)} (test split), every checkpoint")
 matching = [n for n, c in loading.loadable(checkpoints).items() if sorted(c.labels) == sorted(dataset.label_names)]
 keys = {n: ("evaluation", *loading.checkpoint_key(checkpoints[n]), dataset_name, "test") for n in matching}
 missing = [n for n in matching if not tasks.is_computed(keys[n])]
 running = [n for n in missing if tasks.is_running(keys[n])]
 if missing and not running and st.button(f"Evaluate the {len(missing)} remaining checkpoint{'s' * (len(missing) > 1)}",
-                                         key="eval_all", help=", ".join(missing)):
+                                         key="eval_all", help=viz.md_text(", ".join(missing))):
     running = missing
 for n in running:  # started now, or by an earlier click: progress bars until they finish
     _evaluated(n, "test")
