@@ -318,15 +318,20 @@ def by_sentence(word_scores: list[float], document: Document) -> list[float]:
     return out
 
 
-def sentence_table(classifier: Classifier, ex) -> dict:
+def sentence_table(classifier: Classifier, ex, progress=None) -> dict:
     """Explore's sentence attributions for an explained document: one row per sentence (its
     opening, its share of the attention, its occlusion and KernelSHAP for the predicted class, in
-    probability points) and a caption with their agreement and cost. ``ex``: an ``Explanation``."""
+    probability points) and a caption with their agreement and cost. ``ex``: an ``Explanation``.
+    ``progress(done, 2)`` after occlusion and after the Shapley values: where the app stops it."""
     from hierattn.analysis.compare import importance, spearman
 
     label = ex.labels.index(ex.label)
     occluded = occlusion(classifier, ex.document, label, SENTENCE_UNITS)
+    if progress:
+        progress(1, 2)
     shap = sentence_shap(classifier, ex.document, label)
+    if progress:
+        progress(2, 2)
     shares = importance(ex)
     attention = list(shares.sentences.values()) if shares is not None else None
     if attention is not None and len(attention) != len(ex.document.sentences):

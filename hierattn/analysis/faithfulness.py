@@ -224,10 +224,20 @@ def removal_steps(n: int, steps: int = MAX_K, fractions: bool | None = None) -> 
 
 
 def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, draws: int = RANDOM_DRAWS,
-                   seed: int = 0, fractions: bool | None = None, methods=METHODS) -> ErasureCurves:
+                   seed: int = 0, fractions: bool | None = None, methods=METHODS,
+                   progress=None) -> ErasureCurves:
     """The erasure curves of one explained document (``explain(classifier, text)``). ``max_k``: the
     number of points; ``fractions``: see ``removal_steps``; ``methods``: leave out
-    ``"leave-one-out"`` to save its one forward pass per word on long documents."""
+    ``"leave-one-out"`` to save its one forward pass per word on long documents. ``progress(done,
+    total)`` is called after each step (each ranking, each curve): the app stops there when no
+    tab waits any more."""
+    steps = [0, 2 * len(methods) + 1]  # at most: each method's ranking and its curve, and the random one
+
+    def step() -> None:
+        steps[0] = min(steps[0] + 1, steps[1])
+        if progress:
+            progress(*steps)
+
     document = ex.document
     n = len(_words(document))
     label = max(range(len(ex.probabilities)), key=ex.probabilities.__getitem__)
@@ -237,16 +247,20 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
     imp = importance(ex) if "attention" in methods else None
     if imp is not None:
         scores["attention"] = list(imp.words.values())
+    step()
     gradient = gradient_times_input(classifier, document, label) if "gradient × input" in methods else None
     if gradient is not None:
         scores["gradient × input"] = gradient
+    step()
     convergence = None
     if IG in methods:
         integrated = integrated_gradients(classifier, document, label)
         if integrated is not None:
             scores[IG], convergence = integrated.scores, integrated.relative_delta
+        step()
     if "leave-one-out" in methods:
         scores["leave-one-out"] = leave_one_out(classifier, document, label, base)
+        step()
     structural = sentence_even_scores(ex, seed) if STRUCTURAL in methods else None
     if structural is not None:
         scores[STRUCTURAL] = structural
@@ -255,6 +269,7 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
         ranked = sorted(range(n), key=lambda i: -s[i])
         probs = probabilities(classifier, [without(document, set(ranked[:k])) for k in ks], label)
         drops[method] = [base - p for p in probs]
+        step()
     rng = random.Random(seed)
     random_docs = []
     for _ in range(draws):

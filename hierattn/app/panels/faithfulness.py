@@ -46,7 +46,8 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
                    f"{ex.document.num_tokens:,} (the limit here is {faithfulness.LEAVE_ONE_OUT_MAX_WORDS:,}). "
                    "`hierattn.analysis.faithfulness.erasure_curves(classifier, explanation)` runs it on any length.")
     curves = computed(("erasure", *checkpoint_key(path), doc_key, methods),
-                      lambda progress: faithfulness.erasure_curves(classifier, ex, methods=methods), "Removing words:")
+                      lambda progress: faithfulness.erasure_curves(classifier, ex, methods=methods, progress=progress),
+                      "Removing words:", unit="steps")
     if curves is None:
         return None
     attributions = [m for m in faithfulness.ATTRIBUTIONS if m in curves.scores]
@@ -114,7 +115,8 @@ def sentence_attributions(classifier: Classifier, path: Path, ex: Explanation, d
                           "measured error is under half a point, and says that error. In the background."):
         return
     table = computed(("sentence-attributions", *checkpoint_key(path), doc_key),
-                     lambda progress: sentence_table(classifier, ex), "Attributing the sentences:")
+                     lambda progress: sentence_table(classifier, ex, progress), "Attributing the sentences:",
+                     unit="steps")
     if table is None:
         return
     st.dataframe(table["rows"], hide_index=True, width="stretch",
