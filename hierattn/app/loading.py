@@ -151,8 +151,19 @@ def explain_cached(path: Path, text: str) -> Explanation:
     key = (str(path), _stamp(path), text)
     found = explanations().find(key)
     if found is None:
+        from hierattn.app.admission import admission, predicted_bytes
+
         with st.spinner("Reading the document…"):
-            found = explain(models().get(key[0], key[1]), text)
+            classifier = models().get(key[0], key[1])
+            notice = st.empty()
+
+            def waiting(ahead: int) -> None:  # in turn, within the server's memory for explanations
+                notice.caption(f"Waiting for the server's memory: {viz.counted(ahead, 'explanation')} ahead of "
+                               "yours.")
+
+            with admission().admitted(predicted_bytes(classifier), waiting):
+                notice.empty()
+                found = explain(classifier, text)
         explanations().keep(key, found)
     return found
 
