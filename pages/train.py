@@ -3,7 +3,7 @@ cancel if needed; the checkpoint appears in Explore's picker when it is written.
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app import tasks, train_form
+from hierattn.app import train_form, visitors
 from hierattn.app.panels import training
 from hierattn.app.routing import run_through_app
 from hierattn.checkpoint import checkpoint_root
@@ -15,9 +15,8 @@ st.title("Train a model")
 jobs = train_form.job_manager()
 # A run survives a browser refresh: its id is kept in the address bar.
 current = jobs.get(st.query_params.get("job") or st.session_state.get("job_id"))
-if current is not None:  # e.g. after a refresh: say where the run is, and that this session is its visitor
-    current.owners.add(tasks.session_id())
-    st.info(f"Your run {viz.md_code(current.name)} is {current.status}; it is shown at the bottom of this page.")
+if current is not None:  # e.g. after a refresh: say where the run is; it is yours only from your browser
+    st.info(train_form.run_notice(current, visitors.visitor()))
 
 st.header("1. Data")
 dataset = training.data_section()
@@ -48,7 +47,7 @@ if st.button("Start training", type="primary", key="start"):
         job = make_job(run_name.strip(), checkpoint_root(), model_type, config, dataset, text_config, train_config,
                        replace_existing=replace_existing)
         job.keep_going, job.share_heldout = keep_going, share_heldout
-        jobs.start(job, session=tasks.session_id())
+        jobs.start(job, session=visitors.visitor())
     except JobError as exc:
         st.error(f"Not started: {viz.md_text(exc)}")
     else:

@@ -120,10 +120,10 @@ def heldout(path) -> dict[str, list[tuple[str, str]]]:
         return {}
     rows, private = _heldout(str(folder), kept.stat().st_mtime)
     if private:
-        from hierattn.app.tasks import session_id
         from hierattn.app.train_form import job_manager
+        from hierattn.app.visitors import visitor
 
-        if not job_manager().made_by(folder, session_id()):
+        if not job_manager().made_by(folder, visitor()):
             return {}
     return rows
 

@@ -12,11 +12,22 @@ from hierattn.app.process import process_wide
 
 @process_wide  # holds the cap on runs: no client's clear_cache may drop it
 def job_manager():
-    """The training jobs of this app process, shared by every session."""
-    from hierattn.app.tasks import connected
+    """The training jobs of this app process, shared by every session; a run's owner is the visitor
+    (``app.visitors``: a browser) who started it."""
+    from hierattn.app.visitors import present
     from hierattn.training.jobs import JobManager
 
-    return JobManager(present=connected)
+    return JobManager(present=present)
+
+
+def run_notice(job, who: str | None) -> str:
+    """What the Train page says of a run its address names: yours, or another visitor's to watch."""
+    from hierattn import viz
+
+    if who is not None and who in job.owners:
+        return f"Your run {viz.md_code(job.name)} is {job.status}; it is shown at the bottom of this page."
+    return (f"The run {viz.md_code(job.name)} of another visitor is {job.status}; it is shown at the bottom of this "
+            "page to watch. Only the browser that started it can cancel it or replace its checkpoint.")
 
 
 def duration(seconds: float) -> str:

@@ -27,12 +27,12 @@ def document_id(text: str, dataset: str | None) -> tuple[str, str]:
         if sample == text:
             same = [t for n, _, t in samples(name) if n == name]
             return "sample", f"{name}:{same.index(text)}"
-    from hierattn.app.tasks import session_id
+    from hierattn.app.visitors import visitor
 
     pasted = st.session_state.setdefault(PASTED, {})
     digest = next((key for key, kept in pasted.items() if kept == text), None)
     if digest is None:  # kept on the server once per session, not on every rerun of the page
-        digest = documents.keep(text, session_id()) or documents.link_key(text)
+        digest = documents.keep(text, visitor()) or documents.link_key(text)
         pasted[digest] = text
         while len(pasted) > PASTES_PER_SESSION:  # the older ones stay on disk (``documents``), not in memory
             pasted.pop(next(iter(pasted)))

@@ -161,6 +161,10 @@ def run_panel(jobs, job_id: str) -> None:
     if job is None:
         return
     was_active = job.active
+    from hierattn.app.visitors import visitor
+    from hierattn.training.jobs import single_user
+
+    mine = single_user() or visitor() in job.owners  # a job's link opened elsewhere watches, never cancels
 
     @st.fragment(run_every=1.0 if was_active else None)
     def panel():
@@ -180,7 +184,7 @@ def run_panel(jobs, job_id: str) -> None:
                 st.progress(min(snap["fraction"], 1.0), text=text)
             if snap["stopping"]:
                 st.warning("Stopping after this batch…")
-            elif st.button("Cancel", key=f"cancel_{snap['id']}",
+            elif mine and st.button("Cancel", key=f"cancel_{snap['id']}",
                            help="Stops after the current batch; the best epoch so far is kept."):
                 job.cancel()
                 st.rerun(scope="fragment")
