@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -31,6 +32,15 @@ def session_id() -> str | None:
 
     ctx = get_script_run_ctx(suppress_warning=True)
     return ctx.session_id if ctx else None
+
+
+def _visitor() -> str | None:
+    from hierattn.app.visitors import visitor
+
+    try:
+        return visitor()
+    except Exception:  # noqa: BLE001  outside a page: no visitor
+        return None
 
 
 def connected(session: str | None) -> bool:
@@ -71,22 +81,61 @@ def _still_waits(session: str | None, claimed_at: float, now: float) -> bool:
 
 
 _WORKERS = None
+_VISITING = threading.Condition()
+_running_for: dict[str | None, int] = {}  # visitor -> its computations holding a slot
+
+
+def per_visitor() -> int:
+    """How many computations one visitor runs at once: half the cores, at least one, so that one
+    visitor's six tabs of Dataset statistics leave cores to everyone else (another visitor's paste
+    took 63.6 s instead of 0.5 s)."""
+    from hierattn.limits import ANALYSES_PER_VISITOR
+
+    configured = ANALYSES_PER_VISITOR.value if ANALYSES_PER_VISITOR.variable in os.environ else 0
+    return int(configured) or max(1, cores() // 2)
 
 
 @contextmanager
-def _workers(task: _Task):
-    """One of ``cores()`` slots for a computation; while it waits, it stops if no one wants it."""
-    global _WORKERS
-    if _WORKERS is None:
-        _WORKERS = threading.BoundedSemaphore(cores())
-    slots = _WORKERS
-    while not slots.acquire(timeout=0.25):
+def _visitors_turn(task: _Task):
+    """Wait until the visitor who asked first for ``task`` runs fewer than ``per_visitor()`` (a
+    computation no page asked for, outside the server, waits for nothing)."""
+    if task.visitor is None:
+        yield
+        return
+    while True:
+        with _VISITING:
+            if _running_for.get(task.visitor, 0) < per_visitor():
+                _running_for[task.visitor] = _running_for.get(task.visitor, 0) + 1
+                break
+            _VISITING.wait(0.25)
         if not task.wanted():
             raise Cancelled("no session is waiting for this computation")
     try:
         yield
     finally:
-        slots.release()
+        with _VISITING:
+            _running_for[task.visitor] -= 1
+            if not _running_for[task.visitor]:
+                del _running_for[task.visitor]
+            _VISITING.notify_all()
+
+
+@contextmanager
+def _workers(task: _Task):
+    """One of ``cores()`` slots for a computation, within its visitor's turn (``per_visitor``); while
+    it waits, it stops if no one wants it."""
+    global _WORKERS
+    if _WORKERS is None:
+        _WORKERS = threading.BoundedSemaphore(cores())
+    slots = _WORKERS
+    with _visitors_turn(task):
+        while not slots.acquire(timeout=0.25):
+            if not task.wanted():
+                raise Cancelled("no session is waiting for this computation")
+        try:
+            yield
+        finally:
+            slots.release()
 
 
 class _Task:
@@ -109,6 +158,7 @@ class _Task:
         self.claims: dict[str | None, float] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(compute,), name="hierattn-task", daemon=True)
+        self.visitor = _visitor()  # whose turn it takes (``per_visitor``)
         self.claim()
 
     def claim(self) -> None:

@@ -252,3 +252,38 @@ def test_a_computation_that_lapsed_as_it_was_asked_for_starts_again_watched():
     running = tasks._results().running.get(("lapsed-for-test",))
     assert running is not None and not running.cancelled
     tasks._results().stop_all(wait=5)
+
+
+def test_one_visitor_runs_at_most_its_share_and_leaves_the_rest_to_others(monkeypatch):
+    """Six tabs of one visitor on Dataset statistics took both cores: another visitor's paste took
+    63.6 s instead of 0.5 s."""
+    import threading
+
+    monkeypatch.setattr(tasks, "_WORKERS", None)
+    monkeypatch.setattr(tasks, "cores", lambda: 4)  # two per visitor
+    running, most, lock = {}, {}, threading.Lock()
+
+    def compute_for(visitor):
+        def compute(progress):
+            with lock:
+                running[visitor] = running.get(visitor, 0) + 1
+                most[visitor] = max(most.get(visitor, 0), running[visitor])
+            for i in range(4):
+                time.sleep(0.05)
+                progress(i + 1, 4)
+            with lock:
+                running[visitor] -= 1
+            return "done"
+        return compute
+
+    store = tasks._ResultStore()
+    started = []
+    for i in range(8):
+        visitor = "browser-six-tabs" if i < 6 else f"browser-other-{i}"
+        monkeypatch.setattr(tasks, "_visitor", lambda v=visitor: v)
+        started.append(store.task((i,), compute_for(visitor)))
+    for task in started:
+        _wait(task)
+    assert all(t.result == "done" for t in started)
+    assert most["browser-six-tabs"] == tasks.per_visitor() == 2  # its share, never the four cores
+    assert not tasks._running_for
