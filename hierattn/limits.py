@@ -89,6 +89,8 @@ EXPLANATION_MEMORY_MB = Limit("the memory of the explanations kept for reuse", "
                               " MB")
 # Runs started from the Train page (the command line has none of these)
 RUNS_PER_VISITOR = Limit("the runs one visitor trains at once", "HIERATTN_RUNS_PER_VISITOR", 1)
+# checkpoints one visitor's runs keep on the server (each in every visitor's pickers; one 20 MB upload wrote 51 MB)
+CHECKPOINTS_PER_VISITOR = Limit("the checkpoints one visitor keeps", "HIERATTN_CHECKPOINTS_PER_VISITOR", 5)
 RUN_SECONDS = Limit("a run's time in seconds", "HIERATTN_RUN_SECONDS", 7_200)
 RUN_AWAY_SECONDS = Limit("the seconds a run goes on after its visitor left", "HIERATTN_RUN_AWAY_SECONDS", 600)
 # Pasted documents kept by content for links and refreshes (hierattn/app/documents.py)

@@ -332,3 +332,21 @@ def test_a_session_holds_its_latest_pastes_and_the_rest_stay_on_disk(app_env):
         at.text_area(key="document").input(f"The team won match number {i} on Sunday.").run()
     assert len(at.session_state[PASTED]) == PASTES_PER_SESSION
     assert not at.exception
+
+
+def test_one_visitor_keeps_at_most_its_share_of_checkpoints(tmp_path, monkeypatch):
+    """Visitors' checkpoints had no cap: each one is in every visitor's pickers, and one 20 MB upload
+    wrote 51 MB."""
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS_PER_VISITOR", "2")
+    manager = JobManager(max_running=2)
+    for name in ("a", "b"):
+        job = manager.start(_job(tmp_path, name, epochs=1), session="visitor")
+        _wait(job, 120)
+        assert job.status == "finished", job.message
+    with pytest.raises(JobError, match="you have 2 checkpoints on this server already"):
+        manager.start(_job(tmp_path, "c", epochs=1), session="visitor")
+    again = manager.start(_job(tmp_path, "a", epochs=1, replace_existing=True), session="visitor")  # one of its own
+    _wait(again, 120)
+    other = manager.start(_job(tmp_path, "d", epochs=1), session="another visitor")  # another visitor's share
+    _wait(other, 120)
+    assert again.status == other.status == "finished"

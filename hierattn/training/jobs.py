@@ -312,6 +312,12 @@ class JobManager:
                 if not self.may_replace(job.out, session):
                     raise JobError(f"'{job.name}' is a checkpoint this session did not train (a shipped one, or "
                                    "another visitor's): the page never replaces it; choose another name")
+                kept = {j.out.resolve() for j in self._jobs.values()
+                        if session in j.owners and j.metrics and j.out.exists()} - {job.out.resolve()}
+                if not single_user() and limits.CHECKPOINTS_PER_VISITOR.exceeded(len(kept) + 1):
+                    raise JobError(f"you have {len(kept)} checkpoints on this server already: "
+                                   + limits.CHECKPOINTS_PER_VISITOR.message(len(kept) + 1)
+                                   + "; replace one of yours (same name, 'Replace my checkpoint')")
                 mine = sum(session in j.owners for j in running)
                 if limits.RUNS_PER_VISITOR.exceeded(mine + 1):
                     raise JobError(f"you have {mine} run{'s' if mine > 1 else ''} training already: "
