@@ -271,7 +271,9 @@ def _load_folder(directory: Path, config: dict, spec: ModelSpec, device) -> Clas
     if limits.PARAMETERS.exceeded(count):
         raise CheckpointError(f"{directory.name}: {limits.PARAMETERS.message(count)}")
     model, labels = form.build(config, ours if isinstance(ours, dict) else {})
-    _load_weights(directory, model, form.weights_prefix)
+    prefix, optional = form.layout(directory, model)
+    _load_weights(directory, model, prefix, optional)
+    model.untrained_head = form.untrained_head(model, bool(optional))
     metrics = budget.typed_metrics(_read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
         else {}
     device = torch.device(device) if device is not None else best_device()
@@ -338,27 +340,26 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
                       config.get("dataset"), device)
 
 
-def _load_weights(directory: Path, model: torch.nn.Module, prefix: str = "") -> None:
-    """model.safetensors into ``model``: every tensor its state dict expects (under ``prefix``, where
-    the file holds a sub-module's weights), of the right shape and finite, or a CheckpointError."""
+def _load_weights(directory: Path, model: torch.nn.Module, prefix: str = "", optional: frozenset = frozenset()) -> None:
+    """model.safetensors into ``model``: every tensor its state dict expects (under ``prefix``), of the
+    right shape and finite, judged from the header before a tensor is read; or a CheckpointError.
+    ``optional``: keys the file may lack, kept as built (a base encoder's head); with them, keys the
+    model has no place for (a base encoder's pooler) are let be."""
     path = directory / "model.safetensors"
     if problem := budget.weights_header_problem(path):
         raise CheckpointError(problem)
     expected = model.state_dict()
-    tensors = {}
     try:
-        # names and shapes from the header first: a file of a million empty tensors, or of the wrong
-        # model, is refused before any tensor is read (load_file read them all, 35 s and 1.8 GB)
         with safe_open(path, "pt") as f:
-            names = {prefix + k: k for k in f.keys()}
-            if set(names) != set(expected):
-                missing, extra = set(expected) - set(names), set(names) - set(expected)
+            names = {prefix + k: k for k in f.keys() if not optional or prefix + k in expected}
+            shapes = {k: tuple(f.get_slice(stored).get_shape()) for k, stored in names.items() if k in expected}
+            missing, extra = set(expected) - set(names) - optional, set(names) - set(expected)
+            if missing or extra:
                 raise CheckpointError(f"{directory.name}: weights do not match the config "
                                       f"(missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]})")
-            for k, stored in names.items():
-                shape = tuple(f.get_slice(stored).get_shape())
+            for k, shape in shapes.items():
                 if shape != tuple(expected[k].shape):
-                    raise CheckpointError(f"{directory.name}: weight {stored} has shape {shape}, the config needs "
+                    raise CheckpointError(f"{directory.name}: weight {names[k]} has shape {shape}, the config needs "
                                           f"{tuple(expected[k].shape)}")
             tensors = {k: f.get_tensor(stored) for k, stored in names.items()}
     except CheckpointError:
@@ -371,7 +372,7 @@ def _load_weights(directory: Path, model: torch.nn.Module, prefix: str = "") -> 
         if v.is_floating_point() and not bool(torch.isfinite(v).all()):  # else every prediction reads "nan%"
             raise CheckpointError(f"{directory.name}: weight {k.removeprefix(prefix)} holds NaN or infinite values; "
                                   "the model cannot predict (a run that diverged)")
-    model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()})
+    model.load_state_dict({k: v.to(expected[k].dtype) for k, v in tensors.items()}, strict=not optional)
 
 
 def _refuse_links_out(directory: Path) -> None:
@@ -388,8 +389,7 @@ def _refuse_links_out(directory: Path) -> None:
 
 
 def read_heldout(directory: str | Path) -> dict[str, list[tuple[str, str]]]:
-    """{split: [(text, label), ...]} kept with a checkpoint (within ``limits.JSON_MB``, from inside its
-    folder only); {} when it has none, or a malformed one."""
+    """{split: [(text, label), ...]} kept with a checkpoint (within ``limits.JSON_MB``, inside its folder)."""
     path = Path(directory) / HELDOUT
     try:
         raw = _read_json(path) if path.is_file() and inside(path, path.parent) else {}

@@ -74,30 +74,33 @@ sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, 
 figures = {}  # every figure drawn below, by name, for the report
 slide_subtitle(f"{name} ({classifier.display_name}) · “{widgets.opening(text)}”")  # exported slides' 2nd line
 
-# 1. Prediction
-col_label, col_chart = st.columns([1, 2])
-col_label.metric("Prediction", viz.md_text(ex.label))
-col_label.caption(f"{max(ex.probabilities):.1%} probability · {viz.counted(len(ex.document.sentences), 'sentence')} · "
-                  f"{viz.counted(ex.document.num_tokens, 'token')} read"
-                  + (f" · {ex.unknown_count:,} unknown to the model" if ex.unknown_count else ""))
-chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, collect=figures)
-domain.domain_signal(st.container(), classifier, checkpoints[name], ex)  # full width: a sentence or two
+# 1. Prediction (none from a base encoder or a head never trained: its attention still shows)
+if headless := loading.no_prediction(classifier, name):
+    st.info(headless, icon=":material/visibility_off:")
+else:
+    col_label, col_chart = st.columns([1, 2])
+    col_label.metric("Prediction", viz.md_text(ex.label))
+    col_label.caption(f"{max(ex.probabilities):.1%} probability · {viz.counted(len(ex.document.sentences), 'sentence')}"
+                      f" · {viz.counted(ex.document.num_tokens, 'token')} read"
+                      + (f" · {ex.unknown_count:,} unknown to the model" if ex.unknown_count else ""))
+    chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, collect=figures)
+    domain.domain_signal(st.container(), classifier, checkpoints[name], ex)  # full width: a sentence or two
 
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?
 view = shading.document_shading(ex, classifier.display_name, classifier.spec.maps, doc_key)
 curves = None
-if faithfulness.offered(classifier, ex, view) and st.toggle(
+if not headless and faithfulness.offered(classifier, ex, view) and st.toggle(
         "Test the shading: remove the top words and watch the prediction", key="faithfulness",
         help="Erasure curves: attention against gradient × input, Integrated Gradients, leave-one-out and random "
              "orders, and each attribution's shading beside the attention's. One forward pass per word, in the "
              "background."):
     curves = faithfulness.document_erasure(classifier, checkpoints[name], ex, view, doc_key, figures)
-if st.toggle("Can I trust this shading? The standard tests, for this document", key="trust",
+if not headless and st.toggle("Can I trust this shading? The standard tests, for this document", key="trust",
              help="ERASER comprehensiveness and sufficiency, Kendall tau with gradient and leave-one-out, the "
                   "permutation, uniform and adversarial tests, each beside its baseline; rollout or "
                   "gradient-weighted self-attention beside the raw maps."):
     trust.trust_panel(classifier, checkpoints[name], ex, doc_key, figures)
-if st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif"):
+if not headless and st.toggle("What if? Drop or reorder sentences, replace a word", key="whatif"):
     whatif.what_if(checkpoints[name], ex, view, sentence_labels, doc_key)
 
 # 3. Every head at a glance (layers of heads); self-attention heatmaps and their metrics; MahNN's channels;

@@ -53,6 +53,7 @@ from hierattn.contract import Batch, Pieces
 from hierattn.data.subwords import TOKENIZER_FILE, SubwordVocab
 from hierattn.data.text import TextConfig
 from hierattn.data.tokenizer_rules import file_problem
+from hierattn.models import library_heads
 from hierattn.models.common import classification_output
 from hierattn.models.intervention import intervene
 from hierattn.models.library_limits import config_number_problem, fitting_window
@@ -217,7 +218,8 @@ class HuggingFaceFolder:
     """How checkpoints of the ``transformer`` model type are stored: the library's own folder."""
 
     files = ("config.json", WEIGHTS, TOKENIZER_FILE, OURS)
-    weights_prefix = "encoder."  # our module holds the library's model as ``encoder``
+    layout = staticmethod(library_heads.layout)  # the file's keys in our module (the library's model is ``encoder``)
+    untrained_head = staticmethod(library_heads.untrained_head)
 
     @staticmethod
     def recognises(config: dict) -> bool:

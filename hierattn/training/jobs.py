@@ -14,7 +14,6 @@ import multiprocessing
 import multiprocessing.synchronize
 import os
 import queue
-import re
 import sys
 import threading
 import time
@@ -32,15 +31,12 @@ from hierattn.threads import cores, threads_of
 from hierattn.training import baselines
 from hierattn.training.in_memory import train
 from hierattn.training.loop import TrainConfig, TrainEvent
+from hierattn.training.run_names import JobError, validate_run_name  # noqa: F401  (callers import them here)
 from hierattn.training.sharpness import mean_self_attention_metrics
 
 MAX_RUNNING = 2  # concurrent training jobs per app process; the page says so
 MAX_LOSSES = 20_000  # points of a run's live loss curve the server keeps
 ACTIVE = ("preparing", "running")
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-# Names Windows reserves for devices; refused everywhere so checkpoints copy between systems.
-_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10)), *(f"lpt{i}" for i in range(1, 10))}
-
 
 _LIVE: set = set()  # training processes of this app process that have not ended
 _LIVE_LOCK = threading.Lock()
@@ -61,25 +57,6 @@ def stop_all(timeout: float = 5.0) -> int:
             process.kill()
             process.join(timeout)
     return len(running)
-
-
-class JobError(ValueError):
-    """A run cannot start; the message is for the user."""
-
-
-def validate_run_name(name: str, root: Path, replace_existing: bool = False) -> Path:
-    """The checkpoint directory for ``name`` under ``root``, or a JobError saying what is wrong."""
-    name = name or ""
-    if not _NAME.fullmatch(name):
-        raise JobError("a run name is 1 to 64 letters, digits, '-' or '_' (no spaces, dots or slashes)")
-    if name.lower() in _RESERVED:
-        raise JobError(f"'{name}' is a reserved device name on Windows; choose another")
-    if name.startswith(("-", "_")):
-        raise JobError("a run name starts with a letter or a digit")
-    out = root / name
-    if out.exists() and not replace_existing:
-        raise JobError(f"a checkpoint named '{name}' already exists; tick 'replace' to overwrite it")
-    return out
 
 
 @dataclass
