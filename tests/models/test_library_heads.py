@@ -79,3 +79,12 @@ def test_explore_shows_no_prediction_for_a_base_encoder_and_says_what_to_do(base
     assert "is a base encoder" in said and "no prediction is shown" in said and "Start from" in said
     assert not [m for m in at.metric if m.label == "Prediction"]
     assert not [t for t in at.toggle if t.key in ("trust", "whatif", "faithfulness")]
+
+
+def test_a_base_encoder_starts_a_fine_tuning_run_with_its_own_weights(base_encoder):
+    from hierattn.training.in_memory import started_from
+
+    model, vocab = started_from(str(base_encoder), "transformer", ["negative", "positive"])
+    pretrained = load_classifier(base_encoder, device="cpu").model.encoder.bert.state_dict()
+    assert all(torch.equal(model.encoder.bert.state_dict()[k], v) for k, v in pretrained.items())
+    assert model.encoder.config.num_labels == 2 and len(vocab) > 0
