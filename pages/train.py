@@ -24,9 +24,9 @@ if dataset is None:
     st.info("Upload a file to go on.")
     st.stop()
 st.header("2. Model")
-model_type, config = training.model_section()
+model_type, config, start_from = training.model_section()
 st.header("3. Training")
-text_config, train_config = training.training_section(dataset, model_type)
+text_config, train_config = training.training_section(dataset, model_type, start_from)
 
 st.header("4. Run")
 run_name = st.text_input("Run name", value=train_form.suggest_run_name(dataset.name, model_type),

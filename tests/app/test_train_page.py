@@ -295,10 +295,14 @@ def test_fine_tune_a_hugging_face_folder_from_the_page(train_env):
     at = upload(open_train_page(), toy_csv())
     at.selectbox(key="model_type").set_value("transformer").run()
     assert at.selectbox(key="start_from_transformer").options == ["a new model, from scratch", "tiny-bert"]
+    assert [n.key for n in at.number_input if n.key.startswith("hp_transformer_")]  # from scratch: its sizes
     at.selectbox(key="start_from_transformer").set_value("tiny-bert").run()
-    at.number_input(key="epochs").set_value(1).run()
+    # a pre-trained start: none of the sizes (the checkpoint's), a small learning rate and few epochs
+    assert not [n.key for n in at.number_input if n.key.startswith("hp_transformer_")]
+    assert at.number_input(key="lr_pretrained").value == 3e-5 and at.number_input(key="epochs_pretrained").value == 3
+    at.number_input(key="epochs_pretrained").set_value(1).run()
     at.number_input(key="batch_size").set_value(8).run()
-    at.number_input(key="lr").set_value(1e-4).run()
+    at.number_input(key="lr_pretrained").set_value(1e-4).run()
     run_name_box(at).input("films-bert").run()
     at.button(key="start").click().run()
     assert not at.exception, at.exception

@@ -78,12 +78,18 @@ def data_section():
     return dataset
 
 
-def model_section() -> tuple[str, dict]:
-    """The architecture and its knobs (its spec's variants, then the sizes its config has)."""
+def model_section() -> tuple[str, dict, str]:
+    """The architecture, where it starts (a checkpoint to fine-tune, or from scratch) and, from
+    scratch, its knobs (its spec's variants, then the sizes its config has): a fine-tuned model
+    keeps its checkpoint's sizes, so none of them is offered."""
     model_type = st.selectbox("Architecture", list(REGISTRY), key="model_type", format_func=lambda t: REGISTRY[t].label)
+    start_from = _start_from(st, model_type)
     config = {}
-    model_knobs = knobs(model_type)
+    model_knobs = knobs(model_type) if not start_from else []
     initial = defaults(model_type)
+    if start_from:
+        st.caption("Its layers, sizes and tokenizer are the checkpoint's; only its classification head is new where "
+                   "your labels differ.")
     if model_knobs:
         grid = st.columns(3)
         for i, k in enumerate(model_knobs):
@@ -100,34 +106,44 @@ def model_section() -> tuple[str, dict]:
             else:
                 config[k.name] = float(slot.number_input(k.label, k.low, k.high, float(initial[k.name]), step=0.05,
                                                          help=k.help, key=key))
-    return model_type, config
+    return model_type, config, start_from
 
 
-def training_section(dataset, model_type: str) -> tuple[TextConfig, TrainConfig]:
-    """Epochs, batch, learning rate, caps, seed and embeddings (fitted models need only the caps)."""
+PRETRAINED_LR, PRETRAINED_EPOCHS = 3e-5, 3  # a pre-trained start (BERT's fine-tuning: 2e-5 to 5e-5, 2-4 epochs)
+
+
+def training_section(dataset, model_type: str, start_from: str = "") -> tuple[TextConfig, TrainConfig]:
+    """Epochs, batch, learning rate, caps, seed and embeddings (fitted models need only the caps); a
+    pre-trained start gets its own defaults (a small learning rate, few epochs) and no embeddings."""
     fitted = REGISTRY[model_type].fitted
     suggested = train_defaults(dataset.name)
+    tuned = "_pretrained" if start_from else ""  # its own widgets, so each start keeps its own defaults
     t1, t2, t3 = st.columns(3)
-    epochs = t1.number_input("Epochs", 1, 200, suggested["epochs"], key="epochs", disabled=fitted,
+    epochs = t1.number_input("Epochs", 1, 200, PRETRAINED_EPOCHS if start_from else suggested["epochs"],
+                             key=f"epochs{tuned}", disabled=fitted,
                              help="Passes over the training split; the best epoch on validation is kept.")
     batch_size = t2.number_input("Batch size", 1, 512, suggested["batch_size"], key="batch_size", disabled=fitted,
                                  help="Documents per optimisation step.")
-    lr = t3.number_input("Learning rate", 1e-5, 1e-1, 1e-3, format="%.5f", key="lr", disabled=fitted,
-                         help="Adam's step size.")
+    lr = t3.number_input("Learning rate", 1e-6, 1e-1, PRETRAINED_LR if start_from else 1e-3, format="%.6f",
+                         key=f"lr{tuned}", disabled=fitted,
+                         help="Adam's step size: 1e-3 from scratch; 2e-5 to 5e-5 for a pre-trained model, whose "
+                              "weights a large step would undo.")
     max_sentences = t1.number_input("Max sentences", 1, 500, suggested["max_sentences"], key="max_sentences",
                                     help="Sentences read per document; the rest is cut (and reported in Explore).")
     max_words = t2.number_input("Max words per sentence", 1, 500, suggested["max_words"], key="max_words",
                                 help="Words read per sentence.")
     seed = t3.number_input("Seed", 0, 2**31 - 1, 1234, key="seed", help="Fixes the split and the initialisation.")
-    embeddings = t1.selectbox("Embeddings", ["random", "word2vec"], key="embeddings", disabled=fitted,
-                              help="word2vec: initialised with Word2Vec trained on the training split (HCAN §4.3).")
-    start_from = _start_from(t2, model_type)
+    embeddings = t1.selectbox("Embeddings", ["random", "word2vec"], key="embeddings",
+                              disabled=fitted or bool(start_from),
+                              help="word2vec: initialised with Word2Vec trained on the training split (HCAN §4.3). "
+                                   "A fine-tuned model keeps its own.")
     patience = t3.number_input("Patience (epochs)", 1, 50, 3, key="patience", disabled=fitted,
                                help="Stop when validation accuracy has not improved for this many epochs in a row; "
                                     "the best epoch is kept either way.")
     return (TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
             TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
-                        embeddings=embeddings, start_from=start_from, patience=int(patience)))
+                        embeddings="random" if start_from else embeddings, start_from=start_from,
+                        patience=int(patience)))
 
 
 SCRATCH = "a new model, from scratch"
