@@ -7,6 +7,7 @@ from hierattn.app import train_form, visitors
 from hierattn.app.panels import training
 from hierattn.app.routing import run_through_app
 from hierattn.checkpoint import checkpoint_root
+from hierattn.data.dataset import stratified_subset
 from hierattn.training.jobs import MAX_RUNNING, JobError, make_job, single_user
 
 run_through_app()
@@ -26,7 +27,7 @@ if dataset is None:
 st.header("2. Model")
 model_type, config, start_from = training.model_section()
 st.header("3. Training")
-text_config, train_config = training.training_section(dataset, model_type, start_from)
+text_config, train_config, at_most = training.training_section(dataset, model_type, start_from)
 
 st.header("4. Run")
 run_name = st.text_input("Run name", value=train_form.suggest_run_name(dataset.name, model_type),
@@ -44,7 +45,9 @@ share_heldout = train_form.share_heldout_choice(dataset)
 st.caption(f"Device: {train_form.device_label()} · {len(jobs.running())} of at most {MAX_RUNNING} runs training now")
 if st.button("Start training", type="primary", key="start"):
     try:
-        job = make_job(run_name.strip(), checkpoint_root(), model_type, config, dataset, text_config, train_config,
+        job = make_job(run_name.strip(), checkpoint_root(), model_type, config,
+                       stratified_subset(dataset, at_most or len(dataset.texts), train_config.seed), text_config,
+                       train_config,
                        replace_existing=replace_existing)
         job.keep_going, job.share_heldout = keep_going, share_heldout
         jobs.start(job, session=visitors.visitor())

@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--start-from", metavar="FOLDER",
                    help="fine-tune: train further from this checkpoint folder (a Hugging Face classifier saved with "
                         "save_pretrained, or one trained here), its tokenizer and weights kept")
+    t.add_argument("--max-documents", type=int, metavar="N",
+                   help="train on at most N documents of the data set, a stratified sample drawn with the seed")
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     _corpus_arguments(t)
     t.add_argument("--validate-every", type=int, metavar="DOCUMENTS",

@@ -43,6 +43,10 @@ def train(args) -> int:
     except (DataError, JobError, CheckpointError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "max_documents", None):
+        from hierattn.data.dataset import stratified_subset
+
+        ds = stratified_subset(ds, args.max_documents, config.seed)
     data = prepare(ds, text_config, config.seed)
     try:
         metrics = train(model_type, model_config, data, text_config, config, out, progress=True,

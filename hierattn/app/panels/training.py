@@ -112,9 +112,10 @@ def model_section() -> tuple[str, dict, str]:
 PRETRAINED_LR, PRETRAINED_EPOCHS = 3e-5, 3  # a pre-trained start (BERT's fine-tuning: 2e-5 to 5e-5, 2-4 epochs)
 
 
-def training_section(dataset, model_type: str, start_from: str = "") -> tuple[TextConfig, TrainConfig]:
+def training_section(dataset, model_type: str, start_from: str = "") -> tuple[TextConfig, TrainConfig, int]:
     """Epochs, batch, learning rate, caps, seed and embeddings (fitted models need only the caps); a
-    pre-trained start gets its own defaults (a small learning rate, few epochs) and no embeddings."""
+    pre-trained start gets its own defaults (a small learning rate, few epochs) and no embeddings.
+    The third value: at most how many documents to train on (0: all; ``data.stratified_subset``)."""
     fitted = REGISTRY[model_type].fitted
     suggested = train_defaults(dataset.name)
     tuned = "_pretrained" if start_from else ""  # its own widgets, so each start keeps its own defaults
@@ -137,13 +138,17 @@ def training_section(dataset, model_type: str, start_from: str = "") -> tuple[Te
                               disabled=fitted or bool(start_from),
                               help="word2vec: initialised with Word2Vec trained on the training split (HCAN §4.3). "
                                    "A fine-tuned model keeps its own.")
+    subset = t2.number_input("At most this many documents", 0, 10_000_000, 0, step=1000, key="subset",
+                             help="0: all of them. Else a stratified sample, each class in its proportion, drawn with "
+                                  "the seed: a quick first run (a pre-trained model on two cores reads a few "
+                                  "documents a second).")
     patience = t3.number_input("Patience (epochs)", 1, 50, 3, key="patience", disabled=fitted,
                                help="Stop when validation accuracy has not improved for this many epochs in a row; "
                                     "the best epoch is kept either way.")
     return (TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
             TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
                         embeddings="random" if start_from else embeddings, start_from=start_from,
-                        patience=int(patience)))
+                        patience=int(patience)), int(subset))
 
 
 SCRATCH = "a new model, from scratch"
