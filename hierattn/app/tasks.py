@@ -70,12 +70,22 @@ def page_run():
                 _finished_runs.pop(gone, None)
 
 
+def in_server() -> bool:
+    """Whether this process is a running Streamlit server (not AppTest, not a script)."""
+    from streamlit import runtime
+
+    return runtime.exists()
+
+
 def _still_waits(session: str | None, claimed_at: float, now: float) -> bool:
-    """Whether ``session``'s claim made at ``claimed_at`` still holds (see ``_Task``)."""
+    """Whether ``session``'s claim made at ``claimed_at`` still holds (see ``_Task``). Outside a
+    server no session is ever seen to close (AppTest's are simply dropped), so there a claim
+    lapses after ``LEASE`` seconds: else every abandoned test session's analyses ran to their end
+    in the test process, beside the tests after them."""
     if not connected(session):
         return False
     last_run = _finished_runs.get(session) if session is not None else None
-    if last_run is None:  # no page run of this session ever finished: AppTest, or outside a server
+    if last_run is None or not in_server():
         return now - claimed_at < LEASE
     return last_run <= claimed_at
 

@@ -172,8 +172,10 @@ def test_the_progress_bar_counts_what_the_computation_counts():
 
 
 def _two_sessions(monkeypatch):
-    """Sessions "tab-1" and "tab-2", both open; ``current[0]`` is the one whose code runs."""
+    """Sessions "tab-1" and "tab-2" of a running server, both open; ``current[0]`` is the one whose
+    code runs."""
     monkeypatch.setattr(tasks, "connected", lambda session: True)
+    monkeypatch.setattr(tasks, "in_server", lambda: True)
     monkeypatch.setattr(tasks, "_finished_runs", {})
     current = ["tab-1"]
     monkeypatch.setattr(tasks, "session_id", lambda: current[0])
@@ -287,3 +289,15 @@ def test_one_visitor_runs_at_most_its_share_and_leaves_the_rest_to_others(monkey
     assert all(t.result == "done" for t in started)
     assert most["browser-six-tabs"] == tasks.per_visitor() == 2  # its share, never the four cores
     assert not tasks._running_for
+
+
+def test_outside_a_server_an_abandoned_sessions_claim_lapses(monkeypatch):
+    """AppTest sessions are dropped, never closed: their analyses ran on to the end in the test
+    process, beside (and slowing) the tests after them."""
+    monkeypatch.setattr(tasks, "_finished_runs", {})
+    monkeypatch.setattr(tasks, "session_id", lambda: "apptest-session")
+    monkeypatch.setattr(tasks, "LEASE", 0.3)
+    with tasks.page_run():
+        task = tasks._ResultStore().task(("k",), _slow())
+    _wait(task)
+    assert task.finished and task.cancelled
