@@ -69,6 +69,10 @@ def save_tiny(family: str, directory: Path, seed: int = 0, layers: int = 2, head
                                   max_position_embeddings=64, initializer_range=0.3, **labels)
     torch.manual_seed(seed)
     model = AutoModelForSequenceClassification.from_config(config)
+    with torch.no_grad():  # a head as training leaves it: transformers starts every bias at exactly zero,
+        for name, p in model.named_parameters():  # which the app reads as a head never trained
+            if not name.startswith(model.base_model_prefix + ".") and name.endswith("bias"):
+                p.normal_(0, 0.1)
     directory = Path(directory)
     model.save_pretrained(directory)
     PreTrainedTokenizerFast(tokenizer_object=tok, **special).save_pretrained(directory)
