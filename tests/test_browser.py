@@ -62,18 +62,27 @@ def page(browser, request):
     assert not errors, f"JavaScript errors in the page: {errors}"
 
 
+_BUSY = ("() => { const app = document.querySelector('[data-testid=stApp]');"
+         " const state = app ? app.getAttribute('data-test-script-state') : 'initial';"
+         " return state !== 'notRunning' || !!document.querySelector("
+         "'[data-testid=stStatusWidget], [data-testid=stProgress], [data-testid=stSkeleton]'); }")
+
+
 def settle(page, limit: float = 240) -> None:
-    """Wait until the script has finished and no background computation shows a progress bar."""
+    """Wait until the page's script has run and stays idle: no run in progress, no progress bar of a
+    background computation, for longer than a progress bar's one-second poll. Before the app has
+    connected, the page shows nothing busy; "idle" therefore means Streamlit's own script state,
+    which reads "initial" until the first run, and not merely the absence of a spinner."""
     deadline = time.time() + limit
-    time.sleep(0.5)
+    quiet_since = None
     while time.time() < deadline:
-        busy = page.evaluate("() => !!document.querySelector('[data-testid=stStatusWidget], "
-                             "[data-testid=stProgress], [data-testid=stSkeleton]')")
-        if not busy:
-            time.sleep(0.5)  # a rerun the last one triggered
-            if not page.evaluate("() => !!document.querySelector('[data-testid=stStatusWidget]')"):
-                return
-        time.sleep(0.3)
+        if page.evaluate(_BUSY):
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.time()
+        elif time.time() - quiet_since > 1.6:  # a fragment polls every second: two polls found nothing
+            return
+        time.sleep(0.2)
     shown = page.evaluate("() => [...document.querySelectorAll('[data-testid=stProgress], "
                           "[data-testid=stStatusWidget]')].map(e => e.innerText.trim()).join(' | ')")
     raise AssertionError(f"the page never settled in {limit:.0f} s; still showing: {shown!r}")

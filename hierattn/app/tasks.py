@@ -4,6 +4,7 @@ them any more or the server exits."""
 from __future__ import annotations
 
 import atexit
+import contextvars
 import logging
 import os
 import threading
@@ -62,12 +63,23 @@ def page_run():
     computation it did not claim during it. A run ended by a rerun or ``st.stop`` records nothing:
     its successor decides."""
     started, session = time.monotonic(), session_id()
-    yield
+    watched = _WATCHED.set(set())
+    try:
+        yield
+    finally:
+        _WATCHED.reset(watched)
     if session is not None:
         _finished_runs[session] = started
         if len(_finished_runs) > _FINISHED_KEPT:
             for gone in [s for s in list(_finished_runs) if not connected(s)]:
                 _finished_runs.pop(gone, None)
+
+
+# The computations this page run already shows a progress bar for. A second bar for the same one
+# (Evaluation asks for its model's test split at the top and again in its every-checkpoint table)
+# was a second one-second poll that reran the whole page as the first did, and a browser once
+# received the second poll's bar for a place the first rerun had already removed ("Bad delta path").
+_WATCHED: contextvars.ContextVar[set | None] = contextvars.ContextVar("hierattn_watched", default=None)
 
 
 def in_server() -> bool:
@@ -296,7 +308,7 @@ def computed(key: tuple, compute, label: str, unit: str = "documents"):
             # it lapsed between being claimed above and finishing: this run asks for it, so it
             # starts again, watched (returning None without a watcher left the page waiting forever)
             store.task(key, compute)
-            _watch(key, label, unit)
+            _watch_once(key, label, unit)
             return None
         if task.error is not None:
             _LOG.error("%s failed", label, exc_info=task.error)
@@ -304,8 +316,17 @@ def computed(key: tuple, compute, label: str, unit: str = "documents"):
                      f"{viz.md_text(task.error)}. The rest of the page is not affected; a rerun tries again.")
             return None
         return task.result
-    _watch(key, label, unit)
+    _watch_once(key, label, unit)
     return None
+
+
+def _watch_once(key: tuple, label: str, unit: str) -> None:
+    watched = _WATCHED.get()
+    if watched is not None:
+        if key in watched:
+            return
+        watched.add(key)
+    _watch(key, label, unit)
 
 
 def is_computed(key: tuple) -> bool:

@@ -301,3 +301,34 @@ def test_outside_a_server_an_abandoned_sessions_claim_lapses(monkeypatch):
         task = tasks._ResultStore().task(("k",), _slow())
     _wait(task)
     assert task.finished and task.cancelled
+
+
+def test_a_page_run_shows_one_progress_bar_per_computation():
+    """Evaluation asked for its model's test split twice (at the top, and in the every-checkpoint
+    table): two one-second polls of the same computation each reran the page when it finished, and
+    a browser once got the second poll's bar for a place the first rerun had removed."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        import time
+
+        import streamlit as st
+
+        from hierattn.app import tasks
+
+        def slow(progress):
+            for i in range(30):
+                time.sleep(0.1)
+                progress(i + 1, 30)
+            return "done"
+
+        with tasks.page_run():
+            tasks.computed(("asked-twice-for-test",), slow, "Testing:")
+            st.write("between")
+            tasks.computed(("asked-twice-for-test",), slow, "Testing:")
+            tasks.computed(("asked-once-for-test",), slow, "Other:")
+
+    at = AppTest.from_function(page, default_timeout=30).run()
+    texts = [p.proto.text for p in at.get("progress")]
+    assert len(texts) == 2 and sum(t.startswith("Testing") for t in texts) == 1, texts
+    tasks._results().stop_all(wait=5)
