@@ -76,7 +76,8 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
                                colorscale=COLORSCALE, **zero_based(z, zmax), showscale=scale,
                                colorbar=dict(title=dict(text="weight", side="right"), thickness=14, len=1,
-                                             lenmode="fraction", y=0.5, yanchor="middle"),
+                                             lenmode="fraction", y=1 if fluid else 0.5,
+                                             yanchor="top" if fluid else "middle"),
                                hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>"))
     top = int(label_px * 0.9) + (28 if not compact else 6)
     left = label_px + (30 if not compact else 6)
@@ -101,9 +102,11 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
         fig.data[0].hoverinfo = "skip"
         fig.update_layout(clickmode="event+select", dragmode=False)
     if fluid:
+        # Square cells in whatever the column leaves: the cells move to the top and right of the plot
+        # area, beside the colour bar and under the column labels, instead of floating in its middle.
         fig.update_layout(width=None)
-        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain")
-        fig.update_xaxes(constrain="domain")
+        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain", constraintoward="top")
+        fig.update_xaxes(constrain="domain", constraintoward="right")
     fig.update_xaxes(showgrid=False, zeroline=False)
     fig.update_yaxes(showgrid=False, zeroline=False)
     return fig

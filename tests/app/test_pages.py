@@ -1,4 +1,5 @@
 """Compare, Dataset statistics and Evaluation pages, headless (AppTest), on the shipped checkpoints."""
+import json
 import re
 import time
 
@@ -52,12 +53,18 @@ def test_compare_han_and_hcan_side_by_side():
     assert not any("None" in cell or "nan" in cell for column in agreement.columns[1:] for cell in agreement[column])
     blocks = html_blocks(at)
     assert sum("rgba(31,119,180" in b for b in blocks) >= 3  # both documents and HCAN's word lines
-    assert len(at.get("plotly_chart")) == 3  # two probability charts, HCAN's heatmap (HAN has none)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 3  # two probability charts, HCAN's heatmap (HAN has none)
+    heatmap = json.loads(charts[2].proto.spec)
+    # alone, it is drawn at its own size under both columns (not squeezed into half the page) and says whose it is
+    assert heatmap["layout"]["width"] and heatmap["layout"]["title"]["text"].startswith("B: HCAN")
 
 
 def test_compare_two_self_attention_models_and_the_difference_map():
     at = open_page("pages/compare.py", compare_a="bbc-news-sanet")
-    assert len(at.get("plotly_chart")) == 4  # both heatmaps, same sentence
+    charts = at.get("plotly_chart")
+    assert len(charts) == 4  # both heatmaps, same sentence, each filling its column
+    assert all(json.loads(c.proto.spec)["layout"].get("width") is None for c in charts[2:])
     assert any("block of its document-wide matrix" in c.value for c in at.caption)
     at.session_state["compare_view"] = "difference"
     settle(at.run())

@@ -120,22 +120,27 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
         help="Off: each heatmap's darkest cell is its own largest weight. A flat model spreads each row over the "
              "whole document, so its block for one sentence is pale on a shared scale.")
     zmax = max((float(m.max()) for _, _, (m, _) in chosen.values() if m.numel()), default=None) if shared else None
+    # Two maps share the row, each filling its column; one map alone (HAN against HCAN) is drawn
+    # below both columns at its own size: squeezed into half a 1024 px page its colour bar stood
+    # three times as tall as its five rows of cells.
+    below = st.container() if len(chosen) == 1 else None
     for slot, (name, head, (matrix, spans)) in chosen.items():
+        place = below or columns[slot]
         words = [text[a:b] for a, b in spans]
         title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}") + (
             "" if layers.get(slot) is None else f" · layer {layers[slot] + 1}")
-        chart(viz.attention_heatmap(matrix, words, title, zmax=zmax, fluid=True), f"self-attention, {slot}: "
-              f"{models[slot].display_name} · {title}", columns[slot],
-              key=f"compare_heat_{slot}")
+        shown = title if below is None else f"{slot}: {models[slot].display_name} · {title}"  # under both columns
+        chart(viz.attention_heatmap(matrix, words, shown, zmax=zmax, fluid=below is None),
+              f"self-attention, {slot}: {models[slot].display_name} · {title}", place, key=f"compare_heat_{slot}")
         if len(words) >= 2:
             shape = compare.locality(matrix)
-            columns[slot].caption(f"This matrix: Gini {shape['gini']:.0%}; {shape['diagonality_b3']:.0%} of its "
-                                  f"weight within 3 words of the diagonal, against {shape['even_diagonality_b3']:.0%}"
-                                  " for attention spread evenly over these words (a short sentence is mostly "
-                                  "'diagonal' whatever the model does).")
+            place.caption(f"This matrix: Gini {shape['gini']:.0%}; {shape['diagonality_b3']:.0%} of its "
+                          f"weight within 3 words of the diagonal, against {shape['even_diagonality_b3']:.0%}"
+                          " for attention spread evenly over these words (a short sentence is mostly "
+                          "'diagonal' whatever the model does).")
         if "sentence" not in explanations[slot].attentions[name].axes:
-            columns[slot].caption("A flat model attends across the whole document: this is the block of its "
-                                  "document-wide matrix for this sentence (rows sum to the share kept inside it).")
+            place.caption("A flat model attends across the whole document: this is the block of its "
+                          "document-wide matrix for this sentence (rows sum to the share kept inside it).")
     if len(chosen) == 2:
         st.caption("Both heatmaps use the words both models read" + (" and one colour scale (darkest = the "
                    "largest weight of either)." if shared else "; each has its own colour scale."))
