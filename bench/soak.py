@@ -84,7 +84,46 @@ def _prepare(workdir: Path) -> Path:
     config["text"].update(max_sentences=500, max_words=500)
     (huge / "config.json").write_text(json.dumps(config))
     _over_budget(root / "flat-16")
+    _library_folders(root)
     return root
+
+
+# A tokenizer's pre-tokenizer regex that backtracks: one 162,000-character paste held the lock 65 s.
+BACKTRACKING = r"[A-Za-z .!?]*\d"
+
+
+def _library_folders(root: Path) -> None:
+    """Two Hugging Face folders as a visitor might bring them: ``long-bert``, 4 layers x 4 heads with
+    a 4,096-token window (its 3,000-word paste held 4.8 GB before its window was cut to what one
+    explanation may hold), and ``hostile-tokenizer``, the same with a Split regex that backtracks."""
+    import torch
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import AutoModelForSequenceClassification, BertConfig, PreTrainedTokenizerFast
+
+    words = "the a movie was great and fun bad . ! ?".split()
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words)}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2),
+                                                                                                ("[SEP]", 3)])
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=4, num_attention_heads=4,
+                        intermediate_size=32, max_position_embeddings=4096, num_labels=2)
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(config)
+    with torch.no_grad():  # a head as training leaves it (all-zero biases read as a head never trained)
+        model.classifier.bias.normal_(0, 0.1)
+    long = root / "long-bert"
+    model.save_pretrained(long)
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(long)
+    hostile = root / "hostile-tokenizer"
+    shutil.copytree(long, hostile)
+    spec = json.loads((hostile / "tokenizer.json").read_text())
+    spec["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": BACKTRACKING}, "behavior": "Isolated", "invert": False},
+        spec["pre_tokenizer"]]}
+    (hostile / "tokenizer.json").write_text(json.dumps(spec))
 
 
 def _over_budget(out: Path) -> None:
@@ -134,6 +173,95 @@ def _replace_attempt(page, url: str) -> bool:
     time.sleep(1)
     page.get_by_role("button", name="Start training").click()
     return _shown(page, "a checkpoint this session did not train")
+
+
+def _clear_cache(browser, url: str) -> bool:
+    """A visitor sends ``BackMsg{clear_cache: true}`` over its own websocket, as any client can (the
+    app's "viewer" toolbar only hides the menu item); it used to drop the run caps, the remembered
+    refusals and the computations under way. True once the message went out and the server went on
+    answering that visitor."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    to_server = []
+    page = browser.new_context().new_page()
+    page.route_web_socket(re.compile(r"_stcore/stream"), lambda ws: to_server.append(ws.connect_to_server()))
+    try:
+        page.goto(f"{url}/?model=tweets-han", **ARRIVE)
+        if not _answered(page, 120) or not to_server:
+            return False
+        to_server[-1].send(BackMsg(clear_cache=True).SerializeToString())
+        time.sleep(1)
+        _paste(page, NORMAL + " Again.")
+        return _shown(page, "Again.", 120) and _answered(page, 120)
+    finally:
+        page.context.close()
+
+
+TEACHER = "The school board approved the curriculum."
+ATTACKER = "Every exam is cancelled."
+
+
+IDLE = ("() => { const app = document.querySelector('[data-testid=stApp]');"
+        " return !!app && app.getAttribute('data-test-script-state') === 'notRunning' && !document.querySelector("
+        "'[data-testid=stStatusWidget], [data-testid=stProgress]'); }")
+
+
+def _settled(page, timeout: float = 180) -> bool:
+    """The page's run has finished (a paste sent while it runs can be lost to the address bar's
+    update at its end)."""
+    try:
+        time.sleep(1)
+        page.wait_for_function(IDLE, timeout=timeout * 1000)
+        return True
+    except Exception:  # noqa: BLE001  a timeout
+        return False
+
+
+def _address(page) -> str:
+    """The address bar now (``page.url`` is only brought up to date while Playwright is called)."""
+    return page.evaluate("() => location.href")
+
+
+def _address_after(page, before: str | None, timeout: float = 120) -> str:
+    """The address once it carries a pasted document's key other than ``before``'s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = _address(page)
+        if "doc=" in now and now != before:
+            return now
+        page.wait_for_timeout(300)
+    return _address(page)
+
+
+def _link_held(browser, url: str) -> bool:
+    """The collision attack on shared links, replayed: a teacher pastes a text and shares its link;
+    another visitor pastes the look-alike of it (the same words, trailing spaces: under the old
+    48-bit keys, a crafted pair shared a key) and then a run of documents to evict the class's
+    links (18 documents, the store holding 16 here); a student opening the teacher's link must read
+    the teacher's text."""
+    teacher = browser.new_context().new_page()
+    teacher.goto(f"{url}/?model=tweets-han", **ARRIVE)
+    if not (_answered(teacher, 120) and _settled(teacher)):
+        return False
+    _paste(teacher, TEACHER)
+    link = _address_after(teacher, None)  # the address bar follows the paste: its link
+    teacher.context.close()
+    if "doc=" not in link:
+        return False
+    attacker = browser.new_context().new_page()  # another browser: another visitor
+    attacker.goto(f"{url}/?model=tweets-han", **ARRIVE)
+    _answered(attacker, 120) and _settled(attacker)
+    for text in [TEACHER + "   ", ATTACKER] + [f"{ATTACKER} Number {i}." for i in range(16)]:  # > the store
+        before = _address(attacker)
+        _paste(attacker, text)
+        _address_after(attacker, before)  # kept: its own link
+        _settled(attacker)
+    attacker.context.close()
+    student = browser.new_context().new_page()
+    student.goto(link, **ARRIVE)
+    held = _shown(student, "approved the curriculum", 120) and student.get_by_text("exam is cancelled").count() == 0
+    student.context.close()
+    return held
 
 
 def start_server(env: dict) -> tuple[subprocess.Popen, str]:
@@ -196,7 +324,9 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
     root = _prepare(workdir)
     before = _hashes(root)
     server, url = start_server({**os.environ, "HIERATTN_CHECKPOINTS": str(root),
-                                "HIERATTN_RUNTIME": str(workdir / "census")})
+                                "HIERATTN_RUNTIME": str(workdir / "census"),
+                                "HIERATTN_DOCUMENTS": str(workdir / "documents"),
+                                "HIERATTN_KEPT_DOCUMENTS": "16"})  # a visitor's share: 2 links
     figures: dict = {"rounds": rounds}
     training = None
     try:
@@ -211,6 +341,19 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
             time.sleep(0.5)
             figures["pathological_answered"] = _shown(stays, "Breaking", 120) and _answered(stays, 120)
             figures["pathological_seconds"] = time.monotonic() - start
+            figures["link_held"] = _link_held(browser, url)
+            long = browser.new_context().new_page()  # a 4,096-token window, a 3,000-word paste
+            long.goto(f"{url}/?model=long-bert", **ARRIVE)
+            long.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
+            start = time.monotonic()
+            _paste(long, " ".join(["The movie was great and fun."] * 500))
+            figures["long_window_answered"] = _shown(long, "it reads 724 here", 180) and _answered(long, 180)
+            figures["long_window_seconds"] = time.monotonic() - start
+            long.context.close()
+            hostile = browser.new_context().new_page()
+            hostile.goto(f"{url}/?model=hostile-tokenizer", **ARRIVE)
+            figures["refused_the_hostile_tokenizer"] = _shown(hostile, "is not one a known tokenizer family uses")
+            hostile.context.close()
             time.sleep(2)
             figures["rss_start_mb"] = rss_mb(server.pid)
             training = _training(workdir, root)
@@ -258,6 +401,7 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
                 figures.setdefault("refused_the_replacement", []).append(_replace_attempt(replacing, url))
                 leaving.append(replacing)
                 time.sleep(2)  # mid-computation
+                figures.setdefault("cleared_caches", []).append(_clear_cache(browser, url))  # any visitor may
                 for page in leaving:  # they leave, some of them mid-computation
                     page.context.close()
                 # what they started should end with them (the training run is another process)
@@ -276,7 +420,8 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
         figures["rss_end_mb"] = rss_mb(server.pid)
         figures["rss_growth_mb"] = figures["rss_end_mb"] - figures["rss_start_mb"]
         figures["answered"] = all(figures.get("answers", [])) and bool(figures.get("answers"))
-        for attack in ("refused_the_over_budget_model", "refused_the_wide_table", "refused_the_replacement"):
+        for attack in ("refused_the_over_budget_model", "refused_the_wide_table", "refused_the_replacement",
+                       "cleared_caches"):
             figures[attack] = all(figures.get(attack, [False]))
     finally:
         if training is not None and training.poll() is None:
