@@ -19,4 +19,7 @@ def test_a_class_of_eight_is_answered_without_an_error():
     assert figures["errors"] == [], figures["errors"]
     assert figures["finished"] == 8 and figures["steps_answered"] == 8 * len(STEPS), figures
     assert figures["server_tracebacks"] == 0, figures
-    assert figures["p95_s"] is not None and figures["p95_s"] < 120, figures  # answered, not stuck
+    # Liveness, not speed: a step counts as answered only within bench.classroom.SETTLE_TIMEOUT (300 s),
+    # so a stuck class fails above. How fast it is answered is the bench's to report (BENCHMARKS.md):
+    # the same class's p95 was 94 s alone and 268 s inside the whole suite on the same 2 cores.
+    assert figures["p95_s"] is not None, figures
