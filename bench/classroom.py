@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from bench.soak import CHROMIUM, cpu_seconds, rss_mb, start_server
+from bench.soak import BUSY, CHROMIUM, cpu_seconds, rss_mb, start_server
 
 REVIEWS = [
     "I bought this blender last month. It was loud and the lid cracked after a week. Customer service never answered.",
@@ -29,18 +29,12 @@ STEPS = ("open Explore", "paste a review", "switch the model", "open the trust p
 SETTLE_TIMEOUT = 300.0  # seconds one step may take before it counts as unanswered
 
 
-# Busy until the app's first run has finished: before it connects, the page shows no spinner at all.
-_BUSY = ("() => { const app = document.querySelector('[data-testid=stApp]');"
-         " return !app || app.getAttribute('data-test-script-state') !== 'notRunning' || !!document.querySelector("
-         "'[data-testid=stStatusWidget], [data-testid=stProgress], [data-testid=stSkeleton]'); }")
-
-
 async def _settle(page, expect: str | None, timeout: float = SETTLE_TIMEOUT) -> float:
     """Seconds until the script has finished, no progress bar shows and ``expect`` is on the page."""
     start = time.monotonic()
     await asyncio.sleep(0.4)
     while time.monotonic() - start < timeout:
-        busy = await page.evaluate(_BUSY)
+        busy = await page.evaluate(BUSY)
         found = expect is None or await page.get_by_text(expect).count() > 0
         if not busy and found:
             return time.monotonic() - start

@@ -201,9 +201,11 @@ TEACHER = "The school board approved the curriculum."
 ATTACKER = "Every exam is cancelled."
 
 
-IDLE = ("() => { const app = document.querySelector('[data-testid=stApp]');"
-        " return !!app && app.getAttribute('data-test-script-state') === 'notRunning' && !document.querySelector("
-        "'[data-testid=stStatusWidget], [data-testid=stProgress]'); }")
+# A page is busy until Streamlit's own script state reads "notRunning" with no spinner, progress bar
+# or skeleton: before the app has connected the page shows no spinner at all ("initial").
+BUSY = ("() => { const app = document.querySelector('[data-testid=stApp]');"
+        " return !app || app.getAttribute('data-test-script-state') !== 'notRunning' || !!document.querySelector("
+        "'[data-testid=stStatusWidget], [data-testid=stProgress], [data-testid=stSkeleton]'); }")
 
 
 def _settled(page, timeout: float = 180) -> bool:
@@ -211,7 +213,7 @@ def _settled(page, timeout: float = 180) -> bool:
     update at its end)."""
     try:
         time.sleep(1)
-        page.wait_for_function(IDLE, timeout=timeout * 1000)
+        page.wait_for_function(f"() => !({BUSY})()", timeout=timeout * 1000)
         return True
     except Exception:  # noqa: BLE001  a timeout
         return False

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.soak import BUSY
 from tests.conftest import CHROMIUM, REPO, require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a real Chromium against a served app
@@ -62,12 +63,6 @@ def page(browser, request):
     assert not errors, f"JavaScript errors in the page: {errors}"
 
 
-_BUSY = ("() => { const app = document.querySelector('[data-testid=stApp]');"
-         " const state = app ? app.getAttribute('data-test-script-state') : 'initial';"
-         " return state !== 'notRunning' || !!document.querySelector("
-         "'[data-testid=stStatusWidget], [data-testid=stProgress], [data-testid=stSkeleton]'); }")
-
-
 def settle(page, limit: float = 240) -> None:
     """Wait until the page's script has run and stays idle: no run in progress, no progress bar of a
     background computation, for longer than a progress bar's one-second poll. Before the app has
@@ -76,7 +71,7 @@ def settle(page, limit: float = 240) -> None:
     deadline = time.time() + limit
     quiet_since = None
     while time.time() < deadline:
-        if page.evaluate(_BUSY):
+        if page.evaluate(BUSY):
             quiet_since = None
         elif quiet_since is None:
             quiet_since = time.time()
