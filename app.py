@@ -29,9 +29,11 @@ else:  # every page run of every session
                           st.Page("pages/evaluation.py", title="Evaluation", icon=":material/fact_check:"),
                           st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
                           st.Page("pages/tour.py", title="Tour", icon=":material/school:")])
+    from hierattn.app.admission import page_runs
     from hierattn.app.tasks import page_run
 
-    with serving(), page_run():  # the server's share of the cores, beside running trainings; see page_run
+    # in turn (a few at once: see PageRuns), then the server's share of the cores beside running trainings
+    with page_runs().turn(), serving(), page_run():
         from hierattn.app.loading import plugin_warnings
 
         plugin_warnings()

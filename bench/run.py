@@ -64,6 +64,14 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_classroom(results["classroom"])))
         return results
+    if only == "load":  # a class pasting at once: pastes/s with 1 and 2 workers, latency, the health check
+        from bench.load import format_load, record_load
+
+        results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        results["load"] = record_load(quick)
+        Path(out).write_text(json.dumps(results, indent=2))
+        print("\n".join(format_load(results["load"])))
+        return results
     if only == "huggingface":  # issue 33: the shipped transformers' explain latency, training beside HAN's
         from bench.transformer import format_transformer, record_transformer
 

@@ -82,6 +82,7 @@ EXPLANATION_CELLS = Limit("the attention cells one explanation holds (every map,
 # explanations computed at once, by their predicted peak (3 x 4 bytes a cell at the model's caps): the
 # rest wait their turn in order (30 sessions pasting into a transformer hit 8 GB allocation failures)
 EXPLAINING_MB = Limit("the memory of the explanations computed at once", "HIERATTN_EXPLAINING_MB", 1024, " MB")
+PAGE_RUNS = Limit("the page runs one server process computes at once", "HIERATTN_PAGE_RUNS", 2)
 ANALYSES_PER_VISITOR = Limit("the background analyses one visitor runs at once", "HIERATTN_ANALYSES_PER_VISITOR",
                              1)  # default: half the cores, at least one (app/tasks.py)
 MODEL_MEMORY_MB = Limit("the memory of the models kept loaded", "HIERATTN_MODEL_MEMORY_MB", 2048, " MB")

@@ -9,7 +9,8 @@ one small JSON file per process in a runtime folder, and sizes its threads from 
 - a training run gets ``max(1, (cores - serving) // trainings)``, where ``serving`` is the threads
   a server holds while it computes for a visitor (a lease that each computation renews for
   ``SERVE_LEASE`` seconds), so the pages stay quick while runs train;
-- the server, while it computes, gets ``max(1, cores // (trainings + 1))``: alone, every core;
+- the server, while it computes, gets ``max(1, cores // (trainings + other servers + 1))``: alone,
+  every core; two servers of one app (``hierattn app --workers 2``) computing at once, one each;
 - ``HIERATTN_THREADS=N`` fixes a process's threads (the experiments registry's runs set 1); the
   process is still counted, so the others make room for it.
 
@@ -76,13 +77,14 @@ def _alive(pid: int) -> bool:
 class Census:
     trainings: int  # training processes alive, this one included if it trains
     serving: int  # threads held by servers computing now or within their lease
+    other_servers: int = 0  # servers other than the caller computing now or within their lease
 
 
 def census(root: Path | None = None, now: float | None = None) -> Census:
     """Count the live entries (and sweep the dead ones)."""
     root = root or runtime_dir()
     now = time.time() if now is None else now
-    trainings = serving = 0
+    trainings = serving = other_servers = 0
     for path in root.glob("*.json") if root.is_dir() else ():
         try:
             entry = json.loads(path.read_text())
@@ -96,7 +98,8 @@ def census(root: Path | None = None, now: float | None = None) -> Census:
             trainings += 1
         elif role == "serve" and float(entry.get("until") or 0) > now:
             serving += int(entry.get("threads") or 1)
-    return Census(trainings, serving)
+            other_servers += pid != os.getpid()
+    return Census(trainings, serving, other_servers)
 
 
 def threads_of(pid: int, root: Path | None = None) -> int | None:
@@ -112,7 +115,7 @@ def training_budget(state: Census, available: int) -> int:
 
 
 def serving_budget(state: Census, available: int) -> int:
-    return max(1, available // (state.trainings + 1))
+    return max(1, available // (state.trainings + state.other_servers + 1))
 
 
 def _write(path: Path, entry: dict) -> None:

@@ -369,3 +369,41 @@ def test_every_figure_exports_as_png_svg_and_pdf(app_url, page, path, ready):
         body.wait_for(state="hidden", timeout=30_000)
     no_exception(page)
     assert not bad, bad
+
+
+def test_no_label_becomes_a_link_or_an_image_in_a_real_browser(browser, checkpoint_dir, tiny_vocab, tmp_path):
+    """Labels are a checkpoint's (another visitor's model, a Hub download): bare URLs, a markdown
+    link and an image among them. Streamlit's markdown autolinks bare URLs in the browser, which an
+    AppTest never sees; here Chromium draws Explore's sidebar, prediction and trust panel, and no
+    element links to or loads from those addresses."""
+    import shutil
+
+    from bench.soak import start_server
+    from tests.test_hostile_input import _hostile_checkpoint
+
+    root = tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir, root)
+    _hostile_checkpoint(root, tiny_vocab)
+    env = {**os.environ, "HIERATTN_CHECKPOINTS": str(root)}
+    server, url = start_server(env)
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        fetched = []
+        page.on("request", lambda r: fetched.append(r.url) if "127.0.0.1:9" in r.url or "evil" in r.url else None)
+        page.goto(f"{url}/?model=hostile")
+        settle(page)
+        box = page.get_by_role("textbox", name="Document", exact=True)
+        box.fill("The team won the cup. The fans were happy.")
+        box.press("Control+Enter")
+        settle(page)
+        shown = page.evaluate("() => document.body.innerText.replaceAll('\\u2060', '')")
+        assert "see http://127.0.0.1:9/x or www.evil.example" in shown  # the label is shown, as typed
+        links = page.evaluate("""() => [...document.querySelectorAll('a[href], img[src]')]
+            .map(e => e.getAttribute('href') || e.getAttribute('src'))""")
+        assert not [link for link in links if "127.0.0.1:9" in link or "evil" in link or "javascript:" in link], links
+        assert not fetched, fetched
+        no_exception(page)
+        page.close()
+    finally:
+        server.terminate()
+        server.wait(10)

@@ -161,3 +161,25 @@ def test_the_readme_table_of_shares_is_what_the_budgets_give():
         assert pair == training_budget(Census(trainings=2, serving=0), n)
         assert page == serving_now
         assert beside == training_budget(Census(trainings=1, serving=serving_now), n)
+
+
+def test_servers_of_one_app_computing_at_once_share_the_cores(tmp_path, monkeypatch):
+    """``hierattn app --workers 2``: two servers computing on 2 cores take one thread each, not two
+    (four OpenMP threads on two cores wait on each other at every operation); alone, both cores."""
+    monkeypatch.delenv("HIERATTN_THREADS", raising=False)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with serving(tmp_path, available=2) as alone:
+            assert alone == 2
+        (tmp_path / f"serve-{os.getpid()}.json").unlink()
+        _entry(tmp_path, f"serve-{other.pid}.json", pid=other.pid, role="serve", threads=1,
+               until=time.time() + 60)
+        assert census(tmp_path).other_servers == 1
+        with serving(tmp_path, available=2) as beside:
+            assert beside == 1 == torch.get_num_threads()
+        assert census(tmp_path).other_servers == 1  # its own lease is not another server
+        _entry(tmp_path, f"serve-{other.pid}.json", pid=other.pid, role="serve", threads=1, until=time.time() - 1)
+        with serving(tmp_path, available=2) as after:
+            assert after == 2  # the other's lease lapsed
+    finally:
+        other.kill()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 from hierattn.app.process import process_wide
-from hierattn.limits import EXPLAINING_MB
+from hierattn.limits import EXPLAINING_MB, PAGE_RUNS
 
 PEAK_PER_CELL = 3 * 4  # bytes: the maps (float32) and the forward pass around them
 FLOOR = 1 << 20  # bytes every explanation counts for, whatever its maps
@@ -61,6 +61,45 @@ class Admission:
 @process_wide
 def admission() -> Admission:
     return Admission()
+
+
+class PageRuns:
+    """At most ``limits.PAGE_RUNS`` page runs of this process compute at once; the rest wait their
+    turn in the order they came.
+
+    A page run is Python that holds the interpreter lock (tokenising, metrics, building figures),
+    and the lock is not handed out in turn: thirty sessions pasting 200 KB documents into one
+    server all got their answers at the same instant, 60 s after they pasted, while the thread
+    that sends the answers (the server's event loop) waited for the lock behind thirty page runs.
+    Two at a time keep a core busy while one waits for torch or the disk, and everyone else
+    sleeps in line instead of taking the lock from the runs that would finish."""
+
+    def __init__(self):
+        self.changed = threading.Condition()
+        self.running = 0
+        self.waiting: deque[object] = deque()
+
+    @contextmanager
+    def turn(self):
+        ticket = object()
+        with self.changed:
+            self.waiting.append(ticket)
+            while self.waiting[0] is not ticket or self.running >= PAGE_RUNS.value:
+                self.changed.wait()
+            self.waiting.popleft()
+            self.running += 1
+            self.changed.notify_all()
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.running -= 1
+                self.changed.notify_all()
+
+
+@process_wide
+def page_runs() -> PageRuns:
+    return PageRuns()
 
 
 _predicted: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -65,6 +65,10 @@ def serve_app(args) -> int:
         return 2
     for name, value in app_settings(home()).items():
         os.environ.setdefault(name, value)
+    if args.workers is not None:
+        from hierattn.cli.serve import serve
+
+        return serve(app, args.workers, args.streamlit_arguments, dict(os.environ))
     command = [sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_arguments]
     if os.name == "posix":  # become the server: a signal (Ctrl+C, a service manager's stop) reaches it, no orphan
         sys.stdout.flush()
@@ -232,17 +236,22 @@ def main(argv: list[str] | None = None) -> int:
     f.set_defaults(func=hub.fetch)
     a = sub.add_parser("app", help="serve the app (streamlit run on this installation's app.py); "
                                    "arguments after it go to streamlit, e.g. --server.port 8502")
+    a.add_argument("--workers", type=int, metavar="N",
+                   help="N server processes behind one proxy that keeps each visitor on one and answers the "
+                        "health check at once (a class: one a core); without it, one process, as `streamlit run "
+                        "app.py`")
     a.set_defaults(func=serve_app)
     b = sub.add_parser("bench", help="measure training, explain, app and statistics speed on this machine")
     b.add_argument("--json", required=True, help="where to write the figures")
     b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
-    b.add_argument("--only", choices=["corpus", "batch-one", "overlap", "gpu", "soak", "classroom", "huggingface",
-                                        "attribution"],
+    b.add_argument("--only", choices=["corpus", "batch-one", "overlap", "gpu", "soak", "classroom", "load",
+                                        "huggingface", "attribution"],
                    help="run this section alone and merge it into the --json figures (batch-one: HCAN Table 2's "
                         "timing protocol, also recorded under results/timing/; overlap: two trainings at once, and the "
                         "pages while a run trains; gpu: training and explain on the GPU, recorded; soak: sessions "
-                        "that leave mid-computation, then the server's memory and time back to idle; attribution: "
+                        "that leave mid-computation, then the server's memory and time back to idle; load: 30 sessions "
+                        "pasting at once into 1 and 2 workers; attribution: "
                         "each attribution method's cost per document, recorded)")
     b.set_defaults(func=bench)
 

@@ -28,13 +28,13 @@ from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
 from hierattn.threads import cores, threads_of
-from hierattn.training import baselines
+from hierattn.training import baselines, run_claims
 from hierattn.training.in_memory import train
 from hierattn.training.loop import TrainConfig, TrainEvent
 from hierattn.training.run_names import JobError, validate_run_name  # noqa: F401  (callers import them here)
 from hierattn.training.sharpness import mean_self_attention_metrics
 
-MAX_RUNNING = 2  # concurrent training jobs per app process; the page says so
+MAX_RUNNING = 2  # concurrent training jobs per app (all its server processes); the page says so
 MAX_LOSSES = 20_000  # points of a run's live loss curve the server keeps
 ACTIVE = ("preparing", "running")
 
@@ -280,10 +280,13 @@ class JobManager:
 
     def start(self, job: TrainingJob, session: str | None = None) -> TrainingJob:
         """Start ``job``; ``session``: the page's visitor who starts it (None for the command line
-        and tests), held to the page's rules: what they may replace, how many runs at once."""
-        with self._lock:
+        and tests), held to the page's rules: what they may replace, how many runs at once. The
+        cap and the checks count the runs of every server process of the app (``run_claims``)."""
+        with self._lock, run_claims.shared() as claims:
             running = [j for j in self._jobs.values() if j.active]
-            if any(j.out.resolve() == job.out.resolve() for j in running):
+            elsewhere = claims.others()
+            writing = [j.out.resolve() for j in running] + [Path(c.out) for c in elsewhere]
+            if job.out.resolve() in writing:
                 raise JobError(f"a run named '{job.name}' is training right now; wait for it or choose another name")
             if session is not None:
                 if not self.may_replace(job.out, session):
@@ -295,18 +298,26 @@ class JobManager:
                     raise JobError(f"you have {len(kept)} checkpoints on this server already: "
                                    + limits.CHECKPOINTS_PER_VISITOR.message(len(kept) + 1)
                                    + "; replace one of yours (same name, 'Replace my checkpoint')")
-                mine = sum(session in j.owners for j in running)
+                mine = sum(session in j.owners for j in running) + sum(session in c.owners for c in elsewhere)
                 if limits.RUNS_PER_VISITOR.exceeded(mine + 1):
                     raise JobError(f"you have {mine} run{'s' if mine > 1 else ''} training already: "
                                    + limits.RUNS_PER_VISITOR.message(mine + 1) + "; wait for it or cancel it")
                 job.owners.add(session)
                 job.present = self.present
-            if len(running) >= self.max_running:
-                raise JobError(f"{len(running)} runs are training already (at most {self.max_running} at once); "
-                               "wait for one to finish or cancel it")
+            if len(running) + len(elsewhere) >= self.max_running:
+                raise JobError(f"{len(running) + len(elsewhere)} runs are training already (at most "
+                               f"{self.max_running} at once); wait for one to finish or cancel it")
             self._jobs[job.id] = job
-        threading.Thread(target=job.run, name=f"train-{job.name}", daemon=True).start()
+            claims.claim(job.id, job.out, job.owners)
+        threading.Thread(target=self._run, args=(job,), name=f"train-{job.name}", daemon=True).start()
         return job
+
+    @staticmethod
+    def _run(job: TrainingJob) -> None:
+        try:
+            job.run()
+        finally:
+            run_claims.release(job.id)
 
     def get(self, job_id: str | None) -> TrainingJob | None:
         return self._jobs.get(job_id or "")

@@ -17,6 +17,7 @@ RGB = (31, 119, 180)
 _WRAPS = "white-space:pre-wrap;overflow-wrap:anywhere"
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^@])")
+_UNLINKED = re.compile(r"(?i)(?<=http)(?=\\:)|(?<=https)(?=\\:)|(?<=www)(?=\\\.)|(?=\\@)")
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
@@ -28,10 +29,15 @@ def md_text(value) -> str:
     r"""``value`` as literal text inside Streamlit markdown (``st.markdown``, ``st.caption``,
     ``st.error`` ...): every character markdown, HTML or LaTeX (``$``) would read is backslash-
     escaped, and line breaks become spaces, so a label such as ``**x**`` or ``$x$`` shows as typed.
-    Escaping ``:``, ``.`` and ``@`` also stops autolinks: ``http\://`` and ``www\.`` are no URL to
-    the renderer. Everything a user, an upload or a checkpoint supplies goes through here (or
-    ``md_code``) before Streamlit renders it: labels, names, metric values, options, tooltips."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+    Everything a user, an upload or a checkpoint supplies goes through here (or
+    ``md_code``) before Streamlit renders it: labels, names, metric values, options, tooltips.
+
+    Escapes alone do not stop the browser's autolinks: Streamlit's markdown finds bare URLs and e-mail
+    addresses in the text after it is parsed (GFM's autolink literals), so ``http\://x`` was still
+    a link in Chromium. An invisible word joiner (U+2060) inside ``http:``, ``www.`` and before
+    ``@`` leaves nothing those patterns match; the text reads the same."""
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
+    return _UNLINKED.sub("\u2060", escaped)
 
 
 def md_code(value) -> str:

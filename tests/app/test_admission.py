@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from hierattn.app.admission import FLOOR, PEAK_PER_CELL, Admission, predicted_bytes
+from hierattn.app.admission import FLOOR, PEAK_PER_CELL, Admission, PageRuns, predicted_bytes
 from hierattn.checkpoint import load_classifier
 from hierattn.home import checkpoint_root
 from hierattn.models.footprint import attention_cells
@@ -47,3 +47,41 @@ def test_an_explanation_is_predicted_from_its_attention_at_the_caps():
     assert predicted_bytes(transformer) == PEAK_PER_CELL * cells > 50 * 2**20  # about 100 MB: held in turn
     han = load_classifier(checkpoint_root() / "bbc-news-han", device="cpu")
     assert predicted_bytes(han) < FLOOR  # a few thousand cells: counted at the floor, never held back
+
+
+def test_page_runs_take_turns_in_the_order_they_came(monkeypatch):
+    """At most ``HIERATTN_PAGE_RUNS`` page runs of a process compute at once, in arrival order: the
+    interpreter lock is not handed out in turn, and thirty page runs side by side starved the thread
+    that sends every session's answers."""
+    monkeypatch.setenv("HIERATTN_PAGE_RUNS", "2")
+    gate, lock = PageRuns(), threading.Lock()
+    running, most, order = [0], [0], []
+
+    def page(i: int):
+        with gate.turn():
+            with lock:
+                order.append(i)
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+
+    threads = []
+    for i in range(8):
+        threads.append(threading.Thread(target=page, args=(i,)))
+        threads[-1].start()
+        time.sleep(0.01)
+    for t in threads:
+        t.join(10)
+    assert order == list(range(8)) and most[0] == 2
+    assert gate.running == 0 and not gate.waiting
+
+    def stopped():  # st.stop() or a rerun leaves the page by an exception: its turn is given back
+        with gate.turn():
+            raise RuntimeError("stopped")
+    try:
+        stopped()
+    except RuntimeError:
+        pass
+    assert gate.running == 0

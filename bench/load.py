@@ -1,0 +1,310 @@
+"""A class pasting at once, measured at the server: pastes per second with 1 and 2 workers, and each
+paste's latency, for 30 sessions pasting a ~500-word BBC article (a lecture) and ~200 KB documents
+(the attack's load), each session its own distinct documents, for a fixed time.
+
+The sessions are raw websocket clients speaking Streamlit's protocol, not browsers: 30 Chromium
+tabs would take the same two cores as the server and measure the browser. Each session opens
+Explore on ``bbc-news-han`` as a browser does (the page, its health check for the XSRF cookie,
+the websocket), finds the Document box's widget id in the page the server sends, and then sends
+the box's value as Ctrl+Enter does; a paste's latency runs from that message to the server's
+"script finished" for the run that shows the explanation ("Where the model looks"). What a browser
+adds after that (drawing the page) is not counted. The health check is probed once a second
+throughout, and its slowest answer is reported.
+
+``1 worker`` is ``streamlit run app.py``, ``2 workers`` is ``hierattn app --workers 2`` (the proxy in
+front); both on this machine's cores with nothing else running.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from http.cookies import SimpleCookie
+
+from bench.soak import REPO, _free_port, cpu_seconds, rss_mb, seconds_to_idle
+
+MODEL = "bbc-news-han"
+MARKER = b"Where the model looks"
+
+
+def articles(words: int = 500) -> list[str]:
+    """BBC articles of about ``words`` words (two short ones joined where needed), in a fixed order."""
+    import random
+
+    from hierattn.data.builtin import load_builtin
+
+    texts = [t for t in load_builtin("bbc-news").texts if len(t.split()) >= 150]
+    random.Random(0).shuffle(texts)  # the data set is sorted by class: every session's share spans them
+    out, pending = [], ""
+    for text in texts:
+        pending = (pending + "\n\n" + text).strip()
+        if len(pending.split()) >= words * 0.8:
+            out.append(" ".join(pending.split(" ")[: int(words * 1.2)]))
+            pending = ""
+    return out
+
+
+def long_documents(count: int, size: int = 200_000) -> list[str]:
+    """``count`` distinct documents of about ``size`` characters, each BBC articles in its own order."""
+    import random
+
+    texts = articles(400)
+    out = []
+    for i in range(count):
+        rng = random.Random(i)
+        picked, length = [], 0
+        while length < size:
+            text = rng.choice(texts)
+            picked.append(text)
+            length += len(text) + 2
+        out.append(f"Document {i}.\n\n" + "\n\n".join(picked)[:size])
+    return out
+
+
+def _start(workers: int, env: dict) -> tuple[subprocess.Popen, str]:
+    """``workers`` 0: ``streamlit run app.py`` (one process, no proxy); else ``hierattn app --workers``."""
+    port = _free_port()
+    if workers == 0:
+        command = [sys.executable, "-m", "streamlit", "run", "app.py"]
+    else:
+        command = [sys.executable, "-m", "hierattn", "app", "--workers", str(workers)]
+    server = subprocess.Popen([*command, "--server.headless", "true", "--server.port", str(port),
+                               "--server.address", "127.0.0.1"], cwd=REPO, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+            return server, url
+        except OSError:
+            if server.poll() is not None:
+                raise RuntimeError(f"the server exited: {server.stderr.read().decode()[-2000:]}") from None
+            time.sleep(0.3)
+    raise RuntimeError("the server did not answer within 240 s")
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the workers behind the proxy)."""
+    out = [pid]
+    try:
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    except OSError:
+        return out
+    for child in children:
+        out += _tree(int(child))
+    return out
+
+
+async def _get(url: str, cookies: dict) -> dict:
+    """GET ``url`` with ``cookies``; the cookies it sets added."""
+    def fetch():
+        request = urllib.request.Request(url, headers={"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())})
+        with urllib.request.urlopen(request, timeout=300) as answer:
+            answer.read()
+            return answer.headers.get_all("Set-Cookie") or []
+    for header in await asyncio.get_running_loop().run_in_executor(None, fetch):
+        jar = SimpleCookie()
+        jar.load(header)
+        cookies.update({k: v.value for k, v in jar.items()})
+    return cookies
+
+
+class Session:
+    """One student: a websocket to Explore, pasting documents."""
+
+    def __init__(self, url: str):
+        self.url, self.cookies, self.socket, self.box = url, {}, None, None
+
+    async def open(self) -> None:
+        import websockets
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        await _get(f"{self.url}/?model={MODEL}", self.cookies)
+        await _get(f"{self.url}/_stcore/health", self.cookies)
+        xsrf = self.cookies.get("_streamlit_xsrf", "")
+        self.socket = await websockets.connect(
+            self.url.replace("http", "ws") + "/_stcore/stream", subprotocols=["streamlit", xsrf] if xsrf else None,
+            additional_headers={"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
+                                "Origin": self.url}, max_size=None, open_timeout=300,
+            ping_interval=None)  # a busy server answers late; the latency is what is measured
+        message = BackMsg()
+        message.rerun_script.query_string = f"model={MODEL}"
+        await self.socket.send(message.SerializeToString())
+        await self._until_finished(find_box=True)
+        if self.box is None:
+            raise RuntimeError("the Document box was not on the page")
+
+    async def _until_finished(self, find_box: bool = False) -> bool:
+        """Read until the run's end; whether the explanation was shown."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        shown = False
+        while True:
+            raw = await self.socket.recv()
+            shown = shown or MARKER in raw
+            message = ForwardMsg()
+            message.ParseFromString(raw)
+            kind = message.WhichOneof("type")
+            if find_box and kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+                element = message.delta.new_element
+                if element.WhichOneof("type") == "text_area" and element.text_area.label == "Document":
+                    self.box = element.text_area.id
+            if kind == "script_finished" and message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                return shown
+
+    async def paste(self, text: str) -> bool:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        message = BackMsg()
+        message.rerun_script.query_string = f"model={MODEL}"
+        widget = message.rerun_script.widget_states.widgets.add()
+        widget.id, widget.string_value = self.box, text
+        await self.socket.send(message.SerializeToString())
+        return await self._until_finished()
+
+    async def close(self) -> None:
+        if self.socket is not None:
+            await self.socket.close()
+
+
+async def _probe_health(url: str, stop: asyncio.Event, slowest: list[float]) -> None:
+    loop = asyncio.get_running_loop()
+
+    def ask() -> float:
+        start = time.monotonic()
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=120).read()
+        except OSError:
+            return 120.0
+        return time.monotonic() - start
+
+    while not stop.is_set():
+        slowest.append(await loop.run_in_executor(None, ask))
+        await asyncio.sleep(1)
+
+
+async def _class(url: str, documents: list[list[str]], seconds: float, think: float, processes: list[int]) -> dict:
+    import random
+
+    sessions = [Session(url) for _ in documents]
+    record = {"latency": [], "failed": 0, "health": []}
+    await asyncio.gather(*(s.open() for s in sessions))
+    await asyncio.gather(*(s.paste(f"A warm-up note from student {i}. It is short.") for i, s in enumerate(sessions)))
+    # each worker's first explanation starts its once-per-model background work (the out-of-domain
+    # reference: 3.8 s alone); a class arrives at a server that has done it
+    await asyncio.get_running_loop().run_in_executor(None, lambda: [seconds_to_idle(p) for p in processes])
+    stop = asyncio.Event()
+    probe = asyncio.create_task(_probe_health(url, stop, record["health"]))
+    cpu_before = sum(cpu_seconds(p) for p in processes)
+    started = time.monotonic()
+    last = [started]
+
+    async def student(session: Session, mine: list[str], rng: random.Random) -> None:
+        if think:
+            await asyncio.sleep(rng.uniform(0, think))  # students start within one reading time
+        for text in mine:
+            if time.monotonic() - started > seconds:
+                return
+            begin = time.monotonic()
+            try:
+                shown = await asyncio.wait_for(session.paste(text), 600)
+            except Exception:  # noqa: BLE001  an unanswered paste, counted
+                shown = False
+            if shown:
+                record["latency"].append(time.monotonic() - begin)
+                record.setdefault("trace", []).append((round(begin - started, 1), round(time.monotonic() - begin, 2)))
+                last[0] = time.monotonic()
+            else:
+                record["failed"] += 1
+            if think:
+                await asyncio.sleep(rng.uniform(think / 2, think * 1.5))  # reading the answer
+
+    await asyncio.gather(*(student(s, d, random.Random(i)) for i, (s, d) in enumerate(zip(sessions, documents,
+                                                                                         strict=True))))
+    stop.set()
+    await probe
+    await asyncio.gather(*(s.close() for s in sessions))
+    record["seconds"] = last[0] - started
+    record["cores_busy"] = (sum(cpu_seconds(p) for p in processes) - cpu_before) / (time.monotonic() - started)
+    return record
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))], 2)
+
+
+def run_load(workers: int, sessions: int, kind: str, seconds: float = 60.0, think: float = 0.0) -> dict:
+    """``sessions`` students pasting ``kind`` documents ("article": ~500 words; "200kb") into one
+    fresh server of ``workers`` processes for ``seconds``; the figures. ``think``: 0, each pastes
+    again as soon as it is answered (the server saturated: its throughput); else a lecture, where a
+    student reads each answer for 0.5-1.5 x ``think`` seconds before the next paste, and the class
+    starts within ``think`` seconds."""
+    pool = articles() if kind == "article" else long_documents(sessions * 8)
+    per = max(1, len(pool) // sessions)
+    documents = [pool[i * per:(i + 1) * per] or pool[i % len(pool):][:1] for i in range(sessions)]
+    env = {k: v for k, v in os.environ.items() if k not in ("HIERATTN_CHECKPOINTS", "HIERATTN_THREADS")}
+    server, url = _start(workers, env)
+    try:
+        processes = _tree(server.pid)
+        record = asyncio.run(_class(url, documents, seconds, think, processes))
+        memory = sum(rss_mb(p) for p in _tree(server.pid))
+    finally:
+        os.killpg(server.pid, 15)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, 9)
+    answered = len(record["latency"])
+    return {"workers": workers, "sessions": sessions, "document": kind, "think_s": think,
+            "words": round(sum(len(d.split()) for d in pool) / len(pool)),
+            "characters": round(sum(map(len, pool)) / len(pool)),
+            "answered": answered, "failed": record["failed"],
+            "pastes_per_s": round(answered / record["seconds"], 2) if record["seconds"] > 0 else None,
+            "p50_s": _percentile(record["latency"], 50), "p95_s": _percentile(record["latency"], 95),
+            "health_slowest_s": round(max(record["health"], default=0), 2),
+            "server_cores_busy": round(record["cores_busy"], 2), "server_rss_mb": round(memory),
+            "trace": sorted(record.get("trace", []))}
+
+
+CASES = (  # (workers, document, think): 0 workers is `streamlit run app.py`, no proxy
+    (0, "article", 0.0), (1, "article", 0.0), (2, "article", 0.0),  # throughput: each pastes again at once
+    (0, "article", 10.0), (2, "article", 10.0),  # a lecture: a student reads each answer ~10 s
+    (0, "200kb", 0.0), (1, "200kb", 0.0), (2, "200kb", 0.0))  # the attack's load
+
+
+def record_load(quick: bool = False) -> list[dict]:
+    """Every case of ``CASES`` for 30 sessions and 60 s (quick: 6 sessions, 15 s, fewer cases)."""
+    cases = [(1, "article", 0.0), (2, "article", 0.0)] if quick else CASES
+    out = []
+    for workers, kind, think in cases:
+        figures = run_load(workers, 6 if quick else 30, kind, 15.0 if quick else 60.0, think)
+        figures.pop("trace", None)
+        out.append(figures)
+    return out
+
+
+def format_load(rows: list[dict]) -> list[str]:
+    lines = ["| server | sessions | documents | pastes | answered | pastes/s | p50 | p95 | slowest health check "
+             "| cores busy | memory |", "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        server = "`streamlit run app.py`" if r["workers"] == 0 else f"`hierattn app --workers {r['workers']}`"
+        pace = "at once" if not r["think_s"] else f"after reading ~{r['think_s']:g} s"
+        lines.append(f"| {server} | {r['sessions']} | {r['document']} (~{r['words']:,} words) | {pace} | "
+                     f"{r['answered']} ({r['failed']} failed) | {r['pastes_per_s']} | {r['p50_s']} s | "
+                     f"{r['p95_s']} s | {r['health_slowest_s']} s | {r['server_cores_busy']} | "
+                     f"{r['server_rss_mb']:,} MB |")
+    return lines
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run_load(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4]),
+                              float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)))
