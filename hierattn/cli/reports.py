@@ -140,7 +140,7 @@ def stats(args) -> int:
                                                            **summary(rows2, level)}, rows2)}
             report["versus"] = {"topic": sides["topic"][0], "sentiment": sides["sentiment"][0],
                                 **versus(sides["topic"][1], sides["sentiment"][1], level)}
-        report["heads"] = _head_overview(classifier, rows.attrs["texts"])
+        report["heads"], report["layers"] = _head_overview(classifier, rows.attrs["texts"])
     except (CheckpointError, DataError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -150,16 +150,32 @@ def stats(args) -> int:
     return 0
 
 
-def _head_overview(classifier, texts: list[str]) -> list[dict]:
-    """Every head over the documents (``analysis.heads.split_overview``); [] for a model without
-    layers of heads over subword tokens (told by its first document)."""
-    from hierattn.analysis import heads
+def _head_overview(classifier, texts: list[str]) -> tuple[list[dict], list[dict]]:
+    """Every head over the documents (``analysis.heads.split_overview``) and every layer by Clark et
+    al.'s figures (``analysis.clark``); ([], []) for a model without layers of heads over subword
+    tokens (told by its first document)."""
+    from hierattn.analysis import clark, heads
     from hierattn.analysis.explain import explained
 
     first = next((ex for _, ex in explained(classifier, texts[:1]) if ex is not None), None)
     if first is None or heads.layered_map(first) is None:
-        return []
-    return heads.over_split(classifier, texts)
+        return [], []
+    return clark.over_split(classifier, texts)
+
+
+def _layers_text(rows: list[dict]) -> list[str]:
+    from hierattn.analysis.clark import TARGETS
+
+    first = rows[0]["first_special"] or "first special"
+    names = {"first special": f"to {first}", "other specials": "to other specials"}
+    lines = [f"every layer over {rows[0]['documents']:,} documents (Clark et al. 2019), heads averaged: mean share "
+             "[95%] (an even spread's)"]
+    for r in rows:
+        cells = [f"{names.get(t, t)} {100 * r[t][0]:.1f}% [{100 * r[t][1]:.1f}, {100 * r[t][2]:.1f}] "
+                 f"({100 * r[f'{t}_even']:.1f}%)" for t in TARGETS]
+        lines.append(f"  layer {r['layer'] + 1}: " + "; ".join(cells)
+                     + f"; entropy {r['entropy'][0]:.2f} nats ({r['entropy_even']:.2f})")
+    return lines
 
 
 def _heads_text(rows: list[dict]) -> list[str]:
@@ -205,6 +221,8 @@ def _stats_text(report: dict) -> str:
                          f"({r['raw']['verdict']}); length-matched excess {adjusted}: {r['verdict']} ({r['reason']})")
     if report.get("heads"):
         lines += _heads_text(report["heads"])
+    if report.get("layers"):
+        lines += _layers_text(report["layers"])
     return "\n".join(lines)
 
 

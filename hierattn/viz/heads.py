@@ -48,3 +48,36 @@ def head_table(rows: list[dict]):
     table[["layer", "head"]] += 1
     table["finding"] = table["finding"].fillna("no finding")
     return table.rename(columns={c: c.replace("_even", " (even)") for c in columns})
+
+
+CLARK_COLOURS = {"first special": "#b91c1c", "other specials": "#ea580c", "punctuation": "#7c3aed",
+                 "self": "#0f766e", "previous": "#2563eb", "next": "#0891b2"}
+
+
+def clark_layers(layers: list[dict], first_special: str | None = None) -> go.Figure:
+    """Clark et al.'s per-layer view (``analysis.clark.by_layer`` rows, or ``over_documents`` rows
+    whose figures are (mean, low, high)): the share of attention to each kind of token per layer,
+    averaged over heads, a solid line each, and the even spread's share as a dotted line of the same
+    colour. The first special token is named by its text ([CLS], <s>)."""
+    from hierattn.analysis.clark import TARGETS
+
+    def mean(value):
+        return value[0] if isinstance(value, tuple) else value
+
+    names = {"first special": f"to {first_special or 'the first special token'}",
+             "other specials": "to the other special tokens", "punctuation": "to punctuation", "self": "to itself",
+             "previous": "to the previous token", "next": "to the next token"}
+    x = [r["layer"] + 1 for r in layers]
+    fig = go.Figure()
+    for target in TARGETS:
+        colour = CLARK_COLOURS[target]
+        fig.add_trace(go.Scatter(x=x, y=[mean(r[target]) for r in layers], mode="lines+markers",
+                                 name=names[target], line=dict(color=colour, width=2.5),
+                                 hovertemplate="layer %{x}: %{y:.1%}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=x, y=[r[f"{target}_even"] for r in layers], mode="lines", showlegend=False,
+                                 line=dict(color=colour, width=1, dash="dot"), hoverinfo="skip"))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="v", x=1.02, y=1),
+                      xaxis=dict(title="layer", tickmode="array", tickvals=x),
+                      yaxis=dict(title="share of attention (dotted: an even spread)", tickformat=".0%",
+                                 rangemode="tozero"))
+    return fig

@@ -44,12 +44,20 @@ def test_explore_shows_every_view_of_a_transformer(env):
     heads_table = at.dataframe[0].value
     assert len(heads_table) == 4 and "previous (even)" in heads_table.columns
     assert all(re.fullmatch(r"\d+\.\d% \(\d+\.\d%\)", cell) for cell in heads_table["special (even)"])
+    by_layer = at.dataframe[1].value  # Clark et al.'s view: per layer, each share beside an even spread's
+    assert list(by_layer["layer"]) == [1, 2] and "to [CLS]" in by_layer.columns
+    assert all(re.fullmatch(r"\d+\.\d\d \(\d+\.\d\d\) nats", cell) for cell in by_layer["entropy (even)"])
     for level in ("subword", "word", "sentence"):
         at.radio(key="self_level").set_value(level).run()
         assert not at.exception, (level, at.exception)
         assert at.selectbox(key="self_layer").options == ["layer 1", "layer 2 (last)"]
+    at.radio(key="self_level").set_value("word").run()
+    at.toggle(key="keep_specials").set_value(True).run()  # Clark et al.'s rule: [CLS] and [SEP] as columns
+    assert not at.exception, at.exception
+    assert any("of a word's attention in this layer goes to special tokens" in c.value for c in at.caption)
+    at.toggle(key="keep_specials").set_value(False).run()
     at.selectbox(key="self_layer").set_value(0).run()
-    assert set(at.dataframe[1].value["layer"]) == {1}
+    assert set(at.dataframe[2].value["layer"]) == {1}
     for toggle in at.toggle:
         toggle.set_value(True)
     for _ in range(120):  # the analyses run in the background; the page polls them
@@ -83,5 +91,9 @@ def test_compare_statistics_and_evaluation_take_a_transformer(env):
             break
         stats.run()
     assert any(str(c.value).startswith("10 documents spread evenly") for c in stats.caption)
+    assert not stats.exception, stats.exception
+    layers = next(d.value for d in stats.dataframe if "entropy (even)" in d.value.columns)  # Clark et al., per layer
+    assert list(layers["layer"]) == [1, 2] and re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] \(\d+\.\d%\)",
+                                                          layers["to [CLS]"][0])
     evaluation = _page("pages/evaluation.py").run()
     assert not evaluation.exception, evaluation.exception

@@ -228,6 +228,7 @@ def test_the_command_line_and_the_notebook_read_a_folder(folder, classifier, tmp
     assert main(["stats", "--checkpoint", str(folder), "--dataset", "tweets", "--documents", "6"]) == 0
     printed = capsys.readouterr().out
     assert "every head over 6 documents" in printed and "layer 2 head 2" in printed
+    assert "every layer over 6 documents (Clark et al. 2019)" in printed and "to other specials" in printed
     out = tmp_path / "faithfulness.json"
     assert main(["faithfulness", "--checkpoint", str(folder), "--dataset", "tweets", "--documents", "4",
                  "--permutations", "5", "--json", str(out)]) == 0

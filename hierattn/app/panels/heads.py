@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis import heads
+from hierattn.analysis import clark, heads
 from hierattn.analysis.explain import ExplainError, Explanation
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.widgets import asked_for, documents_count
@@ -58,6 +58,31 @@ def head_overview(ex: Explanation, name: str, figures: dict) -> None:
     st.dataframe(shown, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(width="small") for c in ("layer", "head")})
     table_downloads(table, f"heads-{name}", "heads_table")
+    layer_by_layer(ex, name, figures)
+
+
+def layer_by_layer(ex: Explanation, name: str, figures: dict) -> None:
+    """Clark et al.'s view of this document: per layer, the heads' mean share to each kind of token
+    and their entropy, each beside an even spread's."""
+    rows = clark.profile(ex)
+    if not rows:
+        return
+    layers = clark.by_layer(rows)
+    first = rows[0]["first_special"]
+    st.markdown("**Layer by layer: what the heads look at** (Clark et al. 2019, \"What does BERT look at?\")")
+    st.caption(f"Per layer, averaged over its heads: the share of each token's attention that goes to "
+               f"{viz.md_code(first) if first else 'the first special token'}, to the other special tokens, to "
+               "punctuation, to the token itself and to its neighbours; dotted, what an even spread over the same "
+               f"{rows[0]['size']} tokens gives. Clark et al. find BERT's middle layers resting on [SEP]; a model "
+               "that parks its attention on one token shows a line far above its dotted one.")
+    chart(viz.clark_layers(layers, first), "what the heads look at, layer by layer", key=f"clark_layers_{name}",
+          collect=figures)
+    names = {"first special": f"to {first or 'first special'}", "other specials": "to other specials",
+             "punctuation": "punctuation", "self": "self", "previous": "previous", "next": "next"}
+    st.dataframe([{"layer": r["layer"] + 1,
+                   **{names[t]: f"{100 * r[t]:.1f}% ({100 * r[f'{t}_even']:.1f}%)" for t in clark.TARGETS},
+                   "entropy (even)": f"{r['entropy']:.2f} ({r['entropy_even']:.2f}) nats"} for r in layers],
+                 hide_index=True, width="stretch")
 
 
 def split_heads(classifier, path, name: str, dataset: str, split: str, texts: list[str]) -> None:
@@ -84,10 +109,11 @@ def split_heads(classifier, path, name: str, dataset: str, split: str, texts: li
     if not asked_for(right, "heads", "Measure every head over the split", (name, dataset, split, count)):
         return
     part = evenly_spaced(texts, count)
-    rows = computed(("split-heads", *checkpoint_key(path), dataset, split, count),
-                    lambda progress: heads.over_split(classifier, part, progress), f"Heads, {name} on {dataset}:")
-    if not rows:
+    found = computed(("split-heads", *checkpoint_key(path), dataset, split, count),
+                     lambda progress: clark.over_split(classifier, part, progress), f"Heads, {name} on {dataset}:")
+    if not found or not found[0]:
         return
+    rows, layers_over = found
     layers, count_heads = max(r["layer"] for r in rows) + 1, max(r["head"] for r in rows) + 1
     values = np.zeros((layers, count_heads))
     labels = [[""] * count_heads for _ in range(layers)]
@@ -101,6 +127,17 @@ def split_heads(classifier, path, name: str, dataset: str, split: str, texts: li
     st.dataframe([{"layer": r["layer"] + 1, "head": r["head"] + 1, "finding": r["finding"] or "no finding",
                    **{LABELS[p]: _cell(r[p]) for p in heads.PATTERNS}} for r in rows],
                  hide_index=True, width="stretch")
+    if layers_over:
+        first = layers_over[0]["first_special"]
+        st.markdown("**Layer by layer over the split** (Clark et al. 2019, Figures 1-2)")
+        chart(viz.clark_layers(layers_over, first), "what the heads look at over the split, layer by layer",
+              key=f"split_clark_{name}")
+        names = {"first special": f"to {first or 'first special'}", "other specials": "to other specials"}
+        st.dataframe([{"layer": r["layer"] + 1,
+                       **{names.get(t, t): f"{100 * r[t][0]:.1f}% [{100 * r[t][1]:.1f}, {100 * r[t][2]:.1f}] "
+                                           f"({100 * r[f'{t}_even']:.1f}%)" for t in clark.TARGETS},
+                       "entropy (even)": f"{r['entropy'][0]:.2f} ({r['entropy_even']:.2f}) nats"} for r in layers_over],
+                     hide_index=True, width="stretch")
     st.caption(f"{rows[0]['documents']} documents spread evenly through the split. The command line prints the "
                f"same: `python -m hierattn stats --checkpoint checkpoints/{name} --dataset {dataset} --split {split} "
                f"--documents {count}`.")

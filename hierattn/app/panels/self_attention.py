@@ -58,6 +58,9 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                           help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at full resolution "
                                "below. The overview above shows all of it in blocks.") - 1
         shown = slice(first, first + MAX_HEATMAP)
+    if _specials_kept(ex, branch, axes, level, group, head, head_name, labels, name, figures):
+        return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
+                "sentence": None, "layer": group}
     matrix = ex.self_attention(branch, group, head)[shown, shown]
     subtitle = None  # a slide of one sentence's matrix names that sentence, not the document's opening
     if level == "word" and "sentence" in axes and group is not None:
@@ -104,6 +107,32 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
     return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
             "sentence": group if "sentence" in axes else None, "layer": group if "layer" in axes else None}
+
+
+def _specials_kept(ex: Explanation, branch: str, axes, level: str, group: int | None, head: int | None,
+                   head_name: str, labels: list[str], name: str, figures: dict) -> bool:
+    """A transformer's word map with its special tokens kept as columns (Clark et al.'s rule), when
+    asked for; whether it was drawn (then in place of the map without them)."""
+    if level != "word" or ex.attentions[branch].source is None or "layer" not in axes or group is None:
+        return False
+    if not st.toggle("Keep the special tokens as columns", key="keep_specials",
+                     help="Off (the default): attention to [CLS], [SEP] and the like is left out and each word's "
+                          "row renormalised over the words, so every view of words compares with the other models. "
+                          "On: those tokens are columns of their own, as Clark et al. (2019) read BERT, and a word "
+                          "that rests on [CLS] or [SEP] shows it."):
+        return False
+    from hierattn.analysis.clark import words_with_specials
+
+    matrix, keys = words_with_specials(ex, group, head)
+    words = len(labels)
+    kept = float(matrix[:, words:].sum(-1).mean())
+    chart(viz.matrix_heatmap(matrix, labels, keys, f"{map_title(branch)} · {head_name} · special tokens kept",
+                             "word (query)", "word or special token (key)"),
+          f"{map_title(branch)} · {head_name} · special tokens kept", collect=figures,
+          key=f"specials_{name}_{group}_{head}")
+    st.caption(f"Each row sums to 1 over the words and the special tokens: on average {kept:.0%} of a word's "
+               "attention in this layer goes to special tokens, which the view without them spreads over the words.")
+    return True
 
 
 def _attends(ex: Explanation, branch: str, group: int | None, labels: list[str], shown: slice, heads: int,
