@@ -40,6 +40,7 @@ from hierattn import limits
 
 COOKIE = "hierattn_worker"
 HEAD_LIMIT = 64 * 1024  # bytes of a request's or response's head
+CHUNK = 1 << 20  # bytes piped at a time: an explanation of a 200 KB paste is megabytes
 STALE = 60.0  # seconds without a worker's health answer before the proxy reports it down
 SPLIT = (limits.EXPLAINING_MB, limits.MODEL_MEMORY_MB, limits.EXPLANATION_MEMORY_MB)
 
@@ -105,7 +106,7 @@ async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
-        while chunk := await reader.read(65536):
+        while chunk := await reader.read(CHUNK):
             writer.write(chunk)
             await writer.drain()
     except (ConnectionError, OSError):
@@ -202,7 +203,7 @@ class Proxy:
         upstream.write(_head(first, fields + [("Connection", "close")]))
         length = int(_field(fields, "content-length") or 0)
         while length > 0:
-            chunk = await reader.read(min(length, 65536))
+            chunk = await reader.read(min(length, CHUNK))
             if not chunk:
                 upstream.close()
                 return False
@@ -224,7 +225,7 @@ class Proxy:
         if chosen:  # a new visitor's page: its worker from now on
             answer.append(("Set-Cookie", f"{COOKIE}={worker}; Path=/; HttpOnly; SameSite=Lax"))
         writer.write(_head(status, answer + [("Connection", "keep-alive" if keep else "close")]))
-        while chunk := await upstream_reader.read(65536):
+        while chunk := await upstream_reader.read(CHUNK):
             writer.write(chunk)
             await writer.drain()
         upstream.close()
