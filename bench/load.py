@@ -24,7 +24,7 @@ import time
 import urllib.request
 from http.cookies import SimpleCookie
 
-from bench.soak import REPO, _free_port, cpu_seconds, rss_mb, seconds_to_idle
+from bench.soak import cpu_seconds, rss_mb, seconds_to_idle, start_server
 
 MODEL = "bbc-news-han"
 MARKER = b"Where the model looks"
@@ -66,25 +66,8 @@ def long_documents(count: int, size: int = 200_000) -> list[str]:
 
 def _start(workers: int, env: dict) -> tuple[subprocess.Popen, str]:
     """``workers`` 0: ``streamlit run app.py`` (one process, no proxy); else ``hierattn app --workers``."""
-    port = _free_port()
-    if workers == 0:
-        command = [sys.executable, "-m", "streamlit", "run", "app.py"]
-    else:
-        command = [sys.executable, "-m", "hierattn", "app", "--workers", str(workers)]
-    server = subprocess.Popen([*command, "--server.headless", "true", "--server.port", str(port),
-                               "--server.address", "127.0.0.1"], cwd=REPO, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-            return server, url
-        except OSError:
-            if server.poll() is not None:
-                raise RuntimeError(f"the server exited: {server.stderr.read().decode()[-2000:]}") from None
-            time.sleep(0.3)
-    raise RuntimeError("the server did not answer within 240 s")
+    command = None if workers == 0 else [sys.executable, "-m", "hierattn", "app", "--workers", str(workers)]
+    return start_server(env, command, limit=240, own_group=True)
 
 
 def _tree(pid: int) -> list[int]:

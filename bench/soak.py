@@ -266,15 +266,19 @@ def _link_held(browser, url: str) -> bool:
     return held
 
 
-def start_server(env: dict) -> tuple[subprocess.Popen, str]:
-    """``streamlit run app.py`` on a free loopback port with ``env``, once it answers its health
-    check: (the process, its URL). RuntimeError when it exits or does not answer within 120 s."""
+def start_server(env: dict, command: list[str] | None = None, limit: float = 120,
+                 own_group: bool = False) -> tuple[subprocess.Popen, str]:
+    """``command`` (default ``streamlit run app.py``) on a free loopback port with ``env``, once it
+    answers its health check: (the process, its URL). ``own_group``: in a process group of its own
+    (stop it and its children with ``os.killpg``). RuntimeError when it exits or does not answer
+    within ``limit`` seconds."""
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                               "--server.port", str(port), "--server.address", "127.0.0.1"],
-                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = command or [sys.executable, "-m", "streamlit", "run", "app.py"]
+    server = subprocess.Popen([*command, "--server.headless", "true", "--server.port", str(port),
+                               "--server.address", "127.0.0.1"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, start_new_session=own_group)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
+    deadline = time.time() + limit
     while time.time() < deadline:
         try:
             urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
@@ -284,7 +288,7 @@ def start_server(env: dict) -> tuple[subprocess.Popen, str]:
                 raise RuntimeError(f"streamlit exited: {server.stderr.read().decode()[-2000:]}") from None
             time.sleep(0.2)
     server.kill()
-    raise RuntimeError("streamlit did not answer within 120 s")
+    raise RuntimeError(f"streamlit did not answer within {limit:.0f} s")
 
 
 def _paste(page, text: str) -> None:

@@ -63,7 +63,8 @@ def runtime_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"hierattn-{user}" / "census"
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -91,7 +92,7 @@ def census(root: Path | None = None, now: float | None = None) -> Census:
             pid, role = int(entry["pid"]), entry["role"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # being written, or not ours
-        if not _alive(pid):
+        if not alive(pid):
             path.unlink(missing_ok=True)
             continue
         if role == "train":

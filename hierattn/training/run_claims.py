@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from hierattn.threads import runtime_dir
+from hierattn.threads import alive, runtime_dir
 
 APP_ID = "HIERATTN_APP_ID"
 
@@ -38,16 +38,6 @@ def _folder() -> Path | None:
     return runtime_dir() / f"runs-{app}"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Claims:
     """The other processes' active runs, read under the lock; ``claim`` adds one of this process."""
 
@@ -64,7 +54,7 @@ class Claims:
                 pid = int(entry["pid"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            if not _alive(pid):
+            if not alive(pid):
                 path.unlink(missing_ok=True)
                 continue
             if pid != os.getpid():
