@@ -15,7 +15,8 @@ class Pieces:
     ``ids``: (batch, token) int64, the tokenizer's ids, padded with the tokenizer's pad id.
     ``mask``: (batch, token) bool, True for tokens read (special ones included).
     ``word``: (batch, token) int64, the reading-order index of the document word each token is a
-        piece of; -1 for special tokens and padding.
+        piece of; -1 for special tokens and padding; -2 (``data.subwords.NO_WORD``) for a piece of the
+        text read that lies in no word (punctuation, symbols).
     """
 
     ids: torch.Tensor

@@ -49,17 +49,43 @@ def home() -> Path:
     return next((c for c in candidates if is_home(c)), candidates[0])
 
 
+def shipped_root() -> Path:
+    """``checkpoints/`` in :func:`home`: the models the app ships."""
+    return home() / "checkpoints"
+
+
 def checkpoint_root() -> Path:
-    """``$HIERATTN_CHECKPOINTS`` when set (tests use it, and an installed package that trains its own
-    models names a writable folder there), else ``checkpoints/`` in :func:`home`."""
-    return Path(os.environ.get("HIERATTN_CHECKPOINTS") or home() / "checkpoints")
+    """Where checkpoints are written (the Train page, ``train``, ``fetch``): ``$HIERATTN_CHECKPOINTS``
+    when set (an installed package that trains its own models names a writable folder there), else
+    :func:`shipped_root`."""
+    return Path(os.environ.get("HIERATTN_CHECKPOINTS") or shipped_root())
+
+
+def checkpoint_roots() -> list[Path]:
+    """The folders whose checkpoints are listed, first found first: ``$HIERATTN_CHECKPOINTS`` adds a
+    folder beside the shipped models rather than hiding them; with ``HIERATTN_SHIPPED=0`` it is listed
+    alone (the test suite's own tiny models are listed so)."""
+    own, shipped = os.environ.get("HIERATTN_CHECKPOINTS"), shipped_root()
+    if not own:
+        return [shipped]
+    alone = os.environ.get("HIERATTN_SHIPPED", "1").strip() == "0"
+    return [Path(own)] if alone or Path(own).resolve() == shipped.resolve() else [Path(own), shipped]
+
+
+def all_checkpoints() -> list[Path]:
+    """Every listed checkpoint (:func:`checkpoint_roots`), sorted by name; where two folders hold the
+    same name, the first folder's (yours over a shipped one)."""
+    found: dict[str, Path] = {}
+    for root in checkpoint_roots():
+        for path in list_checkpoints(root):
+            found.setdefault(path.name, path)
+    return [found[name] for name in sorted(found)]
 
 
 def find_checkpoint(checkpoint: str | Path) -> Path:
-    """A checkpoint folder by path, or by name under :func:`checkpoint_root` (``tweets-han``); the
+    """A checkpoint folder by path, or by name in :func:`checkpoint_roots` (``tweets-han``); the
     path as given when neither is a folder, so that loading it says what is wrong."""
     path = Path(checkpoint)
     if path.is_dir() or path.is_absolute() or len(path.parts) != 1:
         return path
-    named = checkpoint_root() / path
-    return named if named.is_dir() else path
+    return next((root / path for root in checkpoint_roots() if (root / path).is_dir()), path)

@@ -24,7 +24,7 @@ from hierattn import viz
 from hierattn.analysis import compare as comparing
 from hierattn.analysis.explain import Explanation, metrics_table
 from hierattn.analysis.explain import explain as _explain
-from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, find_checkpoint, load_classifier
+from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_roots, find_checkpoint, load_classifier
 
 MAX_POSITIONS = 120  # rows and columns of a heatmap, as on the Explore page
 
@@ -56,10 +56,11 @@ class Figures(list):
 
 
 def load(checkpoint: str | Path, device: str | None = None) -> Classifier:
-    """A checkpoint by folder path, or by name under ``checkpoints/`` (``HIERATTN_CHECKPOINTS``)."""
+    """A checkpoint by folder path, or by name (``HIERATTN_CHECKPOINTS``, then the shipped ones)."""
     path = find_checkpoint(checkpoint)
     if not path.is_dir():
-        raise CheckpointError(f"no checkpoint {checkpoint!r}: neither a folder nor a name under {checkpoint_root()}")
+        raise CheckpointError(f"no checkpoint {checkpoint!r}: neither a folder nor a name in "
+                              f"{' or '.join(str(root) for root in checkpoint_roots())}")
     return load_classifier(path, device)
 
 

@@ -32,6 +32,9 @@ LABELS = ["business", "sport", "positive", "negative"]
 # processes neither make room for, nor take room from, runs that train beside the suite.
 os.environ.setdefault("HIERATTN_RUNTIME", os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                        f"hierattn-tests-{os.getpid()}", "census"))
+# A test that names a checkpoints folder (HIERATTN_CHECKPOINTS) sees its own models alone, not the shipped
+# ones beside them; a test without one sees the shipped models.
+os.environ["HIERATTN_SHIPPED"] = "0"
 # Pasted documents the app keeps for links (hierattn/app/documents.py) go to the session's own folder.
 os.environ.setdefault("HIERATTN_DOCUMENTS", os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                          f"hierattn-tests-{os.getpid()}", "documents"))

@@ -26,6 +26,30 @@ def test_hierattn_home_and_hierattn_checkpoints_name_other_folders(monkeypatch, 
     assert checkpoint_root() == tmp_path / "mine"
 
 
+def test_hierattn_checkpoints_adds_a_folder_beside_the_shipped_models(monkeypatch, tmp_path, checkpoint_dir):
+    """A folder of one's own is listed with the shipped models, its checkpoints first where names clash;
+    HIERATTN_SHIPPED=0 lists it alone (as the suite does); training writes to it either way."""
+    import shutil
+
+    from hierattn.home import all_checkpoints, checkpoint_roots
+
+    monkeypatch.delenv("HIERATTN_HOME", raising=False)
+    mine = tmp_path / "mine"
+    shutil.copytree(checkpoint_dir / "tiny-han", mine / "tiny-han")
+    shutil.copytree(checkpoint_dir / "tiny-hcan", mine / "tweets-han")  # a name the shipped models have
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(mine))
+    monkeypatch.setenv("HIERATTN_SHIPPED", "1")
+    assert checkpoint_roots() == [mine, REPO / "checkpoints"] and checkpoint_root() == mine
+    listed = {p.name: p for p in all_checkpoints()}
+    assert {"tiny-han", "tweets-hcan", "bbc-news-han"} <= set(listed)
+    assert listed["tweets-han"] == mine / "tweets-han" and find_checkpoint("tweets-han") == mine / "tweets-han"
+    assert find_checkpoint("bbc-news-han") == REPO / "checkpoints" / "bbc-news-han"
+    monkeypatch.setenv("HIERATTN_SHIPPED", "0")
+    assert [p.name for p in all_checkpoints()] == ["tiny-han", "tweets-han"]
+    monkeypatch.delenv("HIERATTN_CHECKPOINTS")
+    assert checkpoint_roots() == [REPO / "checkpoints"]  # nothing to hide them beside
+
+
 def test_a_checkpoint_is_found_by_path_or_by_name(monkeypatch, tmp_path, checkpoint_dir):
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(checkpoint_dir))
     monkeypatch.chdir(tmp_path)

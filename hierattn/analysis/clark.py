@@ -42,11 +42,11 @@ def groups(subwords: list[tuple[str, int]], t: int) -> dict[str, torch.Tensor]:
     """Boolean masks over the ``t`` real tokens: the first special token (only when the sequence
     starts with one), the other special tokens, punctuation."""
     word = torch.tensor([w for _, w in subwords][:t] if subwords else [-1] * t)
-    special = word < 0
+    special = word == -1  # a piece in no word (-2) is text read, punctuation most often
     first = torch.zeros(t, dtype=torch.bool)
     if t and special[0]:
         first[0] = True
-    punctuation = torch.tensor([is_punctuation(p) and w >= 0 for p, w in subwords][:t] if subwords else [False] * t,
+    punctuation = torch.tensor([is_punctuation(p) and w != -1 for p, w in subwords][:t] if subwords else [False] * t,
                                dtype=torch.bool)
     return {"first special": first, "other specials": special & ~first, "punctuation": punctuation}
 

@@ -63,17 +63,21 @@ def unit_count(document: Document, unit: str) -> int:
 
 def keeping(document: Document, unit: str, kept: set[int]) -> Document:
     """``document`` with only the units at these indices (reading order), the rest taken out."""
-    sentences, i = [], 0
+    sentences, i, gone = [], 0, []
     for s, sentence in enumerate(document.sentences):
         if unit == SENTENCE_UNITS:
             if s in kept:
                 sentences.append(sentence)
+            else:
+                gone.append((sentence.start, sentence.end))
             continue
         tokens = tuple(t for j, t in enumerate(sentence.tokens) if i + j in kept)
+        gone += ([(t.start, t.end) for j, t in enumerate(sentence.tokens) if i + j not in kept] if tokens
+                 else [(sentence.start, sentence.end)])
         i += len(sentence.tokens)
         if tokens:
             sentences.append(Sentence(tokens, sentence.start, sentence.end))
-    return Document(document.text, sentences, document.truncation)
+    return Document(document.text, sentences, document.truncation, document.skipped).skipping(gone)
 
 
 def bin_counts(n: int, bins=BINS) -> list[int]:

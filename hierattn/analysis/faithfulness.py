@@ -140,13 +140,14 @@ def _words(document: Document) -> list[tuple[int, int]]:
 
 def without(document: Document, removed: set[int]) -> Document:
     """``document`` with the words at these reading-order positions taken out."""
-    sentences, i = [], 0
+    sentences, i, gone = [], 0, []
     for s in document.sentences:
         kept = tuple(t for j, t in enumerate(s.tokens) if i + j not in removed)
+        gone += [(t.start, t.end) for j, t in enumerate(s.tokens) if i + j in removed] if kept else [(s.start, s.end)]
         i += len(s.tokens)
         if kept:
             sentences.append(Sentence(kept, s.start, s.end))
-    return Document(document.text, sentences, document.truncation)
+    return Document(document.text, sentences, document.truncation, document.skipped).skipping(gone)
 
 
 def probabilities(classifier: Classifier, documents: list[Document], label: int) -> list[float]:

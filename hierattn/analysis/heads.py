@@ -51,12 +51,12 @@ def overview(ex: Explanation) -> list[dict]:
     weights = a.weights[0][..., real, :][..., real].double()  # (L, H, T, T) over real tokens
     layers, heads, t = weights.shape[0], weights.shape[1], weights.shape[-1]
     word = torch.tensor([w for _, w in ex.subwords][:t] if ex.subwords else [-1] * t)
-    special = word < 0
+    special = word == -1  # not a piece in no word (-2): that is punctuation the model reads
     shares = {"special": weights[..., special].sum(-1).mean(-1),
               "previous": weights.diagonal(-1, -2, -1).mean(-1) if t > 1 else torch.zeros(layers, heads),
               "next": weights.diagonal(1, -2, -1).mean(-1) if t > 1 else torch.zeros(layers, heads)}
     evens = {"special": float(special.sum()) / t, "previous": 1 / t, "next": 1 / t}
-    same = (word.unsqueeze(0) == word.unsqueeze(1)) & ~special.unsqueeze(0) & ~torch.eye(t, dtype=torch.bool)
+    same = (word.unsqueeze(0) == word.unsqueeze(1)) & (word >= 0).unsqueeze(0) & ~torch.eye(t, dtype=torch.bool)
     split = same.any(-1)  # pieces of a word split in two or more
     if split.any():
         shares["same word"] = (weights * same).sum(-1)[..., split].mean(-1)
@@ -148,8 +148,9 @@ def over_split(classifier, texts: list[str], progress: Callable[[int, int], None
 
 def first_token_to_special(ex: Explanation, head: int | None = None) -> float | None:
     """The share of the first token's attention in the last layer (``head``, or the mean of heads)
-    that goes to special tokens: what the word shading, renormalised over words, leaves out. None
-    for a model without layers of heads over subword tokens."""
+    that goes to special tokens and to pieces in no word (punctuation): what the word shading,
+    renormalised over words, leaves out. None for a model without layers of heads over subword
+    tokens."""
     name = layered_map(ex)
     if name is None or not ex.subwords:
         return None

@@ -9,7 +9,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import Explanation, explain
 from hierattn.app.process import process_wide
-from hierattn.checkpoint import CheckpointError, Classifier, checkpoint_root, list_checkpoints, load_classifier
+from hierattn.checkpoint import CheckpointError, Classifier, all_checkpoints, checkpoint_roots, load_classifier
 from hierattn.limits import EXPLANATION_MEMORY_MB, MODEL_MEMORY_MB
 
 
@@ -18,7 +18,7 @@ def _stamp(path: Path) -> float:
 
 
 def available_checkpoints() -> dict[str, Path]:
-    return {p.name: p for p in list_checkpoints(checkpoint_root())}
+    return {p.name: p for p in all_checkpoints()}
 
 
 def plugin_warnings() -> None:
@@ -35,7 +35,8 @@ def checkpoints_or_stop() -> dict[str, Path]:
     """The checkpoints, or an error on the page and a stop when there are none."""
     checkpoints = available_checkpoints()
     if not checkpoints:
-        st.error(f"No checkpoints found in {viz.md_code(checkpoint_root())}. Train one with "
+        folders = " or ".join(viz.md_code(root) for root in checkpoint_roots())
+        st.error(f"No checkpoints found in {folders}. Train one with "
                  "`python -m hierattn train --preset bbc-news-hcan`.")
         st.stop()
     return checkpoints

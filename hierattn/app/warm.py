@@ -21,12 +21,12 @@ def warm_up() -> None:
 
     from hierattn import viz  # noqa: F401  plotly
     from hierattn.analysis import explain  # noqa: F401  torch
-    from hierattn.checkpoint import checkpoint_root, list_checkpoints
+    from hierattn.checkpoint import all_checkpoints
     from hierattn.data.builtin import load_builtin
     from hierattn.data.text import tokenize
 
     tokenize("The tokeniser is ready. Its pipeline loads once.")
-    for path in list_checkpoints(checkpoint_root())[:1]:  # the one Explore opens with (its samples)
+    for path in all_checkpoints()[:1]:  # the one Explore opens with (its samples)
         try:
             if (path / "config.json").stat().st_size > 2**20:
                 continue  # not one to read ahead of time: loading it reports its size
@@ -36,7 +36,7 @@ def warm_up() -> None:
         except Exception:  # noqa: BLE001  a head start only: the page reports any real problem itself
             pass
     try:  # a transformer among the checkpoints opens in 1 s instead of 6-11 (importing transformers)
-        if any((p / "tokenizer.json").is_file() for p in list_checkpoints(checkpoint_root())):
+        if any((p / "tokenizer.json").is_file() for p in all_checkpoints()):
             from transformers import AutoModelForSequenceClassification  # noqa: F401
             from transformers.masking_utils import AttentionMaskInterface  # noqa: F401
     except Exception:  # noqa: BLE001

@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--batch-size", type=int)
     t.add_argument("--lr", type=float)
     t.add_argument("--patience", type=int)
-    t.add_argument("--lr-schedule", choices=["constant", "cosine"])
+    t.add_argument("--lr-schedule", choices=["constant", "cosine", "warmup"],
+                   help="warmup: a tenth of the steps up, then linearly down to 0 (the default from --start-from)")
     t.add_argument("--weight-decay", type=float)
     t.add_argument("--word-dropout", type=float, help="share of training words replaced by <unk> each step")
     t.add_argument("--min-freq", type=int, help="vocabulary: minimum count of a word in the training split")
@@ -138,10 +139,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="bf16: autocast the forward pass to bfloat16 (faster on CPUs and GPUs with bf16 units)")
     t.add_argument("--seed", type=int)
     t.add_argument("--start-from", metavar="FOLDER",
-                   help="fine-tune: train further from this checkpoint folder (a Hugging Face classifier saved with "
-                        "save_pretrained, or one trained here), its tokenizer and weights kept")
+                   help="fine-tune: train further from this checkpoint folder (a Hugging Face classifier or base "
+                        "encoder saved with save_pretrained, or one trained here), its tokenizer and weights kept; "
+                        "or the name of an installed pretrained encoder (all-MiniLM-L6-v2)")
     t.add_argument("--max-documents", type=int, metavar="N",
                    help="train on at most N documents of the data set, a stratified sample drawn with the seed")
+    t.add_argument("--train-documents", type=int, metavar="N",
+                   help="train on at most N of the training split's documents, each class in proportion; "
+                        "validation and test stay whole, so the accuracy compares with every model's")
     t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     _corpus_arguments(t)
     t.add_argument("--validate-every", type=int, metavar="DOCUMENTS",

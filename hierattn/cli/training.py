@@ -93,8 +93,12 @@ def _model_and_text(args, default_text=None):
         if args.model not in REGISTRY:
             raise ValueError(unknown_model(args.model))
         model_type, model_config, config = args.model, {}, TrainConfig()
+        if args.start_from:  # a pre-trained start's recipe unless the flags say otherwise
+            from hierattn.training.loop import PRETRAINED_EPOCHS, PRETRAINED_LR, PRETRAINED_SCHEDULE
+
+            config = replace(config, lr=PRETRAINED_LR, epochs=PRETRAINED_EPOCHS, lr_schedule=PRETRAINED_SCHEDULE)
     for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
-                "word_dropout", "embeddings", "precision", "start_from"):
+                "word_dropout", "embeddings", "precision", "start_from", "train_documents"):
         if getattr(args, key) is not None:
             setattr(config, key, getattr(args, key))
     for item in args.set or []:

@@ -86,3 +86,23 @@ class PreparedData:
 
 def prepare(dataset: Dataset, text_config: TextConfig, seed: int = SEED) -> PreparedData:
     return PreparedData(dataset, stratified_split(dataset.labels, seed), tokenize_many(dataset.texts, text_config))
+
+
+def training_subset(data: PreparedData, at_most: int) -> PreparedData:
+    """``data`` with at most ``at_most`` training documents: each class in its own proportion (largest
+    remainders, every class at least one), evenly spaced through that class's training documents.
+    No draw: every seed of a run trains on the same documents, so seeds differ only as the registry
+    says (initialisation, batch order, dropout). Validation and test stay whole, so the accuracy
+    compares with every other model's on the data set (a fine-tune on two cores starts on a subset)."""
+    train = data.split["train"]
+    if at_most <= 0 or at_most >= len(train):
+        return data
+    by_class: dict[int, list[int]] = {}
+    for i in train:
+        by_class.setdefault(data.dataset.labels[i], []).append(i)
+    share = at_most / len(train)
+    quota = {c: max(1, int(share * len(members))) for c, members in by_class.items()}
+    for c in sorted(by_class, key=lambda c: -(share * len(by_class[c]) % 1))[: max(0, at_most - sum(quota.values()))]:
+        quota[c] = min(quota[c] + 1, len(by_class[c]))
+    kept = sorted(members[(k * len(members)) // quota[c]] for c, members in by_class.items() for k in range(quota[c]))
+    return PreparedData(data.dataset, {**data.split, "train": kept}, data.documents)

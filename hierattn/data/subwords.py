@@ -2,18 +2,26 @@
 adapter between our documents (sentences of words, with their character spans) and the pieces the
 model reads.
 
-What the model reads is our words, not the raw text: the words every other model reads (the
-sentences and tokens of ``data.text``, punctuation other than ``.``, ``!`` and ``?`` dropped), each as
-pasted (its surface form, so the tokenizer lowercases, strips accents or keeps case as it was
-trained to), joined by single spaces and tokenised in one pass per document. One pass, so that a
-byte-level BPE (RoBERTa) sees the space before each word as it does in running text; each piece
-belongs to the word its character offsets fall in. Reading our words keeps every analysis aligned:
-erasing a word erases its pieces, and Compare sets a transformer's words beside HAN's one for one.
+The model reads the text, not our words: the document's characters as pasted, through its own
+tokenizer, exactly as ``tokenizer(text)`` in plain transformers reads them, so that the app predicts
+what the library predicts. Its folder's tokenizer does whatever it does to text (lower-casing, accent
+stripping, splitting punctuation off); the app adds nothing, so a practitioner's folder behaves here
+as it does in their own code. What the caps or an erasure leave out (``Document.skipped``) is taken
+out of the characters read, each span with the space after it, so that erasing a word erases its
+pieces and a byte-level BPE never reads a doubled space.
+
+Pieces are mapped onto our words by character offsets: a piece belongs to the word (``data.text``'s
+token, in reading order) that holds its first non-space character. A piece in no word (punctuation,
+which our words leave out, symbols, emoji) is read by the model and shown at the token level, and
+belongs to no word: ``NO_WORD`` in ``Pieces.word``, apart from the special tokens' -1. So Explore's
+token map shows the commas Clark et al. find so much attention on, and the word and sentence maps
+stay aligned one for one with every other model's words (Compare, erasure).
 
 The tokenizer is read from ``tokenizer.json`` alone (the Rust ``tokenizers`` library's format, JSON,
 never code); its post-processor says which special tokens frame a sequence (``[CLS] ... [SEP]``,
-``<s> ... </s>``). A document longer than the model's window is read up to the last word whose
-pieces all fit, and the document says what was cut (``Truncation.window_words_dropped``).
+``<s> ... </s>``). A document longer than the model's window is cut after its window's last piece, as
+transformers' ``truncation=True`` cuts it; the words with no piece read are dropped and counted
+(``Truncation.window_words_dropped``), and the rest of the text is skipped.
 """
 from __future__ import annotations
 
@@ -31,6 +39,35 @@ from hierattn.data.tokenizer_rules import tokenizer_problem
 from hierattn.limits import VOCAB_MB
 
 TOKENIZER_FILE = "tokenizer.json"
+NO_WORD = -2  # ``Pieces.word`` of a piece read that lies in no word (punctuation, symbols); special tokens: -1
+
+
+def read_text(document: Document) -> tuple[str, list[tuple[int, int]]]:
+    """The characters a subword model reads of ``document``: its text less its skipped spans (each
+    with the whitespace after it), and the runs kept, as (start in the string read, start in
+    ``document.text``), in order."""
+    text, runs, pieces, at, read = document.text, [], [], 0, 0
+    for a, b in document.skipped:
+        if b <= at:
+            continue
+        a = max(a, at)
+        while b < len(text) and text[b].isspace() and (a == 0 or text[a - 1].isspace()):
+            b += 1
+        if a > at:
+            runs.append((read, at))
+            pieces.append(text[at:a])
+            read += a - at
+        at = b
+    if at < len(text):
+        runs.append((read, at))
+        pieces.append(text[at:])
+    return "".join(pieces), runs
+
+
+def _original(runs: list[tuple[int, int]], position: int) -> int:
+    """A position of the string read, in ``document.text``."""
+    read, start = runs[bisect.bisect_right(runs, (position, float("inf"))) - 1]
+    return start + position - read
 
 
 class SubwordVocab:
@@ -88,33 +125,44 @@ class SubwordVocab:
         return [1] * len(sentence.tokens)
 
     def _encodings(self, documents: list[Document]):
-        """Per document: (piece ids, piece tokens, word index of each piece), words in reading order."""
+        """Per document: (piece ids, piece tokens, word index of each piece or ``NO_WORD``, where in
+        ``document.text`` each piece ends), the text read in one pass (see the module doc)."""
         out = []
-        texts, starts = [], []
-        for d in documents:
-            words = [t.text for s in d.sentences for t in s.tokens]
-            offsets, at = [], 0
-            for w in words:
-                offsets.append(at)
-                at += len(w) + 1
-            texts.append(" ".join(words))
-            starts.append(offsets)
         # one document at a time: encode_batch runs on a thread pool of every core, past the process's
         # thread budget (hierattn.threads), and warns after a fork
-        for enc, offsets in zip((self.tokenizer.encode(t, add_special_tokens=False) for t in texts), starts):
-            words = [max(0, bisect.bisect_right(offsets, a) - 1) for a, _ in enc.offsets]
-            out.append((list(enc.ids), list(enc.tokens), words))
+        for d in documents:
+            text, runs = read_text(d)
+            words = [t for s in d.sentences for t in s.tokens]
+            starts = [t.start for t in words]
+            enc = self.tokenizer.encode(text, add_special_tokens=False)
+            owners, ends = [], []
+            for a, b in enc.offsets:
+                first = a
+                while first < b - 1 and text[first].isspace():
+                    first += 1
+                position = _original(runs, first) if runs else 0
+                w = bisect.bisect_right(starts, position) - 1
+                owners.append(w if w >= 0 and position < words[w].end else NO_WORD)
+                ends.append(_original(runs, b - 1) + 1 if runs and b > a else position)
+            out.append((list(enc.ids), list(enc.tokens), owners, ends))
         return out
 
+    def _read(self, document: Document) -> tuple[list[int], list[str], list[int], int]:
+        """The pieces of ``document`` the window holds, and where in its text reading stops."""
+        (ids, tokens, words, ends), = self._encodings([document])
+        if len(ids) <= self.room:
+            return ids, tokens, words, len(document.text)
+        return ids[: self.room], tokens[: self.room], words[: self.room], ends[self.room - 1]
+
     def words_read(self, document: Document) -> int:
-        """How many of the document's words (reading order) fit in the window, all their pieces."""
-        (_, _, words), = self._encodings([document])
-        if len(words) <= self.room:
-            return document.num_tokens
-        return words[self.room]  # the word whose piece is the first one left out
+        """How many of the document's words (reading order) the model reads: those that start before
+        the window's last piece ends."""
+        _, _, _, stop = self._read(document)
+        return sum(t.start < stop for s in document.sentences for t in s.tokens)
 
     def within_window(self, document: Document) -> Document:
-        """``document`` cut to the words the model reads, the cut counted in its truncation."""
+        """``document`` cut to the words the model reads, the cut counted in its truncation and the
+        rest of the text skipped."""
         keep = self.words_read(document)
         if keep >= document.num_tokens:
             return document
@@ -127,16 +175,14 @@ class SubwordVocab:
             left -= len(tokens)
         truncation = replace(document.truncation, window_words_dropped=document.num_tokens - keep,
                              window=self.window)
-        return Document(document.text, sentences, truncation)
+        _, _, _, stop = self._read(document)
+        return Document(document.text, sentences, truncation, document.skipped).skipping([(stop, len(document.text))])
 
     def pieces(self, documents: list[Document]) -> Pieces:
         """The documents as the model reads them, each cut at the window on a word boundary."""
         rows = []
-        for ids, _, words in self._encodings(documents):
-            if len(ids) > self.room:
-                last = words[self.room]
-                cut = words.index(last)
-                ids, words = ids[:cut], words[:cut]
+        for ids, _, words, _ in self._encodings(documents):
+            ids, words = ids[: self.room], words[: self.room]  # transformers' truncation=True
             rows.append((self.prefix + ids + self.suffix,
                          [-1] * len(self.prefix) + words + [-1] * len(self.suffix)))
         length = max(len(r[0]) for r in rows)
@@ -151,20 +197,18 @@ class SubwordVocab:
 
     def tokens(self, document: Document) -> list[tuple[str, int]]:
         """(token as the tokenizer writes it, reading-order word index or -1 for a special token) of
-        every token the model reads of ``document``, special tokens included, in sequence order."""
-        (ids, tokens, words), = self._encodings([document])
-        if len(ids) > self.room:
-            cut = words.index(words[self.room])
-            tokens, words = tokens[:cut], words[:cut]
+        every token the model reads of ``document``, special tokens included, in sequence order;
+        ``NO_WORD`` for a piece in no word."""
+        _, tokens, words, _ = self._read(document)
         return ([(t, -1) for t in self.prefix_tokens] + list(zip(tokens, words))
                 + [(t, -1) for t in self.suffix_tokens])
 
     def unknown(self, document: Document) -> list[list[bool]]:
         """Per sentence, per word: every piece of it is the tokenizer's unknown token."""
-        (ids, _, words), = self._encodings([document])
+        ids, _, words, _ = self._read(document)
         flags = [True] * document.num_tokens
         for i, w in zip(ids, words):
-            if i != self.unk_id:
+            if w >= 0 and i != self.unk_id:
                 flags[w] = False
         out, at = [], 0
         for s in document.sentences:
@@ -178,9 +222,10 @@ SPECIAL = {"wordpiece": ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"),
 
 
 def train_tokenizer(documents: list[Document], kind: str, size: int, seed_words: int = 2):
-    """A tokenizer trained on the training split's words, as ``tokenizers`` trains BERT's and
-    RoBERTa's: ``"wordpiece"`` (lower-cased, accents stripped, ``[CLS] ... [SEP]``) or ``"byte_bpe"``
-    (byte-level BPE, cased, ``<s> ... </s>``), of at most ``size`` tokens. Returns the
+    """A tokenizer trained on the training split's text as the model reads it (``read_text``), as
+    ``tokenizers`` trains BERT's and RoBERTa's: ``"wordpiece"`` (lower-cased, accents stripped,
+    ``[CLS] ... [SEP]``) or ``"byte_bpe"`` (byte-level BPE, cased, ``<s> ... </s>``), of at most
+    ``size`` tokens. Returns the
     ``tokenizers.Tokenizer``; its pad id is ``SPECIAL[kind]``'s padding token's."""
     import os
 
@@ -190,7 +235,7 @@ def train_tokenizer(documents: list[Document], kind: str, size: int, seed_words:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     specials = list(SPECIAL[kind])
-    texts = (" ".join(t.text for s in d.sentences for t in s.tokens) for d in documents)
+    texts = (read_text(d)[0] for d in documents)  # the text the model will read
     if kind == "wordpiece":
         tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)

@@ -81,6 +81,15 @@ class Document:
     text: str
     sentences: list[Sentence]
     truncation: Truncation = field(default_factory=Truncation)
+    # Character spans of ``text`` that are not read although they lie inside it: what the caps cut
+    # (the words past a sentence's cap, the sentences past the last one kept) and what an erasure took
+    # out. A word model reads ``sentences`` and needs none of this; a model that reads the running text
+    # through its own tokenizer (``data.subwords``) reads ``text`` less these spans.
+    skipped: tuple[tuple[int, int], ...] = ()
+
+    def skipping(self, spans) -> Document:
+        """This document with ``spans`` no longer read as well (``skipped``, merged in order)."""
+        return Document(self.text, self.sentences, self.truncation, tuple(sorted({*self.skipped, *spans})))
 
     @property
     def num_tokens(self) -> int:
@@ -244,9 +253,10 @@ def _to_sentences(spacy_doc, config: TextConfig) -> list[Sentence]:
     return sentences
 
 
-def _first_words(sentences: list[Sentence], limit: int) -> tuple[list[Sentence], int]:
+def _first_words(sentences: list[Sentence], limit: int, skipped: list) -> tuple[list[Sentence], int]:
     """The sentences holding the document's first ``limit`` words (the last one cut), and how many
-    words were cut from that last sentence (the sentences left out are counted as sentences)."""
+    words were cut from that last sentence (the sentences left out are counted as sentences); the
+    span cut from that sentence goes to ``skipped``."""
     kept, left, cut = [], limit, 0
     for s in sentences:
         if left <= 0:
@@ -254,6 +264,7 @@ def _first_words(sentences: list[Sentence], limit: int) -> tuple[list[Sentence],
         toks = s.tokens[:left]
         if len(toks) < len(s.tokens):
             cut = len(s.tokens) - len(toks)
+            skipped.append((toks[-1].end, s.end))
             s = Sentence(toks, toks[0].start, toks[-1].end)
         kept.append(s)
         left -= len(toks)
@@ -261,19 +272,22 @@ def _first_words(sentences: list[Sentence], limit: int) -> tuple[list[Sentence],
 
 
 def _capped(text: str, sentences: list[Sentence], config: TextConfig, chars_dropped: int) -> Document:
-    kept = []
+    kept, skipped = [], []
     words_dropped = 0
     total = len(sentences)
     if config.max_tokens is not None:
-        sentences, words_dropped = _first_words(sentences, config.max_tokens)
+        sentences, words_dropped = _first_words(sentences, config.max_tokens, skipped)
     for s in sentences[: config.max_sentences]:
         if len(s.tokens) > config.max_words:
             words_dropped += len(s.tokens) - config.max_words
             toks = s.tokens[: config.max_words]
+            skipped.append((toks[-1].end, s.end))
             s = Sentence(toks, toks[0].start, toks[-1].end)
         kept.append(s)
+    if len(kept) < total:  # every sentence after the last one kept
+        skipped.append((kept[-1].end if kept else 0, len(text)))
     trunc = Truncation(total, len(kept), words_dropped, chars_dropped)
-    return Document(text, kept, trunc)
+    return Document(text, kept, trunc, tuple(sorted(skipped)))
 
 
 def _nlp_up_to(limit: int):

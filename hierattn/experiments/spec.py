@@ -74,7 +74,7 @@ class Experiment:
 
 
 # TrainConfig fields added after results were recorded, with the default that means "as before".
-ADDED_LATER = {"start_from": ""}
+ADDED_LATER = {"start_from": "", "train_documents": 0}
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from hierattn.checkpoint import HELDOUT_MB, best_device, save_checkpoint
 from hierattn.contract import Batch
 from hierattn.data.batches import bucketed_batches
 from hierattn.data.builtin import BUILTIN
-from hierattn.data.split import PreparedData
+from hierattn.data.split import PreparedData, training_subset
 from hierattn.data.text import Document, TextConfig, Vocab
-from hierattn.models import REGISTRY, build_model, sized_for_text
+from hierattn.models import REGISTRY, build_model, pretrained, sized_for_text
 from hierattn.training.baselines import baselines
 from hierattn.training.loop import Progress, TrainConfig, TrainEvent, optimiser, record, run, seed_everything
 
@@ -76,13 +76,15 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     """
     seed_everything(config.seed)
     device = torch.device(device) if device else best_device()
+    if config.train_documents:
+        data = training_subset(data, config.train_documents)
     parts = {name: data.part(name) for name in ("train", "validation", "test")}
     train_docs, train_y = parts["train"]
     if REGISTRY[model_type].fitted:
         return _fit(model_type, model_config, data, parts, text_config, config, out, on_event, private_heldout)
     build_vocabulary = REGISTRY[model_type].vocabulary
     if config.start_from:  # fine-tuning: the checkpoint's tokenizer and weights, a head for these labels
-        model, vocab = started_from(config.start_from, model_type, data.dataset.label_names)
+        model, vocab = started_from(pretrained.resolve(config.start_from), model_type, data.dataset.label_names)
     else:
         if build_vocabulary:  # its own tokenizer, trained on the training split
             vocab, implied = build_vocabulary(train_docs, model_config, config)
@@ -111,8 +113,15 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
         return {}
     model.load_state_dict(outcome.best_state)
     return _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device,
-                     record(state, outcome, model, config, device, started, pretrained_words=pretrained_words),
+                     record(state, outcome, model, config, device, started, pretrained_words=pretrained_words,
+                            **_base_model(config.start_from)),
                      private_heldout)
+
+
+def _base_model(start_from: str) -> dict:
+    """``{"base_model": ...}`` for the card when a run starts from an installed pretrained encoder."""
+    described = pretrained.describe(start_from) if start_from else None
+    return {"base_model": described} if described else {}
 
 
 def started_from(folder: str, model_type: str, labels: list[str]):

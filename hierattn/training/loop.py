@@ -22,6 +22,10 @@ from hierattn.data.split import SEED
 from hierattn.data.text import Vocab
 from hierattn.threads import TrainingThreads
 
+# A pre-trained start's recipe (BERT's fine-tuning, Devlin et al. 2019: 2e-5 to 5e-5, 2-4 epochs,
+# a linear warm-up): the Train page's and ``train --start-from``'s defaults.
+PRETRAINED_LR, PRETRAINED_EPOCHS, PRETRAINED_SCHEDULE = 3e-5, 3, "warmup"
+
 
 @dataclass
 class TrainConfig:
@@ -31,7 +35,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     patience: int = 3  # epochs without a better validation accuracy before stopping
     clip: float = 5.0  # gradient-norm clipping
-    lr_schedule: str = "constant"  # or "cosine": anneal to 0 over ``epochs`` (per step)
+    # or "cosine": anneal to 0 over ``epochs`` (per step); or "warmup": BERT's fine-tuning schedule, up
+    # linearly over the first tenth of the steps, then down linearly to 0 (Devlin et al. 2019)
+    lr_schedule: str = "constant"
     word_dropout: float = 0.0  # share of real training words replaced by <unk> each step
     seed: int = SEED
     min_freq: int = 2  # vocabulary
@@ -41,6 +47,9 @@ class TrainConfig:
     # A checkpoint folder to train further (a Hugging Face classifier's: fine-tuning), its tokenizer and
     # weights kept, its classification head new where the labels differ; "" starts from scratch.
     start_from: str = field(default="", metadata={"max_length": 4096})
+    # At most this many training documents (0: all), each class in proportion, evenly spaced; validation
+    # and test whole (``data.split.training_subset``)
+    train_documents: int = 0
 
 
 @dataclass
@@ -81,12 +90,19 @@ def optimiser(model: torch.nn.Module, config: TrainConfig, steps_per_epoch: int)
 
 
 def schedule(optimizer, config: TrainConfig, steps_per_epoch: int):
-    """``constant``: no schedule; ``cosine``: anneal to 0 over every step of ``config.epochs``."""
+    """``constant``: no schedule; ``cosine``: anneal to 0 over every step of ``config.epochs``;
+    ``warmup``: a tenth of the steps up from 0, the rest down to 0, linearly (a pre-trained start's:
+    a full step on a head still random would shake the pre-trained weights it sits on)."""
+    total = max(1, config.epochs * steps_per_epoch)
     if config.lr_schedule == "constant":
         return None
     if config.lr_schedule == "cosine":
-        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.epochs * steps_per_epoch)
-    raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {config.lr_schedule!r}")
+        return torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total)
+    if config.lr_schedule == "warmup":
+        rise = max(1, total // 10)
+        return torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: (step + 1) / rise if step < rise else max(0.0, (total - step) / (total - rise)))
+    raise ValueError(f"lr_schedule must be 'constant', 'cosine' or 'warmup', got {config.lr_schedule!r}")
 
 
 def word_dropout(batch: Batch, p: float) -> Batch:

@@ -15,7 +15,14 @@ from hierattn.checkpoint import CheckpointError, card, load_classifier
 from hierattn.contract import Pieces
 from hierattn.models.intervention import attention_override
 from hierattn.models.subword_maps import aggregate, maps
-from tests.models.tiny_transformers import FAMILIES, LABELS, TEXTS, reference_probabilities, save_tiny
+from tests.models.tiny_transformers import (
+    FAMILIES,
+    LABELS,
+    RAW_TEXTS,
+    TEXTS,
+    reference_probabilities,
+    save_tiny,
+)
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -33,11 +40,35 @@ def _words(ex):
 
 
 def test_a_folder_opens_with_its_labels_and_tokenizer_and_predicts_as_transformers_does(folder, classifier):
+    """The raw text through the folder's own tokenizer, punctuation, capitals and entities as pasted:
+    the probabilities plain transformers gives, and every piece it reads, in its order."""
+    from transformers import AutoTokenizer
+
     assert classifier.model_type == "transformer" and classifier.labels == LABELS
-    for text in TEXTS:
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    for text in TEXTS + RAW_TEXTS:
         ex = explain(classifier, text)
-        expected = reference_probabilities(folder, _words(ex))
-        torch.testing.assert_close(torch.tensor(ex.probabilities), expected, atol=1e-5, rtol=0)
+        torch.testing.assert_close(torch.tensor(ex.probabilities), reference_probabilities(folder, text), atol=1e-5,
+                                   rtol=0)
+        assert [t for t, _ in ex.subwords] == tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
+
+
+def test_each_piece_belongs_to_the_word_its_characters_are_in(folder, classifier):
+    """A piece's word is the one holding its first non-space character (the tokenizer's own offsets);
+    a piece in no word (the comma, "&", ";") is read and belongs to none (-2); special tokens -1."""
+    from transformers import AutoTokenizer
+
+    text = RAW_TEXTS[0]
+    ex = explain(classifier, text)
+    words = [t for s in ex.document.sentences for t in s.tokens]
+    offsets = AutoTokenizer.from_pretrained(folder)(text, return_offsets_mapping=True)["offset_mapping"]
+    owners = [w for _, w in ex.subwords]
+    assert len(offsets) == len(owners) and owners[0] == owners[-1] == -1
+    for (a, b), w in list(zip(offsets, owners))[1:-1]:
+        first = next((i for i in range(a, b) if not text[i].isspace()), a)
+        inside = [i for i, t in enumerate(words) if t.start <= first < t.end]
+        assert ([w] if w >= 0 else []) == inside and w in (-2, *inside), (text[a:b], w)
+    assert any(w == -2 and text[a:b].strip() == "," for (a, b), w in zip(offsets, owners))
 
 
 def test_each_family_frames_its_tokens_as_its_tokenizer_does(folder, classifier):

@@ -14,6 +14,9 @@ WORDS = ("the a an movie film was is it not and but of to great good bad terribl
          "this that i very really loved hated boring fun un ##believ ##able . ! ?").split()
 TEXTS = ["The movie was unbelievable! I loved the plot.", "A terrible film. The acting was bad and boring.",
          "It is a film. It is not great, but the story is fun."]
+# what our words leave out and a tokenizer reads: capitals, commas, apostrophes, HTML entities, symbols
+RAW_TEXTS = ["I DON'T like it, &amp; the plot was BAD!!", "The Movie: \"great\" &lt;3 -- isn't it?",
+             "Fun , fun ,, FUN; the acting (really) was good...", "#loved @actor the film 😂 :)"]
 
 
 def wordpiece():
@@ -79,12 +82,12 @@ def save_tiny(family: str, directory: Path, seed: int = 0, layers: int = 2, head
     return directory
 
 
-def reference_probabilities(directory: Path, words: list[str]) -> torch.Tensor:
-    """What transformers itself predicts for these words joined by spaces (its own tokenizer and
-    model classes, eager attention): the number hierattn must reproduce."""
+def reference_probabilities(directory: Path, text: str) -> torch.Tensor:
+    """What transformers itself predicts for this text, as a practitioner runs it (its own tokenizer
+    on the raw text, its model classes, eager attention): the number hierattn must reproduce."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(directory)
     model = AutoModelForSequenceClassification.from_pretrained(directory, attn_implementation="eager").eval()
     with torch.no_grad():
-        return model(**tokenizer(" ".join(words), return_tensors="pt")).logits.softmax(-1)[0]
+        return model(**tokenizer(text, return_tensors="pt", truncation=True)).logits.softmax(-1)[0]

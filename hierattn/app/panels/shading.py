@@ -85,8 +85,8 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
     if special is not None:  # a transformer: what the word shading, renormalised over words, leaves out
         st.caption(f"In the last layer the first token gives {special:.0%} of its attention "
                    f"({'mean of heads' if shading.head is None else f'head {shading.head + 1}'}) to special tokens "
-                   "([CLS], [SEP], <s>, </s>); the shading spreads the rest over the words (Clark et al. 2019 found "
-                   "most of many BERT heads' attention there).")
+                   "([CLS], [SEP], <s>, </s>) and punctuation; the shading spreads the rest over the words "
+                   "(Clark et al. 2019 found most of many BERT heads' attention there).")
     if shading.words is not None:
         keep_valid("shade_scale", ["document", "sentence"])
         shading.scale = st.radio("Word shading", ["document", "sentence"], horizontal=True, key="shade_scale",

@@ -25,7 +25,7 @@ from hierattn.limits import UPLOAD_MB
 from hierattn.models import REGISTRY
 from hierattn.models.knobs import defaults, knobs
 from hierattn.training import baselines
-from hierattn.training.loop import TrainConfig
+from hierattn.training.loop import PRETRAINED_EPOCHS, PRETRAINED_LR, PRETRAINED_SCHEDULE, TrainConfig
 
 PREVIEW_COLUMNS = 30  # the preview's width; the pickers offer every column (at most limits.UPLOAD_COLUMNS)
 
@@ -109,7 +109,6 @@ def model_section() -> tuple[str, dict, str]:
     return model_type, config, start_from
 
 
-PRETRAINED_LR, PRETRAINED_EPOCHS = 3e-5, 3  # a pre-trained start (BERT's fine-tuning: 2e-5 to 5e-5, 2-4 epochs)
 
 
 def training_section(dataset, model_type: str, start_from: str = "") -> tuple[TextConfig, TrainConfig, int]:
@@ -148,7 +147,8 @@ def training_section(dataset, model_type: str, start_from: str = "") -> tuple[Te
     return (TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
             TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
                         embeddings="random" if start_from else embeddings, start_from=start_from,
-                        patience=int(patience)), int(subset))
+                        lr_schedule=PRETRAINED_SCHEDULE if start_from else "constant", patience=int(patience)),
+            int(subset))
 
 
 SCRATCH = "a new model, from scratch"
@@ -159,7 +159,7 @@ def _start_from(where, model_type: str) -> str:
     fine-tune (its tokenizer and weights kept, a new head for your labels), or none."""
     if REGISTRY[model_type].relabel is None:
         return ""
-    from hierattn.checkpoint import CheckpointError, checkpoint_root, described, list_checkpoints
+    from hierattn.checkpoint import CheckpointError, all_checkpoints, described
 
     def of_this_type(path) -> bool:
         try:
@@ -167,12 +167,16 @@ def _start_from(where, model_type: str) -> str:
         except (CheckpointError, ValueError, KeyError, OSError):
             return False
 
-    folders = {p.name: str(p) for p in list_checkpoints(checkpoint_root()) if of_this_type(p)}
+    from hierattn.models import pretrained
+
+    folders = {p.name: str(p) for p in all_checkpoints() if of_this_type(p)}
+    if model_type == "transformer":  # pretrained encoders installed as packages (models.pretrained)
+        folders.update({f"{name} (pretrained)": str(path) for name, path in pretrained.installed().items()})
     choice = where.selectbox("Start from", [SCRATCH] + list(folders), key=f"start_from_{model_type}",
-                             help="Fine-tune a checkpoint of this type (a Hugging Face classifier folder placed under "
-                                  "checkpoints/, or one trained here): its tokenizer and weights are kept, its "
-                                  "classification head is new where your labels differ. A small learning rate "
-                                  "(2e-5 to 5e-5) suits a pre-trained model.")
+                             help="Fine-tune a pretrained encoder or a checkpoint of this type (a Hugging Face folder "
+                                  "placed under checkpoints/, or one trained here): its tokenizer and weights are "
+                                  "kept, its classification head is new where your labels differ. A small learning "
+                                  "rate (2e-5 to 5e-5) suits a pre-trained model.")
     return "" if choice == SCRATCH else folders[choice]
 
 
