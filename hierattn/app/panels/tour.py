@@ -312,9 +312,40 @@ def transformer_heads(checkpoints: dict[str, Path]) -> None:
                     "spread on most tweets: positional heads come with pre-training, not with attention itself.")
 
 
+def pretrained_heads(checkpoints: dict[str, Path]) -> None:
+    """Step 6: the heads Clark et al. (2019) found in BERT, on the shipped pre-trained encoder."""
+    from hierattn.analysis import clark, heads
+
+    st.subheader("A pre-trained transformer: the heads Clark et al. found")
+    st.markdown("all-MiniLM-L6-v2 learnt English from over a billion sentence pairs before it saw a tweet; "
+                "tweets-minilm is it fine-tuned here on 4,000 tweets. Clark et al. (2019) found in pre-trained BERT "
+                "heads that put over half of their attention on the **previous** or the **next** token, and middle "
+                "layers that sink over half of theirs on one special token, [SEP] in BERT. Each share below stands "
+                "beside an even spread over the same tokens: 1/T for a position, s/T for s special tokens.")
+    ex = _explained_pick(_rate(6, checkpoints), "tweets", "A tweet from the test split", "tour6_doc",
+                         checkpoints["tweets-minilm"])
+    rows = clark.profile(ex)
+    layers = clark.by_layer(rows)
+    best = max(rows, key=lambda r: max(r["previous"] - r["previous_even"], r["next"] - r["next_even"]))
+    side = "previous" if best["previous"] - best["previous_even"] >= best["next"] - best["next_even"] else "next"
+    sink = max(layers, key=lambda r: r["first special"] - r["first special_even"])
+    first = rows[0]["first_special"] or "the first token"
+    excess = min(best[side] - best[f"{side}_even"], sink["first special"] - sink["first special_even"])
+    _verdict(excess >= heads.MARGIN, f"Layer {best['layer'] + 1}, head {best['head'] + 1} gives "
+             f"{best[side]:.0%} of its attention to the {side} token (even: {best[f'{side}_even']:.0%}); layer "
+             f"{sink['layer'] + 1}'s heads give {viz.md_text(first)} {sink['first special']:.0%} on average (even: "
+             f"{sink['first special_even']:.0%}).", "“pre-training leaves positional heads and a sink”")
+    chart(viz.clark_layers(layers, first), "what the heads look at, layer by layer", key="tour_pretrained_layers")
+    st.markdown(f"**Beside the paper.** In BERT-base, Clark et al. report heads with over 50% on the previous or "
+                f"next token, and over half of layers 6-10's attention on [SEP]. This encoder sinks on "
+                f"{viz.md_text(first)} instead: the same habit, another token (a sink is where a head puts attention "
+                "it has no use for). Step 5 asks the same of a BERT trained from scratch on these tweets alone.")
+
+
 # The steps in order: (title, the shipped checkpoints each needs, the function that draws it)
 STEPS = {1: ("1 · Target attention", ["bbc-news-hcan"], target_attention),
          2: ("2 · Two self-attentions", ["tweets-hcan"], two_self_attentions),
          3: ("3 · Diagonal or columnar", ["tweets-sanet", "bbc-news-sanet"], diagonal_or_columnar),
          4: ("4 · HAN and HCAN", ["tweets-han", "tweets-hcan"], han_and_hcan),
-         5: ("5 · Inside a transformer", ["tweets-transformer"], transformer_heads)}
+         5: ("5 · Inside a transformer", ["tweets-transformer"], transformer_heads),
+         6: ("6 · A pre-trained transformer", ["tweets-minilm"], pretrained_heads)}
