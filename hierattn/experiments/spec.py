@@ -58,7 +58,11 @@ class Experiment:
                   if k != "seed" and not (k in ADDED_LATER and v == ADDED_LATER[k])}
         # Text settings left unset (None) stay out, so a setting added later keeps old digests.
         text = {k: v for k, v in dataclasses.asdict(self.text).items() if v is not None}
-        blob = json.dumps([self.dataset, self.model, self.config, text, recipe], sort_keys=True)
+        reads = REGISTRY[self.model].reads if self.model in REGISTRY else "words"
+        # A model's input is part of its runs: a transformer that read our words before it read the text
+        # recorded results that are not this row's. Word models keep their old digests.
+        blob = json.dumps([self.dataset, self.model, self.config, text, recipe] + ([reads] if reads != "words" else []),
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def differences(self, other: Experiment) -> list[str]:

@@ -54,6 +54,9 @@ class ModelSpec:
     ``relabel``: for a model that can be trained further from a checkpoint (fine-tuning),
     ``relabel(model, labels) -> model``: the same model with a classification head for ``labels``
     (kept where they are the checkpoint's, new otherwise). None: it always starts from scratch.
+    ``reads``: what its input is, when it is not our words (``"words"``): a model that reads the raw text
+    through its own tokenizer says ``"text"``. Part of a registry run's digest: results recorded when
+    it read something else are not its results.
     """
 
     name: str
@@ -70,6 +73,7 @@ class ModelSpec:
     folder: object | None = field(default=None, compare=False)
     vocabulary: Callable | None = None
     relabel: Callable | None = None
+    reads: str = "words"
 
     @property
     def fitted(self) -> bool:

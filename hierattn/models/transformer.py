@@ -386,4 +386,4 @@ SPEC = ModelSpec(
                 50000)),
     maps="every layer's self-attention per head over its subword tokens, the same between words and between "
          "sentences, and the last layer's first-token ([CLS]) row over words and sentences",
-    folder=HuggingFaceFolder(), vocabulary=vocabulary, relabel=relabel)
+    folder=HuggingFaceFolder(), vocabulary=vocabulary, relabel=relabel, reads="text")
