@@ -294,7 +294,8 @@ def test_fine_tune_a_hugging_face_folder_from_the_page(train_env):
     save_tiny("bert", train_env / "tiny-bert")
     at = upload(open_train_page(), toy_csv())
     at.selectbox(key="model_type").set_value("transformer").run()
-    assert at.selectbox(key="start_from_transformer").options == ["a new model, from scratch", "tiny-bert"]
+    assert at.selectbox(key="start_from_transformer").options == ["a new model, from scratch", "tiny-bert",
+                                                                  "all-MiniLM-L6-v2 (pretrained)"]  # installed
     assert [n.key for n in at.number_input if n.key.startswith("hp_transformer_")]  # from scratch: its sizes
     at.selectbox(key="start_from_transformer").set_value("tiny-bert").run()
     # a pre-trained start: none of the sizes (the checkpoint's), a small learning rate and few epochs
@@ -312,3 +313,4 @@ def test_fine_tune_a_hugging_face_folder_from_the_page(train_env):
     assert tuned.labels == ["neg", "pos"] and tuned.vocab.tokenizer.to_str() == base.vocab.tokenizer.to_str()
     saved = json.loads((train_env / "films-bert" / "metrics.json").read_text())
     assert saved["train_config"]["start_from"].endswith("tiny-bert") and "attention_gini" in saved["history"][0]
+    assert saved["train_config"]["lr_schedule"] == "warmup" and "base_model" not in saved
