@@ -178,6 +178,12 @@ class SubwordVocab:
         _, _, _, stop = self._read(document)
         return Document(document.text, sentences, truncation, document.skipped).skipping([(stop, len(document.text))])
 
+    def lengths(self, documents: list[Document]) -> list[int]:
+        """How many tokens the model reads of each document, special tokens included (batching
+        sorts by it: a batch is padded to its longest)."""
+        frame = len(self.prefix) + len(self.suffix)
+        return [min(len(ids), self.room) + frame for ids, _, _, _ in self._encodings(documents)]
+
     def pieces(self, documents: list[Document]) -> Pieces:
         """The documents as the model reads them, each cut at the window on a word boundary."""
         rows = []

@@ -67,3 +67,17 @@ def test_the_window_cuts_after_its_last_piece_as_transformers_truncation_does():
     assert vocab.pieces([cut]).ids[0].tolist() == full.ids[:6] + [full.ids[-1]]
     erased = without(cut, {0})  # taking a word out lets in no text past the window
     assert "and" not in read_text(erased)[0]
+
+
+def test_batches_of_a_model_that_reads_text_are_sorted_by_its_pieces(vocab):
+    """A batch is padded to its longest sequence of pieces: sorted by them, a batch holds little padding
+    (sorted by sentences, 41% of a fine-tuning epoch of tweets was padding)."""
+    from hierattn.data.batches import bucketed_batches
+
+    texts = ["the movie", "the movie was great and the plot was fun and the acting was good", "it is bad",
+             "a film. it is great! i loved it. the story is fun and the actor is good", "boring", "the plot"] * 4
+    documents = [tokenize(t) for t in texts]
+    assert vocab.lengths(documents[:2]) == [4, 16]  # [CLS] the movie [SEP]; 14 words and the frame
+    batches = bucketed_batches(documents, [0] * len(texts), vocab, 4, shuffle=True)
+    read = sum(int(b.pieces.mask.sum()) for b in batches)
+    assert read == sum(vocab.lengths(documents)) and read / sum(b.pieces.ids.numel() for b in batches) > 0.95
