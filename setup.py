@@ -10,8 +10,8 @@ from setuptools import setup
 HERE = Path(__file__).resolve().parent
 SHIPPED = ("app.py", ".streamlit/config.toml", "pages", "checkpoints", "experiments", "results")
 SHIPPED_CHECKPOINTS = ("bbc-news-han", "bbc-news-hcan", "bbc-news-sanet", "bbc-news-transformer", "tweets-halstm",
-                       "tweets-han", "tweets-hcan", "tweets-kimcnn", "tweets-mahnn", "tweets-onlstm", "tweets-sanet",
-                       "tweets-transformer")
+                       "tweets-han", "tweets-hcan", "tweets-kimcnn", "tweets-mahnn", "tweets-minilm", "tweets-onlstm",
+                       "tweets-sanet", "tweets-transformer")
 
 
 def data_files() -> list[tuple[str, list[str]]]:

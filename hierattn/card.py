@@ -17,7 +17,10 @@ TRAIN_SETTINGS = {  # the recipe's fields as a reader names them, in the order a
     "weight_decay": "weight decay", "patience": "early-stopping patience (epochs)", "clip": "gradient clipping",
     "word_dropout": "word dropout", "embeddings": "embedding initialisation", "min_freq": "vocabulary minimum count",
     "max_vocab": "vocabulary size cap", "precision": "precision", "seed": "seed",
+    "train_documents": "training documents (at most; each class in proportion)",
 }
+# What a model reading its own tokenizer's pieces never uses: our word vocabulary and its embeddings
+WORD_SETTINGS = ("embeddings", "min_freq", "max_vocab")
 
 
 def _cell(value) -> str:
@@ -89,7 +92,9 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
     recipe = metrics.get("train_config") or {}
     if recipe:
         lines += ["| setting | value |", "|---|---|"]
-        lines += [f"| {label_} | {_cell(recipe[k])} |" for k, label_ in TRAIN_SETTINGS.items() if k in recipe]
+        unused = (() if not subwords else WORD_SETTINGS if recipe.get("start_from") else ("embeddings", "max_vocab"))
+        lines += [f"| {label_} | {_cell(recipe[k])} |" for k, label_ in TRAIN_SETTINGS.items()
+                  if k in recipe and k not in unused and not (k == "train_documents" and not recipe[k])]
         lines.append("")
     run = []
     if "epochs_run" in metrics:

@@ -109,7 +109,13 @@ class SubwordVocab:
         return cls(tokenizer, window, pad_id)
 
     def save(self, directory: str | Path) -> None:
+        """``tokenizer.json``, and ``tokenizer_config.json`` with the window as ``model_max_length``:
+        without it transformers' ``tokenizer(text, truncation=True)`` cuts nothing, and a text longer
+        than the window fails in the model's position table instead of being read as the app reads it."""
         self.tokenizer.save(str(Path(directory) / TOKENIZER_FILE))
+        config = Path(directory) / "tokenizer_config.json"
+        settings = json.loads(config.read_text()) if config.is_file() else {}
+        config.write_text(json.dumps({**settings, "model_max_length": self.window}, indent=2))
 
     def __len__(self) -> int:
         return self.tokenizer.get_vocab_size()

@@ -138,7 +138,9 @@ def config_from_hf(config) -> TransformerConfig:
                              first("num_attention_heads", "n_heads", "num_heads"),
                              first("hidden_size", "dim", "d_model"), first("intermediate_size", "hidden_dim"),
                              first("max_position_embeddings", default=512),
-                             0.0, first("pad_token_id"), float(getattr(config, "initializer_range", 0.02)))
+                             float(next((getattr(config, n) for n in ("hidden_dropout_prob", "dropout")
+                                         if isinstance(getattr(config, n, None), (int, float))), 0.0)),
+                             first("pad_token_id"), float(getattr(config, "initializer_range", 0.02)))
 
 
 class TransformerClassifier(nn.Module):
@@ -300,7 +302,8 @@ class HuggingFaceFolder:
         ours = cls.ours(directory, read_json)
         ours = ours if isinstance(ours, dict) else {}
         library = cls.library_config(config)
-        summary = {**asdict(config_from_hf(library)), "library_model_type": config["model_type"]}
+        summary = {k: v for k, v in asdict(config_from_hf(library)).items() if k != "subwords"}  # a from-scratch knob
+        summary["library_model_type"] = config["model_type"]
         if ours.get("attention_weights") == "uniform":
             summary["attention_weights"] = "uniform"
         if cls.named_code(config):
@@ -321,6 +324,7 @@ class HuggingFaceFolder:
         from safetensors.torch import save_file
 
         encoder = model.encoder
+        encoder.config.architectures = [type(encoder).__name__]  # a base encoder's start said "BertModel"
         encoder.config.id2label = dict(enumerate(labels))
         encoder.config.label2id = {label: i for i, label in enumerate(labels)}
         encoder.config.save_pretrained(directory)

@@ -193,7 +193,7 @@ def _tour_verdicts(at) -> list[str]:
     return [shown(s.value) for s in at.success] + [shown(w.value) for w in at.warning]
 
 
-@pytest.mark.parametrize("step", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("step", [1, 2, 3, 4, 5, 6])
 def test_tour_steps_run_on_the_shipped_checkpoints(step):
     """Each step's verdict stands apart from its figures, beside the null that keeps what its claim is
     not about, with the rate over the whole test split; where the rate is at chance, the step says so."""
@@ -205,7 +205,7 @@ def test_tour_steps_run_on_the_shipped_checkpoints(step):
     assert all(v.startswith("**On this document,") for v in verdicts)
     assert not any("shown here" in v or "—" in v for v in verdicts)  # a verdict apart from its figures
     baseline = {1: "even spread", 2: "ways to split the 8 heads", 3: "each row's weights shuffled", 4: "even spread",
-                5: "even spread"}[step]
+                5: "even spread", 6: "even:"}[step]
     assert all(baseline in v for v in verdicts)  # beside the null that keeps what the claim is not about
     rate = next(i.value for i in at.info if "How often it holds" in i.value)
     assert "test split" in rate and "%" in rate  # the rate over the whole split, beside the example
@@ -215,6 +215,9 @@ def test_tour_steps_run_on_the_shipped_checkpoints(step):
         assert any("What this says, and what it does not" in m.value for m in at.markdown)
     if step == 2:  # tweets-hcan's branches differ no more often than chance over the split: said so
         assert "1 in 35" in rate and any("no more often than chance" in m.value for m in at.markdown)
+    if step == 6:  # the pre-trained encoder: its [CLS] sink and a positional head, beside the paper's BERT
+        assert "[CLS]" in verdicts[0] and re.search(r"to the (previous|next) token", verdicts[0])
+        assert any("Beside the paper" in m.value and "[SEP]" in m.value for m in at.markdown)
     if step == 4:  # HAN against HCAN: what the sweep of the start shows, when it is recorded
         assert any("Is it the architecture, or where training started?" in m.value for m in at.markdown) or any(
             "sweep of where the query vectors start is not recorded" in c.value for c in at.caption)

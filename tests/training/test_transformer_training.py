@@ -30,6 +30,9 @@ def test_a_transformer_trains_from_scratch_with_its_own_tokenizer(tmp_path):
     c = load_classifier(out, device="cpu")
     assert c.display_name == "RoBERTa (2 layers × 2 heads)" and c.labels == sorted(data.label_names)
     assert c.vocab.window == 64 and c.vocab.prefix_tokens == ["<s>"] and len(c.vocab) <= 300
+    from transformers import AutoTokenizer  # plain transformers truncates at the window, as the app reads
+
+    assert AutoTokenizer.from_pretrained(out).model_max_length == 64
     assert c.dataset == "mine" and "test_accuracy" in c.metrics
 
 
