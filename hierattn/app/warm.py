@@ -21,9 +21,9 @@ def warm_up() -> None:
 
     from hierattn import viz  # noqa: F401  plotly
     from hierattn.analysis import explain  # noqa: F401  torch
-    from hierattn.checkpoint import all_checkpoints
     from hierattn.data.builtin import load_builtin
     from hierattn.data.text import tokenize
+    from hierattn.home import all_checkpoints
 
     tokenize("The tokeniser is ready. Its pipeline loads once.")
     for path in all_checkpoints()[:1]:  # the one Explore opens with (its samples)

@@ -4,9 +4,8 @@ polled by the page, never touching Streamlit.
 A ``TrainingJob`` holds everything the page shows (status, progress, per-epoch history, the final
 message) behind a lock; the watching thread writes what the process reports, the page reads
 ``snapshot()``. The process runs the same ``training.train`` the command line runs, its event
-callback sending each event back through a queue. ``JobManager`` keeps
-the jobs of one app process (shared by every browser session), caps how many run at once, and
-refuses two runs that would write the same checkpoint.
+callback sending each event back through a queue. ``JobManager`` keeps the jobs of one app process
+(shared by every browser session), caps how many run at once, refuses two that write one checkpoint.
 """
 from __future__ import annotations
 
@@ -109,18 +108,13 @@ class TrainingJob:
         self.stop.set()
 
     def _time_left(self, done_steps: int, total_steps: int) -> float | None:
-        """At most how long the run has left, from its own measured training rate: the batches left,
-        then the validations still to come (one an epoch) and the test. A pass that only predicts
-        reads about twice as fast as training (a forward was 46% of a MiniLM training step, the
-        backward and Adam the rest); early stopping can only shorten it. None before a rate is
-        measured: the time spent reading and tokenising says nothing of the model's speed."""
+        """At most the time left at the measured training rate: the batches left, then the validations
+        to come and the test (a tenth of the documents each, predicted about twice as fast as trained:
+        a forward was 46% of a MiniLM step). None before a rate is measured."""
         if self.status != "running" or not done_steps or not total_steps or not self.docs_per_s:
             return None
-        documents = self.documents or 0
-        held_out = documents // 10  # validation and test: a tenth each (80/10/10)
-        batches_left = total_steps - done_steps
-        predicting = held_out * (self.config.epochs - self.epoch + 1) + held_out
-        return (batches_left * self.config.batch_size + predicting / 2) / self.docs_per_s
+        predicting = (self.documents or 0) // 10 * (self.config.epochs - self.epoch + 2) / 2
+        return ((total_steps - done_steps) * self.config.batch_size + predicting) / self.docs_per_s
 
     def snapshot(self) -> dict:
         """A consistent copy of what the page shows."""
@@ -128,13 +122,12 @@ class TrainingJob:
             done_steps = (self.epoch - 1) * self.steps + self.step if self.epoch else 0
             total_steps = self.config.epochs * self.steps
             elapsed = (self.finished or time.time()) - self.started
-            eta = self._time_left(done_steps, total_steps)
             return {"id": self.id, "name": self.name, "status": self.status, "epoch": self.epoch,
                     "epochs": self.config.epochs, "step": self.step, "steps": self.steps,
                     "fraction": done_steps / total_steps if total_steps else 0.0, "docs_per_s": self.docs_per_s,
-                    "eta_seconds": eta, "elapsed_seconds": elapsed, "history": [dict(h) for h in self.history],
-                    "losses": list(self.losses), "loss_stride": self.loss_stride, "message": self.message,
-                    "metrics": dict(self.metrics),
+                    "eta_seconds": self._time_left(done_steps, total_steps), "elapsed_seconds": elapsed,
+                    "history": [dict(h) for h in self.history], "losses": list(self.losses),
+                    "loss_stride": self.loss_stride, "message": self.message, "metrics": dict(self.metrics),
                     "model_type": self.model_type, "dataset": self.dataset_name, "documents": self.documents,
                     "stopping": self.stop.is_set(), "cores": cores(),
                     "threads": threads_of(self._process.pid) if self._process and self.status == "running" else None}

@@ -159,7 +159,8 @@ def _start_from(where, model_type: str) -> str:
     fine-tune (its tokenizer and weights kept, a new head for your labels), or none."""
     if REGISTRY[model_type].relabel is None:
         return ""
-    from hierattn.checkpoint import CheckpointError, all_checkpoints, described
+    from hierattn.checkpoint import CheckpointError, described
+    from hierattn.home import all_checkpoints
 
     def of_this_type(path) -> bool:
         try:
@@ -170,7 +171,7 @@ def _start_from(where, model_type: str) -> str:
     from hierattn.models import pretrained
 
     folders = {p.name: str(p) for p in all_checkpoints() if of_this_type(p)}
-    if model_type == "transformer":  # pretrained encoders installed as packages (models.pretrained)
+    if REGISTRY[model_type].reads == "text":  # pretrained encoders installed as packages (models.pretrained)
         folders.update({f"{name} (pretrained)": str(path) for name, path in pretrained.installed().items()})
     choice = where.selectbox("Start from", [SCRATCH] + list(folders), key=f"start_from_{model_type}",
                              help="Fine-tune a pretrained encoder or a checkpoint of this type (a Hugging Face folder "
