@@ -110,6 +110,7 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
               "## Metrics", "",
               "| split | accuracy |", "|---|---:|",
               f"| validation | {_percent(validation)} |", f"| test | {_percent(test)} |", "",
+              *([f"{_cell(metrics['measured_again'])}", ""] if isinstance(metrics.get("measured_again"), str) else []),
               "Within the run, the weights were chosen on the validation split and the test split was never trained "
               "on. How the recipe itself was chosen is not recorded here: a recipe picked by its test score "
               "overstates that score (hierattn's README says how its shipped recipes were chosen). One run, one "
