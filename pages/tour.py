@@ -8,7 +8,7 @@ from hierattn.app.routing import run_through_app
 
 run_through_app()
 st.title("A tour of attention in text classifiers")
-st.caption("Four ideas from the HCAN and SANet papers and one from a study of BERT's heads, each with what to notice "
+st.caption("Four ideas from the HCAN and SANet papers and two from a study of BERT's heads, each with what to notice "
            "and a live check on our own "
            "models. A claim holds on a document only when the model beats a baseline that keeps what the claim is "
            "not about (an even spread of the same structure; every other split of the same heads; each row's own "

@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 from hierattn.analysis.heads import PATTERNS
 from hierattn.viz.figures import COLORSCALE
 
+SHORT = {"previous": "prev", "next": "next", "special": "spec", "same word": "same"}  # a pattern in a narrow cell
+
 
 def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str],
               head_names: Sequence[str]) -> go.Figure:
@@ -16,7 +18,17 @@ def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str
     colour scale; ``labels``: what each cell says ("previous 92%", "no finding")."""
     z = values.tolist() if hasattr(values, "tolist") else [list(r) for r in values]
     rows, cols = len(layer_names), len(head_names)
-    text = [[str(labels[i][j]).replace(" ", "<br>", 1) for j in range(cols)] for i in range(rows)]
+    # Twelve heads leave a cell about 40 px wide at 1024 px: "no finding" and "previous" overflowed it,
+    # so many heads get short names (said under the grid) and an empty cell where nothing was found.
+    many = cols > 6
+
+    def cell(label: str) -> str:
+        if not many:
+            return label.replace(" ", "<br>", 1)
+        name, _, share = label.rpartition(" ")
+        return "" if label == "no finding" else f"{SHORT.get(name, name[:4])}<br>{share}"
+
+    text = [[cell(str(labels[i][j])) for j in range(cols)] for i in range(rows)]
     dark = [[z[i][j] > 0.55 for j in range(cols)] for i in range(rows)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(cols)), y=list(range(rows)), zmin=0, zmax=1, zauto=False,
                                colorscale=COLORSCALE,
@@ -27,8 +39,11 @@ def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str
     for i in range(rows):
         for j in range(cols):
             fig.add_annotation(x=j, y=i, text=text[i][j], showarrow=False,
-                               font=dict(size=13, color="white" if dark[i][j] else "#1f2937"))
-    fig.update_layout(height=max(220, 58 * rows + 110), margin=dict(l=10, r=10, t=40, b=10),
+                               font=dict(size=11 if many else 13, color="white" if dark[i][j] else "#1f2937"))
+    if many:
+        fig.update_xaxes(title=dict(text="prev: the previous token · next: the next token<br>spec: special tokens · "
+                                         "same: the same word · empty: no finding", font=dict(size=11)))
+    fig.update_layout(height=max(220, 58 * rows + 110 + 45 * many), margin=dict(l=10, r=10, t=40, b=10),
                       xaxis=dict(side="top", tickmode="array", tickvals=list(range(cols)), ticktext=list(head_names),
                                  showgrid=False),
                       yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(rows)),

@@ -1,4 +1,4 @@
-"""The Tour's five steps, each drawn on the shipped checkpoints and judged by ``analysis.tour``."""
+"""The Tour's six steps, each drawn on the shipped checkpoints and judged by ``analysis.tour``."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -318,10 +318,10 @@ def pretrained_heads(checkpoints: dict[str, Path]) -> None:
 
     st.subheader("A pre-trained transformer: the heads Clark et al. found")
     st.markdown("all-MiniLM-L6-v2 learnt English from over a billion sentence pairs before it saw a tweet; "
-                "tweets-minilm is it fine-tuned here on 4,000 tweets. Clark et al. (2019) found in pre-trained BERT "
-                "heads that put over half of their attention on the **previous** or the **next** token, and middle "
-                "layers that sink over half of theirs on one special token, [SEP] in BERT. Each share below stands "
-                "beside an even spread over the same tokens: 1/T for a position, s/T for s special tokens.")
+                "tweets-minilm is that model fine-tuned here on 4,000 tweets. Clark et al. (2019) found in pre-trained "
+                "BERT heads that put over half of their attention on the **previous** or the **next** token, and "
+                "middle layers that sink over half of theirs on one special token, [SEP] in BERT. Each share below "
+                "stands beside an even spread over the same tokens: 1/T for a position, s/T for s special tokens.")
     ex = _explained_pick(_rate(6, checkpoints), "tweets", "A tweet from the test split", "tour6_doc",
                          checkpoints["tweets-minilm"])
     rows = clark.profile(ex)

@@ -25,7 +25,7 @@ def welcome() -> None:
                        "below: each figure beside the baseline it must beat.")
         tour, hide = st.columns([3, 1])
         try:
-            tour.page_link("pages/tour.py", label="New to attention? Take the five-step Tour", icon=":material/school:")
+            tour.page_link("pages/tour.py", label="New to attention? Take the six-step Tour", icon=":material/school:")
         except StreamlitAPIException:  # the page run on its own, outside the app's navigation (tests)
-            tour.markdown("New to attention? Take the five-step **Tour** (in the sidebar).")
+            tour.markdown("New to attention? Take the six-step **Tour** (in the sidebar).")
         hide.button("Hide this", key="welcome_hide", on_click=lambda: st.session_state.update({HIDDEN: True}))
