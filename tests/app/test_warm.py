@@ -19,14 +19,14 @@ def test_streamlit_run_finds_the_app_with_its_lifespan():
 
 
 def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_path, monkeypatch):
-    from hierattn import checkpoint
+    from hierattn import home
     from hierattn.data import builtin, text
     from hierattn.training import jobs
 
     first = tmp_path / "a-first"
     first.mkdir()
     (first / "config.json").write_text(json.dumps({"dataset": "tweets"}))
-    monkeypatch.setattr(checkpoint, "list_checkpoints", lambda root: [first, tmp_path / "b-second"])
+    monkeypatch.setattr(home, "all_checkpoints", lambda: [first, tmp_path / "b-second"])
     read = []
     monkeypatch.setattr(builtin, "load_builtin", read.append)
     started = []
