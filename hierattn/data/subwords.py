@@ -64,6 +64,11 @@ def read_text(document: Document) -> tuple[str, list[tuple[int, int]]]:
     return "".join(pieces), runs
 
 
+def _words_before(document: Document, stop: int) -> int:
+    """How many of the document's words (reading order) start before character ``stop``."""
+    return sum(t.start < stop for s in document.sentences for t in s.tokens)
+
+
 def _original(runs: list[tuple[int, int]], position: int) -> int:
     """A position of the string read, in ``document.text``."""
     read, start = runs[bisect.bisect_right(runs, (position, float("inf"))) - 1]
@@ -163,13 +168,13 @@ class SubwordVocab:
     def words_read(self, document: Document) -> int:
         """How many of the document's words (reading order) the model reads: those that start before
         the window's last piece ends."""
-        _, _, _, stop = self._read(document)
-        return sum(t.start < stop for s in document.sentences for t in s.tokens)
+        return _words_before(document, self._read(document)[3])
 
     def within_window(self, document: Document) -> Document:
         """``document`` cut to the words the model reads, the cut counted in its truncation and the
         rest of the text skipped."""
-        keep = self.words_read(document)
+        stop = self._read(document)[3]  # one encoding of the document for both the cut and the words kept
+        keep = _words_before(document, stop)
         if keep >= document.num_tokens:
             return document
         sentences, left = [], keep
@@ -181,7 +186,6 @@ class SubwordVocab:
             left -= len(tokens)
         truncation = replace(document.truncation, window_words_dropped=document.num_tokens - keep,
                              window=self.window)
-        _, _, _, stop = self._read(document)
         return Document(document.text, sentences, truncation, document.skipped).skipping([(stop, len(document.text))])
 
     def lengths(self, documents: list[Document]) -> list[int]:
