@@ -135,3 +135,60 @@ def explore_rerun_seconds(text: str, checkpoint: str, repeats: int) -> float:
         at.run()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def explore_drawn_seconds(texts: list[str], checkpoint: str, checkpoints: str | Path,
+                          timeout: float = 180.0) -> list[float] | None:
+    """Seconds from pasting each of ``texts`` (Ctrl+Enter) into Explore in headless Chromium to the
+    page drawn: no script running and no element left stale from the text before. Works for a
+    model without a prediction (a base encoder), which ``long_document_render_seconds`` waits for.
+    ``checkpoints`` is added beside the shipped ones (``HIERATTN_CHECKPOINTS``). The page is
+    polled five times a second: polling faster cost the page's own drawing a second (Playwright's
+    queries run on the page's thread). None without Playwright and Chromium."""
+    import os
+
+    chromium = _chromium()
+    if chromium is None:
+        return None
+    from playwright.sync_api import sync_playwright
+
+    busy = ("() => !!document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]') "
+            "|| !!document.querySelector('[data-stale=true]')")
+    before = os.environ.get("HIERATTN_CHECKPOINTS")
+    os.environ["HIERATTN_CHECKPOINTS"] = str(checkpoints)
+    out = []
+    try:
+        with _served_app(8599, timeout) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{url}/?model={checkpoint}")
+            page.wait_for_selector(".js-plotly-plot", timeout=timeout * 1000)
+            _quiet_since(page, busy, timeout)
+            for text in texts:
+                box = page.get_by_role("textbox", name="Document", exact=True)
+                box.fill(text)
+                start = time.perf_counter()
+                box.press("Control+Enter")
+                time.sleep(0.3)  # the rerun starts
+                out.append(_quiet_since(page, busy, timeout) - start)
+            browser.close()
+    finally:
+        if before is None:
+            os.environ.pop("HIERATTN_CHECKPOINTS", None)
+        else:
+            os.environ["HIERATTN_CHECKPOINTS"] = before
+    return out
+
+
+def _quiet_since(page, busy: str, timeout: float, hold: float = 0.6) -> float:
+    """The moment the page went quiet (``busy`` false) and stayed so for ``hold`` seconds."""
+    deadline, quiet = time.perf_counter() + timeout, None
+    while time.perf_counter() < deadline:
+        if page.evaluate(busy):
+            quiet = None
+        elif quiet is None:
+            quiet = time.perf_counter()
+        elif time.perf_counter() - quiet >= hold:
+            return quiet
+        time.sleep(0.2)
+    raise TimeoutError("the page did not settle")

@@ -39,9 +39,22 @@ def test_the_predicted_attention_cells_are_the_measured_ones(model_type, extra, 
     config = sized_for_text(model_type, {"vocab_size": 30, "num_classes": 3, **extra}, *caps)
     model = build_model(model_type, config).eval()
     if hasattr(model, "attention_cells"):  # a bound of its own (a transformer's window of subword tokens)
-        assert attention_cells(model, *caps) == model.attention_cells(*caps) >= _cells(model, *caps)
+        assert attention_cells(model, *caps) == model.attention_cells(*caps) >= _held(model, *caps)
         return
     assert attention_cells(model, *caps) == _cells(model, *caps)
+
+
+def _held(model, sentences: int, words: int) -> float:
+    """What an explanation at the caps holds, in float32 cells: its maps as ``Maps.held`` keeps them
+    (float16 counts half) and one layer of each map computed when read (the layer on screen)."""
+    from hierattn.contract import Batch, DerivedMap
+
+    ids = torch.full((1, sentences, words), 1, dtype=torch.long)
+    mask = torch.ones(1, sentences, words, dtype=torch.bool)
+    with torch.inference_mode():
+        held = model(Batch(ids, mask, mask.any(-1), None)).attentions.held()
+    one_layer = sum(held.layer(n, 0).weights.numel() for n in held if isinstance(held.describe(n), DerivedMap))
+    return held.weight_bytes / 4 + one_layer
 
 
 def test_a_model_whose_explanation_would_exceed_the_budget_is_refused_at_training(train_env, capsys):

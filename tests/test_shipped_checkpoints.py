@@ -75,6 +75,7 @@ def test_a_shipped_transformer_predicts_what_plain_transformers_predicts_on_the_
              "&lt;3 the new phone -- can't wait; \"best\" ever?", "Reading, writing; and (some) maths."]
     classifier = load_classifier(path, device="cpu")
     tokenizer = AutoTokenizer.from_pretrained(path)
+    assert tokenizer.model_max_length == classifier.window  # plain transformers truncates where the app does
     model = AutoModelForSequenceClassification.from_pretrained(path, dtype=torch.float32,
                                                                attn_implementation="eager").eval()
     for text in texts:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from hierattn.analysis.explain import Explanation
-from hierattn.analysis.heads import layered_map
+from hierattn.analysis.heads import layer_weights, layered_map
 
 TARGETS = ("first special", "other specials", "punctuation", "self", "previous", "next")
 SUBWORD_MARKS = ("##", "Ġ", "▁", "Ċ")  # WordPiece continuation, byte-level BPE and SentencePiece spaces
@@ -58,28 +58,31 @@ def profile(ex: Explanation) -> list[dict]:
     name = layered_map(ex)
     if name is None:
         return []
-    a = ex.attentions[name]
-    real = a.mask[0, 0, 0].diagonal()  # (T,)
-    weights = a.weights[0][..., real, :][..., real].double()  # (L, H, T, T): queries x keys, real tokens
-    layers, heads, t = weights.shape[0], weights.shape[1], weights.shape[-1]
-    masks = groups(ex.subwords, t)
-    shares = {target: weights[..., mask].sum(-1).mean(-1) for target, mask in masks.items()}
-    evens = {target: float(mask.sum()) / t for target, mask in masks.items()}
-    zero = torch.zeros(layers, heads, dtype=torch.float64)
-    shares["self"] = weights.diagonal(0, -2, -1).mean(-1)
-    # previous / next: over the queries that have one (as the head overview reads them)
-    shares["previous"] = weights.diagonal(-1, -2, -1).mean(-1) if t > 1 else zero
-    shares["next"] = weights.diagonal(1, -2, -1).mean(-1) if t > 1 else zero
-    evens.update({"self": 1 / t, "previous": 1 / t, "next": 1 / t})
-    entropy = -(weights * weights.clamp_min(1e-300).log()).sum(-1).mean(-1)  # mean over queries, nats
-    first = ex.subwords[0][0] if ex.subwords and masks["first special"].any() else None
+    return ex.remembered("clark.profile", lambda: _profile(ex, name))
+
+
+def _profile(ex: Explanation, name: str) -> list[dict]:
     rows = []
-    for layer in range(layers):
+    for layer in range(ex.layers(name)):  # a layer at a time: a 512-token MiniLM's whole map is 150 MB in float64
+        weights = layer_weights(ex, name, layer)  # (H, T, T): queries x keys, real tokens
+        heads, t = weights.shape[0], weights.shape[-1]
+        masks = groups(ex.subwords, t)
+        # a matrix-vector product per group: indexing the keys copied every layer three times over
+        shares = {target: (weights @ mask.to(weights.dtype)).mean(-1) for target, mask in masks.items()}
+        evens = {target: float(mask.sum()) / t for target, mask in masks.items()}
+        zero = torch.zeros(heads, dtype=torch.float64)
+        shares["self"] = weights.diagonal(0, -2, -1).mean(-1)
+        # previous / next: over the queries that have one (as the head overview reads them)
+        shares["previous"] = weights.diagonal(-1, -2, -1).mean(-1) if t > 1 else zero
+        shares["next"] = weights.diagonal(1, -2, -1).mean(-1) if t > 1 else zero
+        evens.update({"self": 1 / t, "previous": 1 / t, "next": 1 / t})
+        entropy = torch.special.entr(weights).sum(-1).mean(-1)  # -w ln w (0 at 0), mean over queries, nats
+        first = ex.subwords[0][0] if ex.subwords and masks["first special"].any() else None
         for head in range(heads):
             row = {"layer": layer, "head": head, "size": t, "first_special": first,
-                   "entropy": float(entropy[layer, head]), "entropy_even": math.log(t) if t else 0.0}
+                   "entropy": float(entropy[head]), "entropy_even": math.log(t) if t else 0.0}
             for target in TARGETS:
-                row[target] = float(shares[target][layer, head])
+                row[target] = float(shares[target][head])
                 row[f"{target}_even"] = evens[target]
             rows.append(row)
     return rows
@@ -156,9 +159,7 @@ def words_with_specials(ex: Explanation, layer: int, head: int | None = None) ->
     name = layered_map(ex)
     if name is None:
         raise ValueError("this model has no self-attention over subword tokens")
-    a = ex.attentions[name]
-    real = a.mask[0, 0, 0].diagonal()
-    weights = a.weights[0, layer][..., real, :][..., real].double()  # (H, T, T)
+    weights = layer_weights(ex, name, layer)  # (H, T, T)
     weights = weights.mean(0) if head is None else weights[head]
     t = weights.shape[-1]
     word = torch.tensor([w for _, w in ex.subwords][:t])

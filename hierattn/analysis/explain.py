@@ -5,14 +5,15 @@ contract (``ClassifierOutput`` / ``AttentionMap``), so it works for every model 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
 
 from hierattn.analysis.metrics import EVEN, GROUP_AXES, METRICS, attention_metrics, real_matrices
 from hierattn.checkpoint import Classifier
-from hierattn.contract import GATE, SENTENCE, AttentionMap
+from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
 from hierattn.limits import EXPLANATION_CELLS
@@ -54,13 +55,68 @@ class Explanation:
     labels: list[str]
     probabilities: list[float]
     document: Document
-    attentions: dict[str, AttentionMap]  # batch of one, on the CPU
-    metrics: list[dict]  # one row per self-attention matrix (map, level, sentence, head)
+    # batch of one, on the CPU; a transformer's word and sentence maps are computed when first read,
+    # its token map is held in float16 at 512 tokens (``contract.Maps``)
+    attentions: Mapping[str, AttentionMap]
+    # one row per self-attention matrix (map, level, sentence, head); None until first asked for
+    # (``metrics``): a transformer's 216 matrices at 512 tokens took 6 s, and a page shows one layer's
+    metric_rows: list[dict] | None = None
     # per sentence, per word: not in the model's vocabulary (it read <unk> there)
     unknown: list[list[bool]] = field(default_factory=list)
     # a model of subword tokens: each token it read (as its tokenizer writes it) and the reading-order
     # index of its word, -1 for a special token; the keys of its ``subword``-level maps. Empty otherwise.
     subwords: list[tuple[str, int]] = field(default_factory=list)
+
+    def __post_init__(self):
+        if not isinstance(self.attentions, Maps):
+            self.attentions = Maps(self.attentions)
+        self._metrics_by_map: dict[tuple[str, int | None], list[dict]] = {}
+        self._remembered: dict[str, object] = {}
+
+    def remembered(self, key: str, compute):
+        """``compute()``'s result, computed once for this explanation: figures a page shows on every
+        rerun (a 512-token transformer's head overview took 1.6 s), kept with it. Each result must
+        depend only on the explanation."""
+        if key not in self._remembered:
+            self._remembered[key] = compute()
+        return self._remembered[key]
+
+    @property
+    def metrics(self) -> list[dict]:
+        """Every self-attention matrix's metric row, computed the first time they are asked for."""
+        if self.metric_rows is None:
+            self.metric_rows = [r for name in self.self_attention_names for r in self.metrics_of(name)]
+        return self.metric_rows
+
+    def metrics_of(self, name: str, layer: int | None = None) -> list[dict]:
+        """The metric rows of map ``name``, only those of entry ``layer`` of its ``layer`` axis when
+        given (computing that layer alone): what a page showing one layer needs."""
+        a = self.describe(name)
+        if "layer" not in a.axes:
+            if (name, None) not in self._metrics_by_map:
+                self._metrics_by_map[name, None] = [{"map": name, "level": a.level, **r}
+                                                    for r in attention_metrics(self.attentions[name])]
+            return self._metrics_by_map[name, None]
+        if layer is None:
+            return [r for entry in range(self.layers(name)) for r in self.metrics_of(name, entry)]
+        if (name, layer) not in self._metrics_by_map:
+            rows = attention_metrics(self.attentions.layer(name, layer))
+            self._metrics_by_map[name, layer] = [{"map": name, "level": a.level, **r, "layer": layer} for r in rows]
+        return self._metrics_by_map[name, layer]
+
+    def describe(self, name: str) -> AttentionMap | DerivedMap:
+        """Map ``name``'s axes, level and kind, without computing a map that is computed when read."""
+        return self.attentions.describe(name)
+
+    def layers(self, name: str) -> int:
+        """Size of the map's ``layer`` axis (a transformer's layers); 1 when it has none."""
+        a = self._shaped(name)
+        return a.weights.shape[a.axis("layer")] if "layer" in a.axes else 1
+
+    def _shaped(self, name: str) -> AttentionMap:
+        # a map with weights to read sizes from: a derived map's source has its layers and heads
+        a = self.describe(name)
+        return self.describe(a.source) if isinstance(a, DerivedMap) else a
 
     @property
     def label(self) -> str:
@@ -72,11 +128,11 @@ class Explanation:
 
     @property
     def self_attention_names(self) -> list[str]:
-        return [n for n, a in self.attentions.items() if a.is_self_attention]
+        return [n for n in self.attentions if self.describe(n).is_self_attention]
 
     def heads(self, name: str) -> int:
         """Size of the map's head (or MahNN channel) axis; 1 when it has none."""
-        a = self.attentions[name]
+        a = self._shaped(name)
         axis = head_axis(a)
         return a.weights.shape[a.axis(axis)] if axis else 1
 
@@ -85,11 +141,11 @@ class Explanation:
 
     @property
     def nbytes(self) -> int:
-        """What holding it costs, roughly: its maps and masks, the text twice (as pasted and as
-        the cache's key), about 200 bytes a token and a metric row."""
-        tensors = sum(a.weights.numel() * a.weights.element_size() + a.mask.numel() * a.mask.element_size()
-                      for a in self.attentions.values())
-        return tensors + 4 * len(self.document.text) + 200 * (self.document.num_tokens + len(self.metrics))
+        """What holding it costs now, roughly: the maps it holds (``Maps.nbytes``: storage counted
+        once, the maps computed so far), the text twice (as pasted and as the cache's key), about
+        200 bytes a token and a metric row computed."""
+        rows = sum(len(r) for r in self._metrics_by_map.values()) + len(self.metric_rows or [])
+        return self.attentions.nbytes + 4 * len(self.document.text) + 200 * (self.document.num_tokens + rows)
 
     @property
     def unknown_count(self) -> int:
@@ -129,13 +185,19 @@ class Explanation:
 
     def target_name(self, level: str) -> str | None:
         """The map that weighs words (or sentences) for the document, if the model has one."""
-        return next((n for n, a in self.attentions.items() if not a.is_self_attention and a.level == level), None)
+        return next((n for n in self.attentions
+                     if not self.describe(n).is_self_attention and self.describe(n).level == level), None)
 
     def self_attention(self, name: str, sentence: int | None = None, head: int | None = None) -> torch.Tensor:
         """One (n, n) self-attention matrix over real positions: for ``sentence`` (the index along the
-        map's sentence or time axis), else the document's; ``head=None`` averages the heads (rows
-        still sum to 1)."""
-        mats = list(real_matrices(self.attentions[name], group=sentence))
+        map's sentence, time or layer axis), else the document's; ``head=None`` averages the heads
+        (rows still sum to 1). A layer is computed alone, the rest of the map left as it is."""
+        if "layer" in self.describe(name).axes and sentence is not None:
+            if not 0 <= sentence < self.layers(name):
+                raise KeyError(f"{name} has no layer {sentence}")
+            mats = list(real_matrices(self.attentions.layer(name, sentence), group=0))
+        else:
+            mats = list(real_matrices(self.attentions[name], group=sentence))
         if not mats:
             raise KeyError(f"{name} has no matrix for sentence {sentence}")
         if head is None:
@@ -163,7 +225,7 @@ class Explanation:
 
     def gate_names(self) -> list[str]:
         """Maps of kind ``gate`` (ON-LSTM's master forget gate): distributions over hidden units."""
-        return [n for n, a in self.attentions.items() if a.kind == GATE]
+        return [n for n in self.attentions if self.describe(n).kind == GATE]
 
     def gate_depth(self, name: str) -> torch.Tensor:
         """(words,) for a ``gate`` map: the expected split point of the master forget gate as a share
@@ -178,7 +240,35 @@ class Explanation:
         units = self.attentions[name].weights.shape[-1]
         return (units - 1) / (2 * units)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, maps: str | Iterable[str] = "all") -> dict:
+        """The explanation as JSON-ready data. ``maps``: ``"all"`` writes every map's weights;
+        ``"summary"`` writes every map's axes, level, kind and shape, and the weights of the maps
+        the text is painted with (those without a query axis: one weight a word or sentence), not
+        of the self-attention grids (a 512-token transformer's are 31 million weights, 780 MB of
+        JSON); a list of names writes those maps' weights and the summary of the rest."""
+        if maps == "all":
+            wanted = set(self.attentions)
+        elif maps == "summary":
+            wanted = {n for n in self.attentions if not self.describe(n).is_self_attention}
+        else:
+            wanted = set(maps)
+            unknown = wanted - set(self.attentions)
+            if unknown:
+                raise ExplainError(f"no map named {', '.join(sorted(unknown))}: this model's maps are "
+                                   f"{', '.join(self.attentions)}")
+
+        def entry(name: str) -> dict:
+            a = self.describe(name)
+            out = {"axes": list(a.axes), "level": a.level, "kind": a.kind, **({"source": a.source} if a.source else {})}
+            if name in wanted:
+                return {**out, "weights": self.attentions[name].weights.tolist()}
+            shaped = self._shaped(name)
+            shape = list(shaped.weights.shape)
+            if isinstance(a, DerivedMap):  # a derived map has its source's layers and heads, its own units
+                units = len(self.document.sentences) if a.level == SENTENCE else self.word_count()
+                shape = shape[:-2] + [units, units]
+            return {**out, "shape": shape}
+
         return {
             "checkpoint": self.classifier_name,
             "label": self.label,
@@ -193,17 +283,14 @@ class Explanation:
                 for i, s in enumerate(self.document.sentences)
             ],
             **({"subwords": [{"token": t, "word": w} for t, w in self.subwords]} if self.subwords else {}),
-            "attention": {
-                name: {"axes": list(a.axes), "level": a.level, "kind": a.kind, "weights": a.weights.tolist(),
-                       **({"source": a.source} if a.source else {})}
-                for name, a in self.attentions.items()
-            },
+            "attention": {name: entry(name) for name in self.attentions},
             "metrics": self.metrics,
         }
 
 
 def explain(classifier: Classifier, text: str, text_config: TextConfig | None = None) -> Explanation:
-    """Tokenise, run the model once, crop attention to this document, compute the metrics."""
+    """Tokenise, run the model once, keep its attention on the CPU (``Maps.held``). The metrics are
+    computed when first read (``Explanation.metrics``, ``metrics_of``)."""
     if not isinstance(text, str) or not text.strip():
         raise ExplainError("the text is empty: paste a document with at least one word")
     document = classifier.vocab.within_window(tokenize(text, text_config or classifier.text_config))
@@ -212,19 +299,14 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     batch = encode_documents([document], classifier.vocab).to(classifier.device)
     with torch.inference_mode():
         output = classifier.model(batch)
-    cells = sum(a.weights.numel() for a in output.attentions.values())
+        attentions = (output.attentions if isinstance(output.attentions, Maps) else Maps(output.attentions)).held()
+    cells = attentions.weight_bytes // 4  # float32 cells' worth: a float16 map counts half its cells
     if EXPLANATION_CELLS.exceeded(cells):  # a model whose cells could not be predicted when it was opened
         raise ExplainError(EXPLANATION_CELLS.message(cells, classifier.name))
     probabilities = torch.softmax(output.logits[0].float(), -1).tolist()
-    attentions = {n: replace(a, weights=a.weights.float().cpu(), mask=a.mask.cpu())
-                  for n, a in output.attentions.items()}
-    rows = []
-    for name, a in attentions.items():
-        if a.is_self_attention:
-            rows += [{"map": name, "level": a.level, **r} for r in attention_metrics(a)]
     unknown = classifier.vocab.unknown(document)
     tokens = getattr(classifier.vocab, "tokens", None)
-    return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, rows, unknown,
+    return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, None, unknown,
                        tokens(document) if tokens else [])
 
 
@@ -242,10 +324,14 @@ def metrics_table(explanation: Explanation, name: str | None = None, sentence: i
     """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each
     diagonality followed by its even-spread value at the matrix's size (``diagonality_b1_even``,
     ...); an even spread's Gini is 0 at every size, so that column is left out."""
-    import pandas as pd  # lazily: the command line's explain does without it
-
     rows = [r for r in explanation.metrics
             if (name is None or r["map"] == name) and (sentence is None or r["sentence"] == sentence)]
+    return _table(rows)
+
+
+def _table(rows: list[dict]) -> pd.DataFrame:
+    import pandas as pd  # lazily: the command line's explain does without it
+
     df = pd.DataFrame(rows)
     if df.empty:
         return df
@@ -261,8 +347,10 @@ def metrics_view(explanation: Explanation, level: str, group_axis: str | None, g
     (so its branches compare), for one sentence or time step (``group`` along ``group_axis``),
     numbered from 1 as the pickers number them, and the head column only where there are heads.
     ``METRIC_LABELS`` names its figures for a reader."""
-    table = metrics_table(explanation)
-    table = table[table["level"] == level]
+    names = [n for n in explanation.self_attention_names if explanation.describe(n).level == level]
+    layered = group_axis == "layer" and group is not None  # that layer's matrices alone are computed
+    rows = [r for n in names for r in explanation.metrics_of(n, group if layered else None)]
+    table = _table(rows)
     if group_axis:
         table = table[table[group_axis] == group]
     table = table.drop(columns=["level"] + [c for c in GROUP_AXES if c != group_axis and c in table])

@@ -35,8 +35,17 @@ PATTERNS = ("special", "previous", "next", "same word")
 
 def layered_map(ex: Explanation) -> str | None:
     """The map the overview reads: self-attention over subword tokens with a ``layer`` axis."""
-    return next((n for n, a in ex.attentions.items()
-                 if a.is_self_attention and a.level == "subword" and "layer" in a.axes and "head" in a.axes), None)
+    return next((n for n in ex.attentions if (a := ex.describe(n)).is_self_attention and a.level == "subword"
+                 and "layer" in a.axes and "head" in a.axes), None)
+
+
+def layer_weights(ex: Explanation, name: str, layer: int) -> torch.Tensor:
+    """(heads, T, T) float64: one layer of a layered map over its real tokens, read alone (a layer of
+    a 512-token MiniLM is 25 MB in float64; the whole map was 150 MB)."""
+    a = ex.attentions.layer(name, layer)
+    real = a.mask[0, 0, 0].diagonal()
+    weights = a.weights[0, 0] if bool(real.all()) else a.weights[0, 0][..., real, :][..., real]  # one document: all
+    return weights.double()
 
 
 def overview(ex: Explanation) -> list[dict]:
@@ -46,36 +55,36 @@ def overview(ex: Explanation) -> list[dict]:
     name = layered_map(ex)
     if name is None:
         return []
-    a = ex.attentions[name]
-    real = a.mask[0, 0, 0].diagonal()  # (T,)
-    weights = a.weights[0][..., real, :][..., real].double()  # (L, H, T, T) over real tokens
-    layers, heads, t = weights.shape[0], weights.shape[1], weights.shape[-1]
+    return ex.remembered("heads.overview", lambda: [
+        row for layer in range(ex.layers(name)) for row in _overview_of(ex, layer, layer_weights(ex, name, layer))])
+
+
+def _overview_of(ex: Explanation, layer: int, weights: torch.Tensor) -> list[dict]:
+    heads, t = weights.shape[0], weights.shape[-1]
     word = torch.tensor([w for _, w in ex.subwords][:t] if ex.subwords else [-1] * t)
     special = word == -1  # not a piece in no word (-2): that is punctuation the model reads
-    shares = {"special": weights[..., special].sum(-1).mean(-1),
-              "previous": weights.diagonal(-1, -2, -1).mean(-1) if t > 1 else torch.zeros(layers, heads),
-              "next": weights.diagonal(1, -2, -1).mean(-1) if t > 1 else torch.zeros(layers, heads)}
+    shares = {"special": (weights @ special.to(weights.dtype)).mean(-1),
+              "previous": weights.diagonal(-1, -2, -1).mean(-1) if t > 1 else torch.zeros(heads),
+              "next": weights.diagonal(1, -2, -1).mean(-1) if t > 1 else torch.zeros(heads)}
     evens = {"special": float(special.sum()) / t, "previous": 1 / t, "next": 1 / t}
     same = (word.unsqueeze(0) == word.unsqueeze(1)) & (word >= 0).unsqueeze(0) & ~torch.eye(t, dtype=torch.bool)
     split = same.any(-1)  # pieces of a word split in two or more
     if split.any():
-        shares["same word"] = (weights * same).sum(-1)[..., split].mean(-1)
+        shares["same word"] = (weights[..., split, :] * same[split]).sum(-1).mean(-1)
         evens["same word"] = float(same[split].sum(-1).double().mean()) / t
-    gini, diagonality = batched_matrix_metrics(weights.reshape(-1, t, t), torch.ones(layers * heads, t,
-                                                                                      dtype=torch.bool))
+    gini, diagonality = batched_matrix_metrics(weights, torch.ones(heads, t, dtype=torch.bool))
     even = even_spread(t)
     rows = []
-    for layer in range(layers):
-        for head in range(heads):
-            row = {"layer": layer, "head": head, "size": t, "gini": float(gini[layer * heads + head]),
-                   "gini_even": 0.0, "diagonality_b1": float(diagonality[layer * heads + head, 0]),
-                   "diagonality_b1_even": float(even["diagonality_b1"])}
-            for pattern in PATTERNS:
-                value = shares.get(pattern)
-                row[pattern] = None if value is None else float(value[layer, head])
-                row[f"{pattern}_even"] = evens.get(pattern)
-            row["finding"] = finding(row)
-            rows.append(row)
+    for head in range(heads):
+        row = {"layer": layer, "head": head, "size": t, "gini": float(gini[head]),
+               "gini_even": 0.0, "diagonality_b1": float(diagonality[head, 0]),
+               "diagonality_b1_even": float(even["diagonality_b1"])}
+        for pattern in PATTERNS:
+            value = shares.get(pattern)
+            row[pattern] = None if value is None else float(value[head])
+            row[f"{pattern}_even"] = evens.get(pattern)
+        row["finding"] = finding(row)
+        rows.append(row)
     return rows
 
 
@@ -154,8 +163,8 @@ def first_token_to_special(ex: Explanation, head: int | None = None) -> float | 
     name = layered_map(ex)
     if name is None or not ex.subwords:
         return None
-    a = ex.attentions[name]
-    row = a.weights[0, -1, :, 0, :].double()  # (heads, T)
+    a = ex.attentions.layer(name, ex.layers(name) - 1)
+    row = a.weights[0, 0, :, 0, :].double()  # (heads, T)
     row = row.mean(0) if head is None else row[head]
     special = torch.tensor([w < 0 for _, w in ex.subwords][: row.shape[-1]])
     return float(row[: len(special)][special].sum())

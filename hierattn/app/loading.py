@@ -126,17 +126,25 @@ class _Explanations:
             if key not in self.items:
                 return None
             self.items.move_to_end(key)
+            self._trim(EXPLANATION_MEMORY_MB.value * 2**20)  # what it holds grows as its maps are read
             return self.items[key][0]
 
     def keep(self, key: tuple[str, float, str], explanation: Explanation) -> None:
         budget = EXPLANATION_MEMORY_MB.value * 2**20
-        size = explanation.nbytes  # measured once: it sums every map's tensors
-        if size > budget:
+        if explanation.nbytes > budget:
             return
         with self.lock:
-            self.items[key] = (explanation, size)
-            while self.held_bytes > budget:
-                self.items.popitem(last=False)
+            self.items[key] = (explanation, explanation.nbytes)
+            self._trim(budget)
+
+    def _trim(self, budget: int) -> None:
+        """Let the least recently used go while the kept hold more than ``budget``, each measured now
+        (a transformer's explanation computes its word maps and metrics when they are first read),
+        the most recent always kept."""
+        for k, (e, _) in list(self.items.items()):
+            self.items[k] = (e, e.nbytes)
+        while len(self.items) > 1 and self.held_bytes > budget:
+            self.items.popitem(last=False)
 
     @property
     def held_bytes(self) -> int:

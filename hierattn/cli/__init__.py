@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--file")
     e.add_argument("--device")
     e.add_argument("--compact", action="store_true", help="one line of JSON")
+    e.add_argument("--maps", default="summary",
+                   help="the maps whose weights are written: 'summary' (default: the maps painted on the text; "
+                        "every map's axes and shape), 'all', or names separated by commas (word.self,sentence.self)")
     plugin_argument(e)
     e.set_defaults(func=reports.explain)
 
@@ -251,13 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     b.add_argument("--only", choices=["corpus", "batch-one", "overlap", "gpu", "soak", "classroom", "load",
-                                        "huggingface", "attribution"],
+                                        "huggingface", "attribution", "long-document"],
                    help="run this section alone and merge it into the --json figures (batch-one: HCAN Table 2's "
                         "timing protocol, also recorded under results/timing/; overlap: two trainings at once, and the "
                         "pages while a run trains; gpu: training and explain on the GPU, recorded; soak: sessions "
                         "that leave mid-computation, then the server's memory and time back to idle; load: 30 sessions "
                         "pasting at once into 1 and 2 workers; attribution: "
-                        "each attribution method's cost per document, recorded)")
+                        "each attribution method's cost per document, recorded; long-document: a 512-token "
+                        "document on all-MiniLM-L6-v2, explained and drawn in Explore)")
     b.set_defaults(func=bench)
 
     args, unknown = parser.parse_known_args(argv)

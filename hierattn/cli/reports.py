@@ -55,10 +55,12 @@ def explain(args) -> int:
         text = args.text if args.text is not None else _read_document(Path(args.file))
         classifier = load_classifier(find_checkpoint(args.checkpoint), device=args.device)
         result = explain(classifier, text)
+        maps = args.maps if args.maps in ("all", "summary") else [m.strip() for m in args.maps.split(",") if m.strip()]
+        data = result.to_dict(maps)
     except (CheckpointError, ExplainError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    json.dump(result.to_dict(), sys.stdout, indent=None if args.compact else 1)
+    json.dump(data, sys.stdout, indent=None if args.compact else 1)
     print()
     return 0
 

@@ -8,14 +8,29 @@ from __future__ import annotations
 
 import math
 
+from hierattn.contract import HALF_CELLS
 from hierattn.limits import CLASSES, CONFIG_NUMBER, EXPLANATION_CELLS
 
 
-def fitting_window(layers: int, heads: int) -> int:
-    """The most tokens whose explanation stays within ``limits.EXPLANATION_CELLS``: every layer's
-    and head's token map and the word map of as many words, 2 t² cells a head (the sentence maps,
-    a few hundred cells, are inside the margin of the square root's floor)."""
-    return max(8, math.isqrt(int(EXPLANATION_CELLS.value) // max(1, 2 * layers * heads)))
+def held_cells(layers: int, heads: int, tokens: int, sentences: int) -> int:
+    """The attention one explanation of ``tokens`` tokens holds, in float32 cells (what
+    ``limits.EXPLANATION_CELLS`` counts): every layer's and head's token map, in float16 once it is
+    past ``contract.HALF_CELLS`` (half a float32 cell each); the word and sentence maps of the layer
+    on screen (at most as many words as tokens), computed when read; the first token's rows."""
+    token = layers * heads * tokens ** 2
+    return ((token + 1) // 2 if token > HALF_CELLS else token) + heads * (tokens ** 2 + sentences ** 2) \
+        + heads * (tokens + sentences)
+
+
+def fitting_window(layers: int, heads: int, sentences: int = 0) -> int:
+    """The most tokens whose explanation holds at most ``limits.EXPLANATION_CELLS`` (``held_cells``),
+    8 at the least."""
+    # held_cells is not monotone where the token map passes HALF_CELLS (held in half, it drops), so
+    # scan down from the largest t any model could hold: heads x t^2 cells at the least
+    t = math.isqrt(int(EXPLANATION_CELLS.value) // max(1, heads)) + 1
+    while t > 8 and EXPLANATION_CELLS.exceeded(held_cells(layers, heads, t, sentences)):
+        t -= 1
+    return t
 
 
 def config_number_problem(config: dict) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from hierattn.contract import SENTENCE, SUBWORD, WORD, AttentionMap, Pieces
+from hierattn.contract import SENTENCE, SUBWORD, WORD, AttentionMap, DerivedMap, Maps, Pieces
 
 SITE = "subword.self"  # the maps' source, and the site every layer's attention passes through
 
@@ -44,21 +44,35 @@ def aggregate(weights: torch.Tensor, member: torch.Tensor, queries: bool = True)
     return to_units / to_units.sum(-1, keepdim=True).clamp_min(1e-12)
 
 
-def maps(weights: torch.Tensor, pieces: Pieces, word_mask: torch.Tensor) -> dict[str, AttentionMap]:
-    """The module doc's maps from every layer's token attention, weights (B, L, H, T, T)."""
+def maps(weights: torch.Tensor, pieces: Pieces, word_mask: torch.Tensor) -> Maps:
+    """The module doc's maps from every layer's token attention, weights (B, L, H, T, T). The word
+    and sentence self-attention are computed when first read (``contract.Maps``), a layer at a time
+    when only a layer is read: at 512 tokens they cost a second and 60 MB that Explore, showing one
+    layer, never needed."""
     token = pieces.mask
     pairs = (token.unsqueeze(-1) & token.unsqueeze(-2))[:, None, None].expand_as(weights)
-    weights = weights * pairs
+    weights = weights.mul_(pairs) if not weights.requires_grad else weights * pairs
     to_word, to_sentence = memberships(pieces, word_mask)
     axes = ("batch", "layer", "head", "query", "key")
-    out = {SITE: AttentionMap(weights, axes, SUBWORD, pairs)}
+    ready = {SITE: AttentionMap(weights, axes, SUBWORD, pairs)}
+    derived = {}
     first = weights[:, -1, :, 0, :]  # (B, H, T): the first token's row in the last layer
     for level, member in ((WORD, to_word), (SENTENCE, to_sentence)):
         real = member.sum(1) > 0  # (B, U): a unit with at least one token read
-        unit_pairs = (real.unsqueeze(-1) & real.unsqueeze(-2))[:, None, None]
-        grid = aggregate(weights, member) * unit_pairs
-        out[f"{level}.self"] = AttentionMap(grid, axes, level, unit_pairs.expand_as(grid), source=SITE)
+        derived[f"{level}.self"] = DerivedMap(axes, level, "attention", SITE, _grid(level, member, real))
         row = aggregate(first, member, queries=False) * real[:, None]
-        out[f"{level}.first_token"] = AttentionMap(row, ("batch", "head", "key"), level,
-                                                   real[:, None].expand_as(row), source=SITE)
-    return out
+        ready[f"{level}.first_token"] = AttentionMap(row, ("batch", "head", "key"), level,
+                                                     real[:, None].expand_as(row), source=SITE)
+    return Maps(ready, derived)
+
+
+def _grid(level: str, member: torch.Tensor, real: torch.Tensor):
+    """``DerivedMap.derive`` for the unit-to-unit map of ``level``: from any number of layers of
+    the token map (the source's weights, masked), the same layers between units."""
+    unit_pairs = (real.unsqueeze(-1) & real.unsqueeze(-2))[:, None, None]  # (B, 1, 1, U, U)
+
+    def derive(source: torch.Tensor, layer: int | None) -> AttentionMap:
+        grid = aggregate(source, member.to(source.device)) * unit_pairs.to(source.device)
+        return AttentionMap(grid, ("batch", "layer", "head", "query", "key"), level,
+                            unit_pairs.to(source.device).expand_as(grid), source=SITE)
+    return derive

@@ -56,7 +56,7 @@ from hierattn.data.tokenizer_rules import file_problem
 from hierattn.models import library_heads
 from hierattn.models.common import classification_output
 from hierattn.models.intervention import intervene
-from hierattn.models.library_limits import config_number_problem, fitting_window
+from hierattn.models.library_limits import config_number_problem, fitting_window, held_cells
 from hierattn.models.spec import Knob, ModelSpec
 from hierattn.models.subword_maps import SITE, maps
 
@@ -172,12 +172,16 @@ class TransformerClassifier(nn.Module):
 
     def attention_cells(self, sentences: int, words: int) -> int:
         """At most how many attention cells one explanation of a document of ``sentences`` x
-        ``words`` words holds: a full window of tokens (a word may be several), at most that many
-        words, across every layer and head, and the first-token rows (``budget`` reads this)."""
-        config = self.encoder.config
-        layers, heads = config_from_hf(config).layers, config_from_hf(config).heads
-        tokens, read = self.window, min(sentences * words, self.window)
-        return layers * heads * (tokens ** 2 + read ** 2 + sentences ** 2) + heads * (read + sentences)
+        ``words`` words holds (``library_limits.held_cells``) at a full window of tokens
+        (``budget`` reads this)."""
+        summary = config_from_hf(self.encoder.config)
+        return held_cells(summary.layers, summary.heads, self.window, sentences)
+
+    def forward_cells(self, sentences: int, words: int) -> int:
+        """The attention cells a forward pass over a full window computes in float32 before any is
+        kept: every layer's and head's token map (the admission's peak reads this)."""
+        summary = config_from_hf(self.encoder.config)
+        return summary.layers * summary.heads * self.window ** 2 + self.attention_cells(sentences, words)
 
     def pieces_from_words(self, batch: Batch) -> Pieces:
         """A batch without pieces (the budget's and the loader's probes): each real word read as one
@@ -200,7 +204,8 @@ class TransformerClassifier(nn.Module):
         out = self.encoder(input_ids=pieces.ids, attention_mask=pieces.mask.long(), output_attentions=return_attentions)
         attentions = {}
         if return_attentions:
-            attentions = maps(torch.stack(out.attentions, 1), pieces, word_mask)
+            layers, out.attentions = out.attentions, None  # the stack replaces them
+            attentions = maps(torch.stack(layers, 1), pieces, word_mask)
         return classification_output(out.logits, batch, attentions)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 
 # One colour scale for every view of attention, so shades compare across panels.
@@ -36,7 +37,10 @@ def zero_based(z, zmax: float | None = None) -> dict:
     """A heatmap's colour range: from 0 to ``zmax`` (a shared scale) or the map's own largest value,
     with plotly's automatic range off. ``zmin=0`` alone leaves ``zauto`` on, and plotly then spans
     the data's own minimum to maximum: a near-even map (0.05-0.14) was drawn white to navy."""
-    top = zmax if zmax is not None else max((v for row in z for v in row if v is not None), default=1.0)
+    if zmax is None and isinstance(z, np.ndarray):
+        top = float(np.nanmax(z)) if z.size else 1.0
+    else:
+        top = zmax if zmax is not None else max((v for row in z for v in row if v is not None), default=1.0)
     return dict(zmin=0.0, zmax=float(top) if top and top > 0 else 1.0, zauto=False)
 
 
@@ -65,9 +69,12 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     figure fills its column and the cells stay square (the plot area keeps a 1:1 aspect): for two
     heatmaps side by side, which a fixed width made 120 px wide at 1920 px or cut at 1024 px.
     """
-    z = matrix.tolist() if hasattr(matrix, "tolist") else [list(r) for r in matrix]
+    # arrays, not nested lists: plotly validates a list cell by cell (a 100 x 100 overview took a second)
+    z = np.asarray(matrix.tolist() if not isinstance(matrix, np.ndarray) and hasattr(matrix, "tolist") else matrix,
+                   dtype=np.float64)
     n = len(labels)
-    hover = [[f"{short(labels[i], 40)} → {short(labels[j], 40)}" for j in range(n)] for i in range(n)]
+    names = [short(label, 40) for label in labels]
+    hover = np.array([[f"{a} → {b}" for b in names] for a in names], dtype=object).reshape(n, n)
     longest = max((len(short(label)) for label in labels), default=1)
     font = 10 if compact or n > 30 else 12
     label_px = min(120, int(0.62 * font * longest) + 12)  # room for the tick labels (the top ones slanted)
@@ -94,10 +101,10 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
                                  tickfont=dict(size=font), **_ticks(labels)))
     if clickable and n:
         cell = max(4, side // n)
-        fig.add_trace(go.Scatter(x=[j for _ in range(n) for j in range(n)], y=[i for i in range(n) for _ in range(n)],
+        fig.add_trace(go.Scatter(x=np.tile(np.arange(n), n), y=np.repeat(np.arange(n), n),
                                  mode="markers", marker=dict(symbol="square", size=cell, opacity=0),
-                                 customdata=[hover[i][j] for i in range(n) for j in range(n)],
-                                 text=[f"{z[i][j]:.3f}" for i in range(n) for j in range(n)], showlegend=False,
+                                 customdata=hover.reshape(-1),
+                                 text=np.array([f"{v:.3f}" for v in z.reshape(-1)], dtype=object), showlegend=False,
                                  hovertemplate="query %{customdata}<br>weight %{text}<extra></extra>"))
         fig.data[0].hoverinfo = "skip"
         fig.update_layout(clickmode="event+select", dragmode=False)
@@ -319,9 +326,7 @@ def block_overview(matrix, block: int):
     """An (n, n) attention matrix summarised in blocks of ``block`` positions: cell (i, j) is the
     attention that the queries of block i give, on average, to all the keys of block j. Rows still
     sum to one, so the overview reads like the matrix it summarises. Returns a nested list."""
-    import numpy as np
-
-    m = np.asarray(matrix.tolist() if hasattr(matrix, "tolist") else matrix, dtype=np.float64)
+    m = np.asarray(matrix, dtype=np.float64)  # a tensor's own buffer: its tolist() took longer than the sums
     n = m.shape[0]
     edges = list(range(0, n, block)) + [n]
     keys = np.add.reduceat(m, edges[:-1], axis=1)  # (n, blocks): summed over each key block

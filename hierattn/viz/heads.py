@@ -29,17 +29,16 @@ def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str
         return "" if label == "no finding" else f"{SHORT.get(name, name[:4])}<br>{share}"
 
     text = [[cell(str(labels[i][j])) for j in range(cols)] for i in range(rows)]
-    dark = [[z[i][j] > 0.55 for j in range(cols)] for i in range(rows)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(cols)), y=list(range(rows)), zmin=0, zmax=1, zauto=False,
                                colorscale=COLORSCALE,
                                customdata=[[f"{layer_names[i]} · {head_names[j]}: {labels[i][j]}" for j in range(cols)]
                                            for i in range(rows)],
                                hovertemplate="%{customdata}<br>above an even spread by %{z:.2f}<extra></extra>",
-                               colorbar=dict(title="above even")))
-    for i in range(rows):
-        for j in range(cols):
-            fig.add_annotation(x=j, y=i, text=text[i][j], showarrow=False,
-                               font=dict(size=11 if many else 13, color="white" if dark[i][j] else "#1f2937"))
+                               colorbar=dict(title="above even"),
+                               # the heatmap's own cell text, its colour set against each cell's by plotly:
+                               # one annotation a head was measured and placed one by one in the browser
+                               # (72 heads: most of a second there)
+                               text=text, texttemplate="%{text}", textfont=dict(size=11 if many else 13)))
     if many:
         fig.update_xaxes(title=dict(text="prev: the previous token · next: the next token<br>spec: special tokens · "
                                          "same: the same word · empty: no finding", font=dict(size=11)))

@@ -114,3 +114,23 @@ def test_real_matrices_can_pick_one_sentence():
     assert [(s, m.shape[0]) for s, _, m in real_matrices(a, group=1)] == [(1, 2)]
     assert [s for s, _, _ in real_matrices(a)] == [0, 1]
     assert list(real_matrices(a, group=None)) == [] and list(real_matrices(a, group=5)) == []
+
+
+@pytest.mark.parametrize("prefix", [True, False])
+def test_batched_metrics_equal_each_cropped_matrix(prefix):
+    """Real positions as padding leaves them (a prefix: the band sums run along diagonals) and
+    scattered (the general path): each matrix's figures equal ``matrix_metrics`` of its crop."""
+    from hierattn.analysis.metrics import batched_matrix_metrics, matrix_metrics
+
+    torch.manual_seed(0)
+    sizes = [1, 2, 5, 9, 30]
+    real = torch.zeros(len(sizes), 32, dtype=torch.bool)
+    for i, n in enumerate(sizes):
+        real[i, torch.arange(n) if prefix else torch.randperm(32)[:n]] = True
+    weights = torch.softmax(torch.randn(len(sizes), 32, 32) * 3, -1) * (real[:, :, None] & real[:, None, :])
+    gini, diagonality = batched_matrix_metrics(weights, real, cells_per_chunk=64)
+    for i in range(len(sizes)):
+        idx = real[i].nonzero().squeeze(1)
+        expected = matrix_metrics(weights[i][idx][:, idx])
+        assert float(gini[i]) == pytest.approx(expected["gini"], abs=1e-6)
+        assert diagonality[i].tolist() == pytest.approx([expected[f"diagonality_b{b}"] for b in range(1, 6)], abs=1e-6)

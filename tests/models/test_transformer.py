@@ -301,3 +301,55 @@ def test_a_folder_over_the_limits_is_refused_before_its_weights_are_read(folder,
     monkeypatch.setenv("HIERATTN_MAX_VOCAB_MB", "0.001")
     with pytest.raises(CheckpointError, match="tokenizer.json's size"):
         load_classifier(folder, device="cpu")
+
+
+def _clark_by_hand(token: torch.Tensor, word: list[int], units: int) -> torch.Tensor:
+    """Clark et al.'s rule with loops: a unit's received attention is the sum over its pieces, its
+    own the mean over its pieces, special tokens left out and each row renormalised. token: (T, T)."""
+    out = torch.zeros(units, units, dtype=torch.float64)
+    for q in range(units):
+        rows = [i for i, w in enumerate(word) if w == q]
+        for k in range(units):
+            keys = [j for j, w in enumerate(word) if w == k]
+            out[q, k] = sum(float(token[i, j]) for i in rows for j in keys) / len(rows)
+    return out / out.sum(-1, keepdim=True)
+
+
+def test_word_maps_are_computed_when_read_and_a_layer_alone_when_a_layer_is_read(classifier):
+    from hierattn.contract import DerivedMap
+
+    ex = explain(classifier, TEXTS[2])
+    assert isinstance(ex.describe("word.self"), DerivedMap) and isinstance(ex.describe("sentence.self"), DerivedMap)
+    before = ex.nbytes
+    layer = ex.layers("word.self") - 1
+    rows = ex.metrics_of("word.self", layer)
+    one = ex.self_attention("word.self", layer, 0)
+    assert isinstance(ex.describe("word.self"), DerivedMap)  # the whole map was never computed
+    assert {r["layer"] for r in rows} == {layer} and len(rows) == ex.heads("word.self")
+    assert ex.nbytes > before  # the layer read is kept (a page rerun reads it again), and counted
+    token = ex.attentions["subword.self"].weights[0, layer, 0]
+    word = [w for _, w in ex.subwords]
+    torch.testing.assert_close(one.double(), _clark_by_hand(token, word, ex.word_count()), atol=1e-6, rtol=0)
+    whole = ex.attentions["word.self"].weights  # read whole: the same numbers
+    torch.testing.assert_close(whole[0, layer, 0, : ex.word_count(), : ex.word_count()], one)
+    every = [r for r in ex.metrics if r["map"] == "word.self" and r["layer"] == layer]
+    assert every == rows
+
+
+def test_the_command_line_writes_the_maps_asked_for(classifier, folder, capsys):
+    from hierattn.cli import main
+
+    assert main(["explain", "--checkpoint", str(folder), "--text", TEXTS[2]]) == 0  # the summary
+    summary = json.loads(capsys.readouterr().out)["attention"]
+    assert all("weights" not in summary[n] for n in ("subword.self", "word.self", "sentence.self"))
+    assert "weights" in summary["word.first_token"]  # what the text is painted with
+    ex = explain(classifier, TEXTS[2])
+    layers, heads = ex.layers("word.self"), ex.heads("word.self")
+    assert summary["word.self"]["shape"] == [1, layers, heads, ex.word_count(), ex.word_count()]
+    assert summary["subword.self"]["shape"] == [1, layers, heads, len(ex.subwords), len(ex.subwords)]
+    assert main(["explain", "--checkpoint", str(folder), "--text", TEXTS[2], "--maps", "word.self"]) == 0
+    asked = json.loads(capsys.readouterr().out)["attention"]
+    assert "weights" in asked["word.self"] and "weights" not in asked["subword.self"]
+    assert torch.tensor(asked["word.self"]["weights"]).shape == (1, layers, heads, ex.word_count(), ex.word_count())
+    assert main(["explain", "--checkpoint", str(folder), "--text", TEXTS[2], "--maps", "word.slef"]) == 2
+    assert "no map named word.slef" in capsys.readouterr().err

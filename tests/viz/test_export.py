@@ -34,7 +34,7 @@ def _figure(ex):
 def test_json_is_the_explain_commands_json(explained, checkpoint_dir, capsys):
     from hierattn.cli import main
 
-    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--text", TEXT]) == 0
+    assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--text", TEXT, "--maps", "all"]) == 0
     assert json.loads(export.explanation_json(explained)) == json.loads(capsys.readouterr().out)
 
 

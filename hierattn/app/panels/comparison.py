@@ -76,8 +76,7 @@ def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Cla
 
 
 def _word_maps(ex: Explanation) -> list[str]:
-    maps = ex.attentions
-    return [n for n in ex.self_attention_names if maps[n].level == "word" and "time" not in maps[n].axes]
+    return [n for n in ex.self_attention_names if ex.describe(n).level == "word" and "time" not in ex.describe(n).axes]
 
 
 def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classifier], text: str,
@@ -138,7 +137,7 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
                           f"weight within 3 words of the diagonal, against {shape['even_diagonality_b3']:.0%}"
                           " for attention spread evenly over these words (a short sentence is mostly "
                           "'diagonal' whatever the model does).")
-        if "sentence" not in explanations[slot].attentions[name].axes:
+        if "sentence" not in explanations[slot].describe(name).axes:
             place.caption("A flat model attends across the whole document: this is the block of its "
                           "document-wide matrix for this sentence (rows sum to the share kept inside it).")
     if len(chosen) == 2:

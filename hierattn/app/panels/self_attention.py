@@ -25,20 +25,20 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     if not maps:
         return {}
     st.subheader("Self-attention")
-    levels = sorted({ex.attentions[n].level for n in maps}, key=list(LEVEL_NAMES).index)
+    levels = sorted({ex.describe(n).level for n in maps}, key=list(LEVEL_NAMES).index)
     keep_valid("self_level", levels)
     level = st.radio("Level", levels, horizontal=True, key="self_level", format_func=LEVEL_NAMES.__getitem__,
                      help="A transformer reads subword tokens (its special tokens included); its words and sentences "
                           "sum the attention a word's pieces receive and average what they give, special tokens "
                           "left out." if "subword" in levels else None)
-    names = [n for n in maps if ex.attentions[n].level == level]
+    names = [n for n in maps if ex.describe(n).level == level]
     c1, c2, c3 = st.columns([3, 2, 2])
     if (linked := pending_view("branch")) in names:
         st.session_state[f"branch_{level}"] = linked
     branch = c1.selectbox("Self-attention", names, key=f"branch_{level}", format_func=map_title,
                           help="HCAN with two parallel self-attentions has branches a (ELU values) and b (tanh "
                                "values); SANet has one map per block.")
-    axes = ex.attentions[branch].axes
+    axes = ex.describe(branch).axes
     heads = ex.heads(branch)
     head = head_picker(c2, "Head", heads, "self_head") if heads > 1 else None
     head_name = "single head" if heads == 1 else "mean of heads" if head is None else f"head {head + 1}"
@@ -113,7 +113,7 @@ def _specials_kept(ex: Explanation, branch: str, axes, level: str, group: int | 
                    head_name: str, labels: list[str], name: str, figures: dict) -> bool:
     """A transformer's word map with its special tokens kept as columns (Clark et al.'s rule), when
     asked for; whether it was drawn (then in place of the map without them)."""
-    if level != "word" or ex.attentions[branch].source is None or "layer" not in axes or group is None:
+    if level != "word" or ex.describe(branch).source is None or "layer" not in axes or group is None:
         return False
     if not st.toggle("Keep the special tokens as columns", key="keep_specials",
                      help="Off (the default): attention to [CLS], [SEP] and the like is left out and each word's "
@@ -165,13 +165,13 @@ def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> t
         group = st.select_slider("Time step (the word being read)", range(len(words)), value=len(words) - 1,
                                  key=f"self_step_{doc_key}", format_func=lambda t: f"{t + 1}: {words[t]}",
                                  help="Starts at the last word: the state the classifier reads.")
-        window = ex.attentions[branch].weights.shape[-1]
+        window = ex.describe(branch).weights.shape[-1]
         return group, [f"h(t−{w + 1})" + (f" {words[group - 1 - w]}" if group - 1 - w >= 0 else " (zeros)")
                        for w in range(window)]
     labels = [token for token, _ in ex.subwords] if level == "subword" else words if level == "word" \
         else sentence_labels
     if "layer" in axes:  # a transformer: one matrix per layer
-        layers = ex.attentions[branch].weights.shape[axes.index("layer")]
+        layers = ex.layers(branch)
         if (linked := pending_view("layer")) and linked.isdigit() and int(linked) < layers:
             st.session_state["self_layer"] = int(linked)
         keep_valid("self_layer", list(range(layers)))
@@ -185,13 +185,13 @@ def channels(ex: Explanation, words: list[str]) -> bool:
     """MahNN: one strip per channel (its Figure 3) and the semantical attention over hidden
     dimensions. True when the model has the hidden-dimension view."""
     word_map = ex.target_name("word")
-    if word_map and head_axis(ex.attentions[word_map]) == "channel":
+    if word_map and head_axis(ex.describe(word_map)) == "channel":
         st.subheader("Syntactical attention per channel")
         st.caption("One row per channel (MahNN Figure 3): each channel's attention over the words, on one scale.")
         strips = ex.channel_strips(word_map)
         st.plotly_chart(viz.matrix_heatmap(strips, [f"channel {c + 1}" for c in range(strips.shape[0])], words,
                                            row_title="channel", height=140 + 30 * strips.shape[0]), width="stretch")
-    hidden = [n for n, a in ex.attentions.items() if a.level == "hidden" and a.kind == ATTENTION]
+    hidden = [n for n in ex.attentions if ex.describe(n).level == "hidden" and ex.describe(n).kind == ATTENTION]
     if not hidden:
         return False
     st.subheader("Semantical attention over hidden dimensions")

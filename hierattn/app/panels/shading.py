@@ -57,9 +57,9 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
     st.subheader("Where the model looks")
     word_map, sentence_map = ex.target_name("word"), ex.target_name("sentence")
     names = [n for n in (word_map, sentence_map) if n]
-    shading = Shading(bool(names), word_map is not None and ex.attentions[word_map].kind == "coverage")
+    shading = Shading(bool(names), word_map is not None and ex.describe(word_map).kind == "coverage")
     if names:
-        axis = head_axis(ex.attentions[names[0]]) or "head"
+        axis = head_axis(ex.describe(names[0])) or "head"
         count = max(ex.heads(n) for n in names)
         if count > 1:
             label = "Channel" if axis == "channel" else "Target-attention head" if names[0].endswith(".target") \
@@ -71,10 +71,10 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
         st.info(f"{model_name} has no attention mechanism: it is one of the papers' baselines without attention, "
                 "so only its prediction is shown.")
     elif not names:
-        recurrent = any("time" in a.axes for a in ex.attentions.values())
+        recurrent = any("time" in ex.describe(n).axes for n in ex.attentions)
         how = ("it classifies from its last hidden state" if recurrent
                else "it pools with max-pooling, not target attention")
-        what = ("Its attention maps are below" if all(a.kind == ATTENTION for a in ex.attentions.values())
+        what = ("Its attention maps are below" if all(ex.describe(n).kind == ATTENTION for n in ex.attentions)
                 else "What it exposes instead is below")
         st.info(f"{model_name} does not weigh words or sentences for the document as a whole ({how}). "
                 f"{what}.")
