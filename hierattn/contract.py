@@ -149,9 +149,11 @@ class Maps(Mapping):
     the whole. A transformer of 6 layers x 12 heads over 512 tokens holds 38 MB this way, where its
     token, word and sentence maps in float32 held 150 MB and took a second to aggregate."""
 
-    def __init__(self, ready: Mapping[str, AttentionMap], derived: Mapping[str, DerivedMap] | None = None):
+    def __init__(self, ready: Mapping[str, AttentionMap], derived: Mapping[str, DerivedMap] | None = None,
+                 order: list[str] | None = None):
         self._ready = dict(ready)  # as stored: float32, or float16 for a big map ``held`` packed
         self._derived = dict(derived or {})
+        self._order = order or [*self._ready, *self._derived]  # the model's own order of its maps
         self._widened: dict[str, AttentionMap] = {}  # float32 copies of half maps, once read
         self._last_layer: dict[str, tuple[int, AttentionMap]] = {}  # a derived map's layer last read
 
@@ -169,7 +171,7 @@ class Maps(Mapping):
         return self._widened[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter([*self._ready, *self._derived])
+        return iter(self._order)
 
     def __len__(self) -> int:
         return len(self._ready) + len(self._derived)
@@ -198,7 +200,7 @@ class Maps(Mapping):
         def keep(a: AttentionMap) -> AttentionMap:
             dtype = torch.float16 if a.weights.numel() > HALF_CELLS else torch.float32
             return replace(a, weights=a.weights.detach().to(device=device, dtype=dtype), mask=a.mask.to(device))
-        return Maps({n: keep(a) for n, a in self._ready.items()}, self._derived)
+        return Maps({n: keep(a) for n, a in self._ready.items()}, self._derived, self._order)
 
     @property
     def weight_bytes(self) -> int:

@@ -63,7 +63,8 @@ def maps(weights: torch.Tensor, pieces: Pieces, word_mask: torch.Tensor) -> Maps
         row = aggregate(first, member, queries=False) * real[:, None]
         ready[f"{level}.first_token"] = AttentionMap(row, ("batch", "head", "key"), level,
                                                      real[:, None].expand_as(row), source=SITE)
-    return Maps(ready, derived)
+    order = [SITE, *(f"{level}.{kind}" for level in (WORD, SENTENCE) for kind in ("self", "first_token"))]
+    return Maps(ready, derived, order)
 
 
 def _grid(level: str, member: torch.Tensor, real: torch.Tensor):
