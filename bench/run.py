@@ -86,6 +86,10 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         results["long_document"] = record_long_document(quick)
         Path(out).write_text(json.dumps(results, indent=2))
+        if not quick and results["long_document"]:
+            from hierattn.experiments.results import write_timing
+
+            write_timing("long-document", {**results["long_document"], "hardware": hardware()})
         print("\n".join(format_long_document(results["long_document"])))
         print("\n".join(f"{g[0]}: {g[2]}" for g in _goals(results) if g[0].startswith("a 512-token")))
         return results

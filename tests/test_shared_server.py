@@ -291,6 +291,27 @@ def test_explanations_are_kept_within_their_memory_budget(checkpoint_dir, monkey
     assert alone.held_bytes == 0
 
 
+def test_kept_explanations_are_measured_again_as_what_they_hold_grows(monkeypatch):
+    """A transformer's explanation computes its word maps and metrics when read: what it holds grows
+    after it is kept, and the cache counts it then (the least recently used go)."""
+    from hierattn.app.loading import _Explanations
+
+    class Growing:
+        def __init__(self):
+            self.nbytes = 1 << 20
+
+    monkeypatch.setenv("HIERATTN_EXPLANATION_MEMORY_MB", "3.5")
+    kept, made = _Explanations(), [Growing() for _ in range(3)]
+    for i, e in enumerate(made):
+        kept.keep(("m", 0.0, str(i)), e)
+    assert kept.held_bytes == 3 << 20
+    made[2].nbytes = 2 << 20  # its maps were read
+    assert kept.find(("m", 0.0, "2")) is made[2]
+    assert kept.find(("m", 0.0, "0")) is None and kept.held_bytes == 3 << 20  # the oldest went
+    made[2].nbytes = 9 << 20  # past the whole budget: the most recent is still kept, alone
+    assert kept.find(("m", 0.0, "2")) is made[2] and [k[2] for k in kept.items] == ["2"]
+
+
 # ---- low ---------------------------------------------------------------------------------------
 def test_low_findings(checkpoint_dir, tmp_path, capsys, tiny_vocab):
     import torch
