@@ -44,6 +44,17 @@ def zero_based(z, zmax: float | None = None) -> dict:
     return dict(zmin=0.0, zmax=float(top) if top and top > 0 else 1.0, zauto=False)
 
 
+ACROSS = 30  # slanted labels the top axis of a heatmap shows at most
+
+
+def _across(n: int) -> int:
+    """How many of an n-wide heatmap's columns the top axis names: every one up to ``ACROSS``, then
+    every k-th. At 1024 px a column leaves the cells about 320 px: 30 slanted labels fit there,
+    where a 60-word matrix drew 60 and a 512-token document's overview 46, one on another (each
+    cell still names its words on hover, and the rows, taller, keep all their labels)."""
+    return min(n, ACROSS)
+
+
 def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
     every = -(-len(labels) // limit) if labels else 1
     return dict(tickmode="array", tickvals=list(range(0, len(labels), every)),
@@ -96,7 +107,7 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
                                  xanchor="center", font=dict(size=13 if compact else 14)),
                       meta=dict(labels=list(labels), kind="attention"),
                       xaxis=dict(title=None if compact else dict(text="attends to (key)", standoff=4), side="top",
-                                 tickangle=-60, tickfont=dict(size=font), **_ticks(labels)),
+                                 tickangle=-60, tickfont=dict(size=font), **_ticks(labels, _across(n))),
                       yaxis=dict(title=None if compact else dict(text="query", standoff=4), autorange="reversed",
                                  tickfont=dict(size=font), **_ticks(labels)))
     if clickable and n:
