@@ -219,21 +219,23 @@ def batched_matrix_metrics(weights: torch.Tensor, real: torch.Tensor, bandwidths
         chunks.append((order[first: last], max(sorted_sizes[last - 1], 1)))
         first = last
 
-    def one(chunk) -> None:
+    def one(chunk) -> tuple[torch.Tensor, torch.Tensor]:
         idx, longest = chunk
         r = real[idx]
         if not r[:, longest:].any():  # real positions are a prefix (as padding makes them): crop
             r = r[:, :longest]
-        g, d = _metrics_of(weights[idx][:, : r.shape[1], : r.shape[1]], r, bandwidths)
-        gini_out[idx], diag_out[idx] = g, d
+        return _metrics_of(weights[idx][:, : r.shape[1], : r.shape[1]], r, bandwidths)
 
     workers = min(len(chunks), torch.get_num_threads())  # the process's share of the cores (hierattn.threads)
     if workers > 1:  # NumPy's sort and torch's kernels let go of the interpreter: chunks sort side by side
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(one, chunks))
+            done = list(pool.map(one, chunks))
     else:
-        for chunk in chunks:
-            one(chunk)
+        done = [one(chunk) for chunk in chunks]
+    # written here, not in the workers: a worker thread is outside the caller's inference mode, where
+    # an in-place write into the caller's tensors is refused
+    for (idx, _), (g, d) in zip(chunks, done):
+        gini_out[idx], diag_out[idx] = g, d
     return gini_out, diag_out
 
 

@@ -134,3 +134,19 @@ def test_batched_metrics_equal_each_cropped_matrix(prefix):
         expected = matrix_metrics(weights[i][idx][:, idx])
         assert float(gini[i]) == pytest.approx(expected["gini"], abs=1e-6)
         assert diagonality[i].tolist() == pytest.approx([expected[f"diagonality_b{b}"] for b in range(1, 6)], abs=1e-6)
+
+
+def test_batched_metrics_run_in_chunks_side_by_side_under_inference_mode(monkeypatch):
+    """Chunks go to worker threads, which are outside the caller's inference mode: the results are
+    written in the caller's thread (a worker writing into them was refused), and equal one chunk's."""
+    from hierattn.analysis.metrics import batched_matrix_metrics
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        weights = torch.softmax(torch.randn(12, 40, 40) * 3, -1)
+        real = torch.ones(12, 40, dtype=torch.bool)
+        many = batched_matrix_metrics(weights, real, cells_per_chunk=40 * 40 * 2)  # six chunks, two threads
+        one = batched_matrix_metrics(weights, real, cells_per_chunk=40 * 40 * 12)
+    torch.testing.assert_close(many[0], one[0])
+    torch.testing.assert_close(many[1], one[1])
