@@ -146,6 +146,7 @@ def explore_drawn_seconds(texts: list[str], checkpoint: str, checkpoints: str | 
     polled five times a second: polling faster cost the page's own drawing a second (Playwright's
     queries run on the page's thread). None without Playwright and Chromium."""
     import os
+    from unittest import mock
 
     chromium = _chromium()
     if chromium is None:
@@ -154,10 +155,8 @@ def explore_drawn_seconds(texts: list[str], checkpoint: str, checkpoints: str | 
 
     busy = ("() => !!document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]') "
             "|| !!document.querySelector('[data-stale=true]')")
-    before = os.environ.get("HIERATTN_CHECKPOINTS")
-    os.environ["HIERATTN_CHECKPOINTS"] = str(checkpoints)
     out = []
-    try:
+    with mock.patch.dict(os.environ, {"HIERATTN_CHECKPOINTS": str(checkpoints)}):  # restored after
         with _served_app(8599, timeout) as url, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -172,11 +171,6 @@ def explore_drawn_seconds(texts: list[str], checkpoint: str, checkpoints: str | 
                 time.sleep(0.3)  # the rerun starts
                 out.append(_quiet_since(page, busy, timeout) - start)
             browser.close()
-    finally:
-        if before is None:
-            os.environ.pop("HIERATTN_CHECKPOINTS", None)
-        else:
-            os.environ["HIERATTN_CHECKPOINTS"] = before
     return out
 
 
