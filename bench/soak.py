@@ -353,7 +353,10 @@ def run_soak(workdir: str | Path, rounds: int = 2) -> dict:
             long.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
             start = time.monotonic()
             _paste(long, " ".join(["The movie was great and fun."] * 500))
-            figures["long_window_answered"] = _shown(long, "it reads 724 here", 180) and _answered(long, 180)
+            from hierattn.models.library_limits import fitting_window
+
+            window = figures["long_window"] = fitting_window(layers=4, heads=4)  # the folder's 4 x 4 heads
+            figures["long_window_answered"] = _shown(long, f"it reads {window:,} here", 180) and _answered(long, 180)
             figures["long_window_seconds"] = time.monotonic() - start
             long.context.close()
             hostile = browser.new_context().new_page()
