@@ -23,11 +23,9 @@ Maps, for a document of T tokens (special tokens included), W words, S sentences
 The word and sentence maps name ``subword.self`` as their ``source``: an intervention on either level
 acts on the token attention they aggregate (the model computes no other).
 
-Built here (the Train page, ``train --model transformer``): a small encoder of one of three families
-from scratch; ``family`` is the transformers ``model_type``. Opened from a folder that
-``save_pretrained`` wrote (config.json, model.safetensors, tokenizer.json; ``HuggingFaceFolder``):
-any model type transformers knows, built with the library's own class from its config.json.
-transformers is imported only when such a model is built or opened.
+Built here (the Train page, ``train --model transformer``): a small encoder from scratch, ``family``
+its transformers ``model_type``. Opened from a folder ``save_pretrained`` wrote (``HuggingFaceFolder``):
+any model type transformers knows, built with the library's own class (transformers imported then).
 
 Safety: nothing in the folder is imported or run. The model is the transformers library's own class
 for the config's ``model_type`` (``AutoModelForSequenceClassification.from_config``), never a class a
@@ -37,8 +35,8 @@ with the library's class (the code is never opened; the card says so). Weights c
 model.safetensors only (the checkpoint loader reads them); a folder with only a pickled
 ``pytorch_model.bin`` is refused with the command that converts it.
 
-hierattn's own facts about a model trained here (its text caps, its data set) are kept beside the
-library's files in ``hierattn.json``; a folder without one reads text with the default caps.
+hierattn's own facts about a model trained here (its text caps, its data set) are kept in
+``hierattn.json``; a folder without one reads text with the default caps.
 """
 from __future__ import annotations
 
@@ -58,7 +56,7 @@ from hierattn.models.common import classification_output
 from hierattn.models.intervention import intervene
 from hierattn.models.library_limits import config_number_problem, fitting_window, held_cells
 from hierattn.models.spec import Knob, ModelSpec
-from hierattn.models.subword_maps import SITE, maps
+from hierattn.models.subword_maps import SITE, keep_layer, layer_stack, maps
 
 IMPLEMENTATION = "hierattn_eager"
 FAMILIES = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT"}
@@ -105,6 +103,7 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
         scores = scores + attention_mask
     weights = torch.softmax(scores.float(), dim=-1).to(query.dtype)
     weights = intervene(SITE, weights, real)
+    keep_layer(weights)
     used = nn.functional.dropout(weights, p=dropout, training=module.training)
     return torch.matmul(used, value).transpose(1, 2).contiguous(), weights  # the map: before dropout
 
@@ -171,15 +170,13 @@ class TransformerClassifier(nn.Module):
         return self.encoder.get_input_embeddings()
 
     def attention_cells(self, sentences: int, words: int) -> int:
-        """At most how many attention cells one explanation of a document of ``sentences`` x
-        ``words`` words holds (``library_limits.held_cells``) at a full window of tokens
-        (``budget`` reads this)."""
+        """The attention cells one explanation holds at a full window (``library_limits.held_cells``;
+        ``budget`` reads this)."""
         summary = config_from_hf(self.encoder.config)
         return held_cells(summary.layers, summary.heads, self.window, sentences)
 
     def forward_cells(self, sentences: int, words: int) -> int:
-        """The attention cells a forward pass over a full window computes in float32 before any is
-        kept: every layer's and head's token map (the admission's peak reads this)."""
+        """A full window's pass at its peak: the float32 stack of every layer's map, then what is held."""
         summary = config_from_hf(self.encoder.config)
         return summary.layers * summary.heads * self.window ** 2 + self.attention_cells(sentences, words)
 
@@ -201,11 +198,16 @@ class TransformerClassifier(nn.Module):
             pieces = self.pieces_from_words(batch)
             flat = word_mask.flatten(1)
             word_mask = (flat & (flat.cumsum(1) <= pieces.ids.shape[1])).view_as(word_mask)  # words in the window
-        out = self.encoder(input_ids=pieces.ids, attention_mask=pieces.mask.long(), output_attentions=return_attentions)
-        attentions = {}
-        if return_attentions:
-            layers, out.attentions = out.attentions, None  # the stack replaces them
-            attentions = maps(torch.stack(layers, 1), pieces, word_mask)
+        ids, mask, attentions = pieces.ids, pieces.mask.long(), {}
+        if return_attentions and not torch.is_grad_enabled():  # each layer written into one stack
+            with layer_stack(self.encoder.config.num_hidden_layers) as stack:
+                out = self.encoder(input_ids=ids, attention_mask=mask)
+            attentions = maps(stack.full(), pieces, word_mask)
+        else:  # a gradient through the maps: transformers' own list, stacked
+            out = self.encoder(input_ids=ids, attention_mask=mask, output_attentions=return_attentions)
+            if return_attentions:
+                layers, out.attentions = out.attentions, None
+                attentions = maps(torch.stack(layers, 1), pieces, word_mask)
         return classification_output(out.logits, batch, attentions)
 
 

@@ -353,3 +353,42 @@ def test_the_command_line_writes_the_maps_asked_for(classifier, folder, capsys):
     assert torch.tensor(asked["word.self"]["weights"]).shape == (1, layers, heads, ex.word_count(), ex.word_count())
     assert main(["explain", "--checkpoint", str(folder), "--text", TEXTS[2], "--maps", "word.slef"]) == 2
     assert "no map named word.slef" in capsys.readouterr().err
+
+
+def test_each_layers_map_is_transformers_own_attention_with_or_without_a_gradient(folder, classifier):
+    """Without a gradient each layer's map is written into one stack as it is computed (``LayerStack``:
+    transformers' list and a copy of it held every layer twice); with one, transformers' list is
+    stacked so the gradient reaches the weights. Both are the library's eager attention, layer by layer."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from hierattn.data.batches import encode_documents
+    from hierattn.data.text import tokenize
+
+    text = RAW_TEXTS[0] + " " + TEXTS[0]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    reference = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        expected = torch.stack(reference(**tokenizer(text, return_tensors="pt"), output_attentions=True).attentions, 1)
+    stacked = explain(classifier, text).attentions["subword.self"].weights  # (1, L, H, T, T)
+    assert stacked.shape == expected.shape and expected.shape[1] > 1
+    torch.testing.assert_close(stacked, expected, atol=1e-6, rtol=0)
+    batch = encode_documents([classifier.vocab.within_window(tokenize(text, classifier.text_config))], classifier.vocab)
+    with torch.enable_grad():
+        weights = classifier.model(batch).attentions["subword.self"].weights
+    assert weights.requires_grad
+    torch.testing.assert_close(weights.detach(), expected, atol=1e-6, rtol=0)
+
+
+def test_a_layer_stack_refuses_a_pass_that_skipped_or_repeated_a_layer():
+    from hierattn.models.subword_maps import keep_layer, layer_stack
+
+    with layer_stack(2) as stack:
+        keep_layer(torch.full((1, 3, 4, 4), 0.25))
+    with pytest.raises(RuntimeError, match="1 of 2 layers"):
+        stack.full()
+    keep_layer(torch.zeros(1, 3, 4, 4))  # outside the block: kept nowhere
+    assert stack.written == 1
+    stack.keep(torch.full((1, 3, 4, 4), 0.5))
+    assert stack.full()[0, :, 0, 0, 0].tolist() == [0.25, 0.5]
+    with pytest.raises(RuntimeError, match="more than the model's 2 layers"):
+        stack.keep(torch.zeros(1, 3, 4, 4))
