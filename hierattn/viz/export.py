@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 
 from hierattn.analysis.explain import Explanation, metrics_table
 from hierattn.data.formats import csv_bytes
+from hierattn.viz.figures import every_kth
 
 FIGURE_FORMATS = ("png", "svg", "pdf", "html")
 SLIDE = (1600, 900)  # 16:9: PNG at 2x is 3200 x 1800, sharp on a projector
@@ -78,9 +79,9 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
                      tickfont=dict(size=size), automargin=False)
         out.update_layout(margin=dict(l=left + int(start * width), r=40, t=top, b=bottom, autoexpand=False))
         fraction = (end - start) / (1 - start)
-        out.update_xaxes(title=dict(text="attends to (key)"), side="top", tickangle=-60, domain=[0, fraction],
-                         **ticks)
-        out.update_yaxes(title=dict(text="query"), domain=[0, 1], **ticks)
+        out.update_xaxes(title=dict(text=every_kth("attends to (key)", n, SLIDE_TICKS)), side="top", tickangle=-60,
+                         domain=[0, fraction], **ticks)
+        out.update_yaxes(title=dict(text=every_kth("query", n, SLIDE_TICKS)), domain=[0, 1], **ticks)
         # the heatmap's colour bar only: a clickable heatmap also carries an invisible Scatter of click
         # markers, which has no colour bar (setting one on every trace raised, and the export failed)
         out.update_traces(showscale=True, colorbar=dict(len=1, lenmode="fraction", thickness=26, y=0.5,

@@ -55,6 +55,16 @@ def _across(n: int) -> int:
     return min(n, ACROSS)
 
 
+def every_kth(title: str, n: int, limit: int) -> str:
+    """An axis title that says when only every k-th of its n labels is named: thinned, the names
+    of a long document's words read as if they were consecutive."""
+    every = -(-n // limit) if n else 1
+    if every <= 1:
+        return title
+    suffix = "th" if 10 <= every % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(every % 10, "th")
+    return f"{title}: every {every}{suffix} of {n:,} named"
+
+
 def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
     every = -(-len(labels) // limit) if labels else 1
     return dict(tickmode="array", tickvals=list(range(0, len(labels), every)),
@@ -106,9 +116,11 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
                       title=dict(text=title, y=0, yref="paper", yanchor="top", pad=dict(t=10), x=0.5,
                                  xanchor="center", font=dict(size=13 if compact else 14)),
                       meta=dict(labels=list(labels), kind="attention"),
-                      xaxis=dict(title=None if compact else dict(text="attends to (key)", standoff=4), side="top",
-                                 tickangle=-60, tickfont=dict(size=font), **_ticks(labels, _across(n))),
-                      yaxis=dict(title=None if compact else dict(text="query", standoff=4), autorange="reversed",
+                      xaxis=dict(title=None if compact else dict(text=every_kth("attends to (key)", n, _across(n)),
+                                                                   standoff=4),
+                                 side="top", tickangle=-60, tickfont=dict(size=font), **_ticks(labels, _across(n))),
+                      yaxis=dict(title=None if compact else dict(text=every_kth("query", n, MAX_TICKS), standoff=4),
+                                 autorange="reversed",
                                  tickfont=dict(size=font), **_ticks(labels)))
     if clickable and n:
         cell = max(4, side // n)

@@ -39,10 +39,11 @@ def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str
                                # one annotation a head was measured and placed one by one in the browser
                                # (72 heads: most of a second there)
                                text=text, texttemplate="%{text}", textfont=dict(size=11 if many else 13)))
-    if many:
-        fig.update_xaxes(title=dict(text="prev: the previous token · next: the next token<br>spec: special tokens · "
-                                         "same: the same word · empty: no finding", font=dict(size=11)))
-    fig.update_layout(height=max(220, 58 * rows + 110 + 45 * many), margin=dict(l=10, r=10, t=40, b=10),
+    if many:  # the key under the grid: over it, as the top axis's title, a slide's subtitle covered it
+        fig.add_annotation(text="prev: the previous token · next: the next token · spec: special tokens · "
+                                "same: the same word · empty: no finding", xref="paper", yref="paper", x=0.5,
+                           xanchor="center", y=0, yanchor="top", yshift=-8, showarrow=False, font=dict(size=11))
+    fig.update_layout(height=max(220, 58 * rows + 110 + 45 * many), margin=dict(l=10, r=10, t=40, b=10 + 30 * many),
                       xaxis=dict(side="top", tickmode="array", tickvals=list(range(cols)), ticktext=list(head_names),
                                  showgrid=False),
                       yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(rows)),
@@ -78,9 +79,7 @@ def clark_layers(layers: list[dict], first_special: str | None = None) -> go.Fig
     def mean(value):
         return value[0] if isinstance(value, tuple) else value
 
-    names = {"first special": f"to {first_special or 'the first special token'}",
-             "other specials": "to the other special tokens", "punctuation": "to punctuation", "self": "to itself",
-             "previous": "to the previous token", "next": "to the next token"}
+    names = _clark_names(first_special)
     x = [r["layer"] + 1 for r in layers]
     fig = go.Figure()
     for target in TARGETS:
@@ -90,8 +89,45 @@ def clark_layers(layers: list[dict], first_special: str | None = None) -> go.Fig
                                  hovertemplate="layer %{x}: %{y:.1%}<extra></extra>"))
         fig.add_trace(go.Scatter(x=x, y=[r[f"{target}_even"] for r in layers], mode="lines", showlegend=False,
                                  line=dict(color=colour, width=1, dash="dot"), hoverinfo="skip"))
-    fig.update_layout(height=380, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="v", x=1.02, y=1),
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="dotted: an even spread",
+                             line=dict(color="#6b7280", width=1, dash="dot"), hoverinfo="skip"))
+    # the legend under the plot, three to a row: at its right it took a third of a 1024 px page's
+    # chart, and above it the toolbar covered it
+    fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top",
+                                  entrywidth=0.33, entrywidthmode="fraction"),
                       xaxis=dict(title="layer", tickmode="array", tickvals=x),
-                      yaxis=dict(title="share of attention (dotted: an even spread)", tickformat=".0%",
-                                 rangemode="tozero"))
+                      yaxis=dict(title="share of attention", tickformat=".0%", rangemode="tozero"))
     return fig
+
+
+def _clark_names(first_special: str | None) -> dict[str, str]:
+    return {"first special": f"to {first_special or 'the first special token'}", "other specials": "to other specials",
+            "punctuation": "to punctuation", "self": "to itself", "previous": "to the previous token",
+            "next": "to the next token"}
+
+
+def clark_layer_table(layers: list[dict], first_special: str | None = None):
+    """``clark_layers``' figures as a table laid out as its chart: a row per kind of token and the
+    entropy, a column per layer, and the even spread's value once (it depends on the tokens alone,
+    so it is the same in every layer; a range where it is not). Shares in percent; a figure over
+    documents, (mean, low, high), with its 95% interval. Eight columns of layers' figures and their
+    even values side by side did not fit a 1024 px page."""
+    import pandas as pd
+
+    from hierattn.analysis.clark import TARGETS
+
+    def figure(value, key: str) -> str:  # a share in percent to 0.1, an entropy in nats to 0.01
+        scale, digits, unit = (1.0, 2, "") if key == "entropy" else (100.0, 1, "%")
+        if isinstance(value, tuple):
+            return f"{scale * value[0]:.{digits}f}{unit} [{scale * value[1]:.{digits}f}, {scale * value[2]:.{digits}f}]"
+        return f"{scale * value:.{digits}f}{unit}"
+
+    def even(key: str) -> str:
+        low, high = (f(r[f"{key}_even"] for r in layers) for f in (min, max))
+        return figure(low, key) if high - low < 1e-9 else f"{figure(low, key)} to {figure(high, key)}"
+
+    names = {**_clark_names(first_special), "entropy": "entropy (nats)"}
+    rows = [{"": names[key], "even": even(key),
+             **{f"layer {r['layer'] + 1}": figure(r[key], key) for r in layers}} for key in (*TARGETS, "entropy")]
+    return pd.DataFrame(rows)

@@ -44,9 +44,10 @@ def test_explore_shows_every_view_of_a_transformer(env):
     heads_table = at.dataframe[0].value
     assert len(heads_table) == 4 and "previous (even)" in heads_table.columns
     assert all(re.fullmatch(r"\d+\.\d% \(\d+\.\d%\)", cell) for cell in heads_table["special (even)"])
-    by_layer = at.dataframe[1].value  # Clark et al.'s view: per layer, each share beside an even spread's
-    assert list(by_layer["layer"]) == [1, 2] and "to [CLS]" in by_layer.columns
-    assert all(re.fullmatch(r"\d+\.\d\d \(\d+\.\d\d\) nats", cell) for cell in by_layer["entropy (even)"])
+    by_layer = at.dataframe[1].value.set_index("")  # Clark et al.'s view: a column per layer, an even spread's once
+    assert list(by_layer.columns) == ["even", "layer 1", "layer 2"] and by_layer.index[0] == "to [CLS]"
+    assert all(re.fullmatch(r"\d+\.\d\d", cell) for cell in by_layer.loc["entropy (nats)"])
+    assert all(re.fullmatch(r"\d+\.\d%", cell) for cell in by_layer.loc["to [CLS]"])
     for level in ("subword", "word", "sentence"):
         at.radio(key="self_level").set_value(level).run()
         assert not at.exception, (level, at.exception)
@@ -92,8 +93,9 @@ def test_compare_statistics_and_evaluation_take_a_transformer(env):
         stats.run()
     assert any(str(c.value).startswith("10 documents spread evenly") for c in stats.caption)
     assert not stats.exception, stats.exception
-    layers = next(d.value for d in stats.dataframe if "entropy (even)" in d.value.columns)  # Clark et al., per layer
-    assert list(layers["layer"]) == [1, 2] and re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\] \(\d+\.\d%\)",
-                                                          layers["to [CLS]"][0])
+    layers = next(d.value for d in stats.dataframe if "layer 1" in d.value.columns).set_index("")  # Clark et al.
+    assert list(layers.columns) == ["even", "layer 1", "layer 2"]
+    assert re.fullmatch(r"\d+\.\d% \[\d+\.\d, \d+\.\d\]", layers.loc["to [CLS]", "layer 1"])
+    assert re.fullmatch(r"\d+\.\d%", layers.loc["to [CLS]", "even"])
     evaluation = _page("pages/evaluation.py").run()
     assert not evaluation.exception, evaluation.exception

@@ -133,3 +133,57 @@ def test_a_clickable_heatmap_has_a_point_on_every_cell():
     points = fig.data[1]
     assert len(points.x) == 9 and points.marker.opacity == 0 and list(points.y[:3]) == [0, 0, 0]
     assert fig.layout.clickmode == "event+select"
+
+
+def test_the_clark_layer_table_is_laid_out_as_its_chart_with_the_even_spread_once():
+    targets = ("first special", "other specials", "punctuation", "self", "previous", "next")
+    layers = [{"layer": i, "entropy": 2.0 + i, "entropy_even": 3.0, **{t: 0.1 * (i + 1) for t in targets},
+               **{f"{t}_even": 0.05 for t in targets}} for i in range(3)]
+    table = viz.clark_layer_table(layers, "[CLS]")
+    assert list(table.columns) == ["", "even", "layer 1", "layer 2", "layer 3"]
+    assert table[""].tolist()[0] == "to [CLS]" and table[""].tolist()[-1] == "entropy (nats)"
+    assert table.iloc[0].tolist() == ["to [CLS]", "5.0%", "10.0%", "20.0%", "30.0%"]
+    assert table.iloc[-1].tolist() == ["entropy (nats)", "3.00", "2.00", "3.00", "4.00"]
+    layers[2]["self_even"] = 0.07  # an even value that differs between layers is shown as its range
+    assert viz.clark_layer_table(layers, "[CLS]").iloc[3]["even"] == "5.0% to 7.0%"
+    over = [{**r, "previous": (0.5, 0.4, 0.6)} for r in layers]  # over documents: the mean and its interval
+    assert viz.clark_layer_table(over).iloc[4]["layer 1"] == "50.0% [40.0, 60.0]"
+    assert viz.clark_layer_table(over).iloc[0][""] == "to the first special token"
+
+
+def test_the_clark_chart_says_what_its_dotted_lines_are_in_its_legend():
+    targets = ("first special", "other specials", "punctuation", "self", "previous", "next")
+    layers = [{"layer": i, **{t: 0.1 for t in targets}, **{f"{t}_even": 0.05 for t in targets}} for i in range(2)]
+    fig = viz.clark_layers(layers, "<s>")
+    named = [t.name for t in fig.data if t.showlegend is not False]
+    assert named[0] == "to <s>" and named[-1].startswith("dotted: an even spread")
+    assert fig.layout.legend.orientation == "h" and "dotted" not in fig.layout.yaxis.title.text
+
+
+def test_a_heatmap_says_when_it_names_only_every_kth_word():
+    from hierattn.viz.export import slide
+    from hierattn.viz.figures import every_kth
+
+    assert every_kth("query", 30, 30) == "query"
+    assert every_kth("query", 31, 30) == "query: every 2nd of 31 named"
+    assert every_kth("query", 2_000, 30) == "query: every 67th of 2,000 named"
+    assert every_kth("query", 3_000, 30) == "query: every 100th of 3,000 named"
+    assert every_kth("query", 330, 30) == "query: every 11th of 330 named"
+    short, long = (viz.attention_heatmap(torch.eye(n), [f"w{i}" for i in range(n)]) for n in (20, 200))
+    assert short.layout.xaxis.title.text == "attends to (key)" and short.layout.yaxis.title.text == "query"
+    assert long.layout.xaxis.title.text == "attends to (key): every 7th of 200 named"
+    assert long.layout.yaxis.title.text == "query: every 4th of 200 named"
+    assert list(long.layout.xaxis.tickvals)[:2] == [0, 7] and list(long.layout.yaxis.tickvals)[:2] == [0, 4]
+    shown = slide(long, "a title")
+    assert shown.layout.yaxis.title.text == "query: every 3rd of 200 named"
+    assert list(shown.layout.yaxis.tickvals)[:2] == [0, 3]
+
+
+def test_the_head_grids_key_sits_under_it_where_a_slides_subtitle_cannot_cover_it():
+    import numpy as np
+
+    labels = [["previous 90%"] * 12 for _ in range(2)]
+    fig = viz.head_grid(np.full((2, 12), 0.5), labels, ["layer 1", "layer 2"], [f"head {h + 1}" for h in range(12)])
+    key = [a for a in fig.layout.annotations if a.text.startswith("prev: the previous token")]
+    assert len(key) == 1 and key[0].y == 0 and key[0].yanchor == "top" and fig.layout.xaxis.side == "top"
+    assert fig.layout.xaxis.title.text is None

@@ -72,17 +72,13 @@ def layer_by_layer(ex: Explanation, name: str, figures: dict) -> None:
     st.markdown("**Layer by layer: what the heads look at** (Clark et al. 2019, \"What does BERT look at?\")")
     st.caption(f"Per layer, averaged over its heads: the share of each token's attention that goes to "
                f"{viz.md_code(first) if first else 'the first special token'}, to the other special tokens, to "
-               "punctuation, to the token itself and to its neighbours; dotted, what an even spread over the same "
-               f"{rows[0]['size']} tokens gives. Clark et al. find BERT's middle layers resting on [SEP]; a model "
-               "that parks its attention on one token shows a line far above its dotted one.")
+               "punctuation, to the token itself and to its neighbours; dotted (and the table's even "
+               f"column), what an even spread over the same {rows[0]['size']} tokens gives. Clark et al. find "
+               "BERT's middle layers resting on [SEP]; a model that parks its attention on one token shows a line "
+               "far above its dotted one.")
     chart(viz.clark_layers(layers, first), "what the heads look at, layer by layer", key=f"clark_layers_{name}",
           collect=figures)
-    names = {"first special": f"to {first or 'first special'}", "other specials": "to other specials",
-             "punctuation": "punctuation", "self": "self", "previous": "previous", "next": "next"}
-    st.dataframe([{"layer": r["layer"] + 1,
-                   **{names[t]: f"{100 * r[t]:.1f}% ({100 * r[f'{t}_even']:.1f}%)" for t in clark.TARGETS},
-                   "entropy (even)": f"{r['entropy']:.2f} ({r['entropy_even']:.2f}) nats"} for r in layers],
-                 hide_index=True, width="stretch")
+    st.dataframe(viz.clark_layer_table(layers, first), hide_index=True, width="stretch")
 
 
 def split_heads(classifier, path, name: str, dataset: str, split: str, texts: list[str]) -> None:
@@ -132,12 +128,7 @@ def split_heads(classifier, path, name: str, dataset: str, split: str, texts: li
         st.markdown("**Layer by layer over the split** (Clark et al. 2019, Figures 1-2)")
         chart(viz.clark_layers(layers_over, first), "what the heads look at over the split, layer by layer",
               key=f"split_clark_{name}")
-        names = {"first special": f"to {first or 'first special'}", "other specials": "to other specials"}
-        st.dataframe([{"layer": r["layer"] + 1,
-                       **{names.get(t, t): f"{100 * r[t][0]:.1f}% [{100 * r[t][1]:.1f}, {100 * r[t][2]:.1f}] "
-                                           f"({100 * r[f'{t}_even']:.1f}%)" for t in clark.TARGETS},
-                       "entropy (even)": f"{r['entropy'][0]:.2f} ({r['entropy_even']:.2f}) nats"} for r in layers_over],
-                     hide_index=True, width="stretch")
+        st.dataframe(viz.clark_layer_table(layers_over, first), hide_index=True, width="stretch")
     st.caption(f"{rows[0]['documents']} documents spread evenly through the split. The command line prints the "
                f"same: `python -m hierattn stats --checkpoint checkpoints/{name} --dataset {dataset} --split {split} "
                f"--documents {count}`.")
