@@ -47,3 +47,27 @@ def test_a_big_map_is_held_in_half_and_read_in_float32():
     torch.testing.assert_close(held.layer("double", 1).weights, 2 * read[:, 1:2])
     small, _, _ = _maps(8)
     assert small.held().describe("token").weights.dtype == torch.float32  # small maps stay as they are
+
+
+def test_one_held_maps_read_by_many_sessions_at_once_gives_each_the_layer_it_asked_for():
+    """A cached explanation is read by every session's thread: each keeps the layer it last read of a
+    derived map, and another thread's read in between must never hand it someone else's layer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    maps, weights, _ = _maps(400)  # past HALF_CELLS: held in float16, widened and derived when read
+    held = maps.held()
+    expected = 2 * held["token"].weights
+
+    def reader(seed: int) -> int:
+        wrong = 0
+        for step in range(60):
+            layer = (seed + step) % weights.shape[1]
+            got = held.layer("double", layer).weights
+            wrong += not torch.equal(got, expected[:, layer:layer + 1])
+            if step % 20 == seed % 20:
+                wrong += not torch.equal(held["double"].weights, expected)
+            wrong += held.nbytes <= 0  # measured by the cache while others read
+        return wrong
+
+    with ThreadPoolExecutor(8) as pool:
+        assert sum(pool.map(reader, range(8))) == 0
