@@ -75,7 +75,8 @@ def hardware() -> str:
             name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
     except OSError:
         pass
-    return f"CPU: {name}, {torch.get_num_threads()} threads"
+    threads = torch.get_num_threads()
+    return f"CPU: {name}, {threads} thread{'s' if threads != 1 else ''}"
 
 
 def seed_everything(seed: int) -> None:
