@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 from hierattn.threads import census, serving
 
@@ -83,19 +84,12 @@ def serving_overlap(explain_once, rerun_once, csv_path: Path, work: Path, enviro
 
 def overlap(texts: list[str], labels: list[str], explain_once, rerun_once, epochs: int, repeats: int) -> dict:
     """Both measurements, in a private census folder and a scratch folder removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="hierattn-overlap-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="hierattn-overlap-") as scratch, \
+            mock.patch.dict(os.environ, {"HIERATTN_RUNTIME": str(Path(scratch) / "census")}):  # restored on leaving
         work = Path(scratch)
-        previous = os.environ.get("HIERATTN_RUNTIME")
-        os.environ["HIERATTN_RUNTIME"] = str(work / "census")
         environ = {**os.environ, "PYTHONPATH": str(ROOT)}
-        try:
-            csv_path = write_training_csv(work / "train.csv", texts, labels)
-            result = {"documents": len(texts), "epochs": epochs}
-            result["training"] = training_overlap(csv_path, epochs, work, environ)
-            result["serving"] = serving_overlap(explain_once, rerun_once, csv_path, work, environ, repeats)
-        finally:
-            if previous is None:
-                os.environ.pop("HIERATTN_RUNTIME", None)
-            else:
-                os.environ["HIERATTN_RUNTIME"] = previous
+        csv_path = write_training_csv(work / "train.csv", texts, labels)
+        result = {"documents": len(texts), "epochs": epochs}
+        result["training"] = training_overlap(csv_path, epochs, work, environ)
+        result["serving"] = serving_overlap(explain_once, rerun_once, csv_path, work, environ, repeats)
     return result
