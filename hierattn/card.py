@@ -31,6 +31,15 @@ def _percent(value) -> str:
     return f"{100 * value:.2f}%" if isinstance(value, (int, float)) else "not recorded"
 
 
+def recorded_hardware(metrics: dict) -> str | None:
+    """The machine a run recorded (``training.loop.hardware``), as said today: runs from before it
+    learnt the singular recorded "1 threads", the shipped checkpoints among them."""
+    import re
+
+    text = metrics.get("hardware")
+    return re.sub(r"\b1 threads\b", "1 thread", text) if isinstance(text, str) and text else None
+
+
 def model_card(name: str, config: dict, metrics: dict, display_name: str, label: str, maps: str,
                plugin: dict | None, weights_bytes: int | None = None) -> str:
     """The card's markdown. ``config``/``metrics``: the checkpoint's config.json and metrics.json;
@@ -102,8 +111,8 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
                    "(best validation accuracy, ties broken by validation loss)")
     if isinstance(metrics.get("total_training_seconds"), (int, float)):
         run.append(f"{metrics['total_training_seconds'] / 60:.1f} min of training")
-    if metrics.get("hardware"):
-        run.append(f"on {metrics['hardware']}")
+    if recorded_hardware(metrics):
+        run.append(f"on {recorded_hardware(metrics)}")
     if metrics.get("pretrained_words"):
         run.append(f"{metrics['pretrained_words']:,} embeddings initialised before training")
     lines += [("- " + "; ".join(run) + ".") if run else "- The run's details were not recorded.", "",

@@ -25,7 +25,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "card": ("contract", "data", "models"),  # a checkpoint's README.md, from its JSON files
     "budget": ("contract", "limits", "data", "models"),  # a model within the limits, before it is built at size
     "checkpoint": ("contract", "home", "limits", "data", "models", "card", "budget"),
-    "analysis": ("contract", "limits", "data", "models", "budget", "checkpoint"),
+    "analysis": ("contract", "limits", "data", "models", "budget", "card", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
     "training": ("contract", "home", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis"),
     "experiments": ("contract", "home", "threads", "limits", "data", "models", "checkpoint", "analysis", "training",

