@@ -111,8 +111,8 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
                    "(best validation accuracy, ties broken by validation loss)")
     if isinstance(metrics.get("total_training_seconds"), (int, float)):
         run.append(f"{metrics['total_training_seconds'] / 60:.1f} min of training")
-    if recorded_hardware(metrics):
-        run.append(f"on {recorded_hardware(metrics)}")
+    if machine := recorded_hardware(metrics):
+        run.append(f"on {machine}")
     if metrics.get("pretrained_words"):
         run.append(f"{metrics['pretrained_words']:,} embeddings initialised before training")
     lines += [("- " + "; ".join(run) + ".") if run else "- The run's details were not recorded.", "",

@@ -1,11 +1,13 @@
 """The checkpoints in checkpoints/ load, are small, score what their metrics.json says, and
 predict exactly what they predicted before any later change to the models."""
 import json
+import os
 import sys
 
 import pytest
 import torch
 
+from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.evaluation import evaluate_split, label_map
 from hierattn.analysis.explain import explain
 from hierattn.checkpoint import list_checkpoints, load_classifier
@@ -60,7 +62,7 @@ TRANSFORMERS = [p for p in SHIPPED if (p / "tokenizer.json").is_file()]
 # a class-spanning sample again (the whole splits took 4 minutes of the suite for MiniLM alone;
 # ``HIERATTN_FULL_SPLITS=1`` predicts every document).
 PREDICTIONS = REPO / "tests" / "recorded" / "shipped_predictions.json"
-SAMPLE = 60  # documents of each split predicted again, spread over its classes
+SAMPLE = 60  # documents of each split predicted again, spread evenly through it (a split is sorted by class)
 TIE = 1e-3  # a document whose two likeliest classes are this close may flip on another CPU's arithmetic
 
 
@@ -71,41 +73,23 @@ def predicted_splits(path) -> dict[str, str]:
             for split in ("validation", "test")}
 
 
-def class_spanning_sample(true: list[int], per_class: int) -> list[int]:
-    """Positions of ``per_class`` documents of each class, spread evenly through its documents."""
-    positions: dict[int, list[int]] = {}
-    for position, label in enumerate(true):
-        positions.setdefault(label, []).append(position)
-    return sorted(p[i * len(p) // min(per_class, len(p))] for p in positions.values()
-                  for i in range(min(per_class, len(p))))
-
-
-def test_the_class_spanning_sample_takes_every_class_evenly():
-    true = [0] * 10 + [1] * 3 + [2] * 100
-    sample = class_spanning_sample(true, 4)
-    assert [true[i] for i in sample] == [0] * 4 + [1] * 3 + [2] * 4
-    assert sample[-4:] == [13, 38, 63, 88]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_checkpoint_matches_its_recorded_accuracies(path):
-    import os
-
     assert sum(f.stat().st_size for f in path.iterdir()) < PRETRAINED_MB.get(path.name, 8) * 2**20
     metrics = json.loads((path / "metrics.json").read_text())
     classifier, dataset = load_classifier(path, device="cpu"), load_builtin(metrics["dataset"])
     recorded = json.loads(PREDICTIONS.read_text())[path.name]
     full = os.environ.get("HIERATTN_FULL_SPLITS") == "1"
-    accuracy = {}
+    splits, as_trained, accuracy = stratified_split(dataset.labels), label_map(classifier, dataset), {}
     for split in ("validation", "test"):
-        indices = stratified_split(dataset.labels)[split]
-        as_trained = label_map(classifier, dataset)
+        indices = splits[split]
         true = [as_trained[dataset.labels[i]] for i in indices]
         predicted = [int(c) for c in recorded[split]]
         assert len(predicted) == len(true), f"{split}: the record is of another split; record it again"
         accuracy[split] = sum(t == p for t, p in zip(true, predicted)) / len(true)
-        sample = range(len(true)) if full else class_spanning_sample(true, -(-SAMPLE // len(set(true))))
+        sample = range(len(true)) if full else evenly_spaced(range(len(true)), SAMPLE)
+        assert set(true) == {true[i] for i in sample}  # every class predicted again
         now = evaluate_split(classifier, dataset, split, indices=[indices[i] for i in sample])
         assert now.true == [true[i] for i in sample]
         for position, p, probabilities in zip(sample, now.predicted, now.probabilities):

@@ -86,11 +86,12 @@ def _cost(dataset: str, experiments: dict[str, Experiment], root: Path) -> str:
     planned = sum(len(e.seeds) for e in rows)
     machines = ", ".join(sorted({r.hardware.split(",")[0] for r in found})) or "none yet"
     hours = sum(r.total_seconds for r in found) / 3600
-    counted = f"{len(found)} of {planned} runs" if len(found) < planned else f"{planned} runs"
+    done = len(found) == planned
+    counted = f"{planned} runs" if done else f"{len(found)} of {planned} runs"
     text = (f"Each run used one thread ({machines}), two runs at a time. The {counted} registered for {dataset} "
-            f"(these rows and its figures' sweeps) {'recorded so far ' if len(found) < planned else ''}took "
+            f"(these rows and its figures' sweeps) {'' if done else 'recorded so far '}took "
             f"{hours:.1f} hours of one-thread time, about {hours / 2:.1f} hours with two jobs")
-    if found and len(found) < planned:
+    if found and not done:
         text += (f"; the other {planned - len(found)}, at the pace recorded so far, about "
                  f"{_remaining_hours(rows, by_row):.1f} more")
     return text
