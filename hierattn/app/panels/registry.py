@@ -33,9 +33,9 @@ def registry_tables(dataset: str) -> None:
     st.subheader(f"The papers' orderings on `{dataset}`, several seeds each")
     st.caption("Every row is a spec of the experiments registry (experiments/*.toml), trained with several seeds "
                "and recorded under results/; `python -m hierattn reproduce` reruns them. Each ordering is decided "
-               "by a paired bootstrap over the test documents and the seeds: **holds** or **reversed** only when "
-               "the 95% interval of the difference excludes zero, else **within noise**. The README shows the same "
-               "tables and figures (`python -m hierattn report --write`).")
+               "by a 95% t interval of the difference that counts the noise of the seeds and of the test "
+               "documents: **holds** or **reversed** only when it excludes zero, else **within noise**. "
+               "docs/RESULTS.md shows the same tables and figures (`python -m hierattn report --write`).")
     data = _computed(dataset, fingerprint(RESULTS))
     st.markdown(data["orderings"])  # generated from our specs and numbers only: no user text
     with st.expander("Every row of the registry"):
