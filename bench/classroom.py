@@ -1,11 +1,12 @@
-"""A class on one server (issue 30): N sessions at once, each a student in their own browser tab,
+"""A class on one server: N sessions at once, each a student in their own browser tab,
 paste a review into Explore, switch the model, open "Can I trust this shading?" and go to Compare,
 on the shipped checkpoints, for a bounded time. Every step of every session must be answered, with
 no error box, no JavaScript error and no white page; the figures are each step's latency (from the
 action to the page settled, p50 and p95 over sessions) and the server's memory.
 
 ``run_classroom`` returns the figures; the bench records them (``python -m hierattn bench --only
-classroom``) and ``tests/test_classroom.py`` holds a reduced class to the same rules in CI.
+classroom``, a class of 30 on a server of its own) and ``tests/system/test_classroom.py`` holds a
+class of three on the suite's shared server to the same rules.
 Loopback only; Debian's Chromium through Playwright's async API (one browser, a context per student).
 """
 from __future__ import annotations
@@ -16,7 +17,8 @@ import os
 import sys
 import time
 
-from bench.soak import BUSY, CHROMIUM, cpu_seconds, rss_mb, start_server
+from bench.served import BUSY, Served, cpu_seconds, rss_mb, start_server
+from bench.soak import CHROMIUM
 
 REVIEWS = [
     "I bought this blender last month. It was loud and the lid cracked after a week. Customer service never answered.",
@@ -42,7 +44,7 @@ async def _settle(page, expect: str | None, timeout: float = SETTLE_TIMEOUT) -> 
     raise TimeoutError(f"not settled within {timeout:.0f} s (waiting for {expect!r})")
 
 
-async def _student(browser, url: str, number: int, record: dict) -> None:
+async def _student(browser, url: str, number: int, record: dict, models: tuple[str, str]) -> None:
     context = await browser.new_context(viewport={"width": 1280, "height": 1600})
     # the students' 30 tabs render on the server's own cores here: a step may wait its turn for the CPU
     context.set_default_timeout(SETTLE_TIMEOUT * 1000)
@@ -74,12 +76,12 @@ async def _student(browser, url: str, number: int, record: dict) -> None:
 
     async def switch():
         await page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.click()
-        await page.get_by_role("option", name="tweets-hcan", exact=True).click()
+        await page.get_by_role("option", name=models[1], exact=True).click()
 
     async def trust():
         await page.locator("[data-testid=stCheckbox]").filter(has_text="Can I trust this shading").first.click()
 
-    await step(STEPS[0], lambda: page.goto(f"{url}/?model=tweets-han", wait_until="commit"), "Prediction")
+    await step(STEPS[0], lambda: page.goto(f"{url}/?model={models[0]}", wait_until="commit"), "Prediction")
     await step(STEPS[1], paste, "Where the model looks")
     await step(STEPS[2], switch, "Where the model looks")
     await step(STEPS[3], trust, "How to read them")
@@ -88,7 +90,8 @@ async def _student(browser, url: str, number: int, record: dict) -> None:
     await context.close()
 
 
-async def _class(url: str, sessions: int, stagger: float, record: dict, limit: float) -> None:
+async def _class(url: str, sessions: int, stagger: float, record: dict, limit: float,
+                 models: tuple[str, str]) -> None:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as p:
@@ -97,7 +100,7 @@ async def _class(url: str, sessions: int, stagger: float, record: dict, limit: f
 
         async def late(i):
             await asyncio.sleep(i * stagger)  # a class does not press Enter in the same millisecond
-            await _student(browser, url, i, record)
+            await _student(browser, url, i, record, models)
 
         try:
             await asyncio.wait_for(asyncio.gather(*(late(i) for i in range(sessions))), limit)
@@ -113,11 +116,17 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def run_classroom(sessions: int = 30, stagger: float = 1.0, limit: float = 1200.0) -> dict:
-    """``sessions`` students on one fresh server (the shipped checkpoints), bounded by ``limit``
-    seconds; returns the figures."""
-    env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}
-    server, url = start_server(env)
+def run_classroom(sessions: int = 30, stagger: float = 1.0, limit: float = 1200.0, served: Served | None = None,
+                  models: tuple[str, str] = ("tweets-han", "tweets-hcan")) -> dict:
+    """``sessions`` students, bounded by ``limit`` seconds, each opening ``models[0]`` and switching to
+    ``models[1]``; returns the figures. ``served``: the app they use; by default a fresh server of
+    the shipped checkpoints, stopped at the end."""
+    if served is None:
+        env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}
+        server, url = start_server(env)
+        log_from = None
+    else:
+        server, url, log_from = served.process, served.url, served.log_size()
     record: dict = {}
     sampling = {"peak": 0.0}
     try:
@@ -130,7 +139,7 @@ def run_classroom(sessions: int = 30, stagger: float = 1.0, limit: float = 1200.
                     sampling["peak"] = max(sampling["peak"], rss_mb(server.pid))
                     await asyncio.sleep(0.5)
             sampler = asyncio.create_task(sample())
-            await _class(url, sessions, stagger, record, limit)
+            await _class(url, sessions, stagger, record, limit, models)
             sampler.cancel()
 
         asyncio.run(main())
@@ -138,12 +147,15 @@ def run_classroom(sessions: int = 30, stagger: float = 1.0, limit: float = 1200.
         end_mb = rss_mb(server.pid)
         server_cpu = cpu_seconds(server.pid) - server_cpu
     finally:
-        server.terminate()
-        try:
-            server.wait(15)
-        except Exception:  # noqa: BLE001
-            server.kill()
-        log = server.stderr.read().decode(errors="replace")
+        if served is None:
+            server.terminate()
+            try:
+                server.wait(15)
+            except Exception:  # noqa: BLE001
+                server.kill()
+            log = server.stderr.read().decode(errors="replace")
+        else:
+            log = served.log_since(log_from)
     latency = record.get("latency", {})
     every = [t for times in latency.values() for t in times]
     return {

@@ -15,11 +15,16 @@ from pathlib import Path  # noqa: E402
 import captum.attr  # noqa: E402, F401
 import pytest  # noqa: E402
 import scipy.stats  # noqa: E402, F401
-import torch
 
-from hierattn.checkpoint import save_checkpoint
-from hierattn.data.text import TextConfig, Vocab, tokenize
-from hierattn.models import build_model
+from hierattn.data.text import Vocab, tokenize
+from tests.tiers import (  # noqa: F401  the suite's tiers and their guard, as pytest hooks
+    pytest_configure,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
+from tests.tiny import tour_stand_ins, write_tiny_checkpoints
 
 CORPUS = [
     "The market rallied today. Shares in the bank rose sharply! Investors cheered the results.",
@@ -27,7 +32,6 @@ CORPUS = [
     "I loved this film. The acting was great, and the story moved me!",
     "Terrible service. I will never go back. Was it really that bad?",
 ]
-LABELS = ["business", "sport", "positive", "negative"]
 # The thread census (hierattn.threads) of the test session is its own: the tests' training
 # processes neither make room for, nor take room from, runs that train beside the suite.
 os.environ.setdefault("HIERATTN_RUNTIME", os.path.join(os.environ.get("TMPDIR", "/tmp"),
@@ -47,25 +51,18 @@ def tiny_vocab() -> Vocab:
 
 @pytest.fixture(scope="session")
 def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
-    """A checkpoints/ folder with tiny untrained models (enough for the app's code paths)."""
-    root = tmp_path_factory.mktemp("checkpoints")
-    torch.manual_seed(0)
-    for name, model_type, config in (
-            ("tiny-han", "han", {"embed_dim": 16, "hidden": 8, "attention_dim": 16}),
-            ("tiny-hcan", "hcan", {"d": 16, "heads": 2}),
-            ("tiny-hcan-flat-max", "hcan", {"d": 16, "heads": 2, "hierarchical": False, "pooling": "max"}),
-            ("tiny-han-cached", "han", {"embed_dim": 16, "hidden": 8, "attention_dim": 16, "encoder": "cached_lstm",
-                                        "cache_groups": 2}),
-            ("tiny-sanet", "sanet", {"embed_dim": 16, "d": 16}),
-            ("tiny-halstm", "halstm", {"embed_dim": 16, "hidden": 8, "dense": 8}),
-            ("tiny-onlstm", "halstm", {"embed_dim": 16, "hidden": 8, "dense": 8, "cell": "onlstm"}),
-            ("tiny-mahnn", "mahnn", {"embed_dim": 16, "hidden": 8, "attention_dim": 8, "maps": 4}),
-            ("tiny-kimcnn", "kimcnn", {"embed_dim": 16, "maps": 4}),
-            ("tiny-tfidf", "tfidf", {"num_bigrams": 2})):
-        model = build_model(model_type, {"vocab_size": len(tiny_vocab), "num_classes": 4, **config})
-        save_checkpoint(root / name, model, model_type, tiny_vocab, LABELS,
-                        TextConfig(max_sentences=6, max_words=12), {"test_accuracy": 0.5}, dataset="tweets")
-    return root
+    """A checkpoints/ folder with tiny untrained models of every type, a Hugging Face folder among
+    them (``tests/tiny.py``): enough for the app's code paths."""
+    return write_tiny_checkpoints(tmp_path_factory.mktemp("checkpoints"), tiny_vocab)
+
+
+@pytest.fixture(scope="session")
+def tour_checkpoints(tmp_path_factory, tiny_vocab) -> Path:
+    """Tiny stand-ins for the shipped checkpoints the Tour names (``tests/tiny.py``)."""
+    from hierattn.app.panels.tour import STEPS
+
+    names = sorted({name for _, needs, _ in STEPS.values() for name in needs})
+    return tour_stand_ins(tmp_path_factory.mktemp("tour"), tiny_vocab, names)
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ from hierattn.models import REGISTRY, build_model, sized_for_text
 from hierattn.models.footprint import _cells, attention_cells, config_problems, parameter_count
 from hierattn.training.jobs import JobError, make_job
 from hierattn.training.loop import TrainConfig
-from tests.conftest import LABELS, REPO, edit_config
+from tests.conftest import REPO, edit_config
+from tests.tiny import LABELS
 
 # The attack's model: flat HCAN, 16 heads, d 64, 80 x 50 words (exactly the words-read limit).
 OVER_BUDGET = ("hcan", {"hierarchical": False, "heads": 16, "d": 64}, TextConfig(max_sentences=80, max_words=50))

@@ -8,7 +8,8 @@ from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifi
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import TextConfig, tokenize
 from hierattn.models import build_model
-from tests.conftest import CORPUS, LABELS, edit_config
+from tests.conftest import CORPUS, edit_config
+from tests.tiny import LABELS
 
 
 @pytest.fixture

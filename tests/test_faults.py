@@ -17,7 +17,8 @@ import hierattn.checkpoint as checkpoint
 from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model
-from tests.conftest import CORPUS, LABELS
+from tests.conftest import CORPUS
+from tests.tiny import LABELS
 
 KILLS = 24
 

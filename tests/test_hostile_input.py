@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 from hierattn.analysis.explain import explain
@@ -21,7 +20,8 @@ from hierattn.data.formats import csv_bytes, read_rows
 from hierattn.data.text import TextConfig, tokenize
 from hierattn.models import build_model
 from hierattn.viz.html import document_html, md_code, md_text
-from tests.conftest import LABELS, REPO, shown
+from tests.conftest import REPO, shown
+from tests.tiny import LABELS, hostile_checkpoint
 
 # What would run as HTML, markdown or LaTeX if it reached the page unescaped.
 PAYLOADS = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "**bold** _it_", "$\\frac{1}{2}$",
@@ -103,20 +103,11 @@ def explored_with_a_warning(text: str, warning: str) -> None:
     assert at.get("plotly_chart")
 
 
-def _hostile_checkpoint(root: Path, vocab) -> Path:
-    labels = ["<script>alert(1)</script> **bold** _it_", "<img src=x onerror=alert(2)> $\\frac{1}{2}$",
-              PAYLOADS[6], PAYLOADS[7]]
-    torch.manual_seed(0)
-    model = build_model("hcan", {"vocab_size": len(vocab), "num_classes": 4, "d": 16, "heads": 2})
-    return save_checkpoint(root / "hostile", model, "hcan", vocab, labels, TextConfig(6, 12), {"test_accuracy": 0.5},
-                           dataset="[click](javascript:alert(3)) **ds**")
-
-
 @pytest.fixture
 def hostile_env(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     root = tmp_path / "checkpoints"
     shutil.copytree(checkpoint_dir, root)
-    _hostile_checkpoint(root, tiny_vocab)
+    hostile_checkpoint(root, tiny_vocab)
     monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
     return root
 

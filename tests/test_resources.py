@@ -9,7 +9,8 @@ import pytest
 from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.models import build_model
-from tests.conftest import LABELS, edit_config
+from tests.conftest import edit_config
+from tests.tiny import LABELS
 
 
 def _never_read(monkeypatch):

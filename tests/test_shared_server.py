@@ -319,8 +319,8 @@ def test_low_findings(checkpoint_dir, tmp_path, capsys, tiny_vocab):
     from hierattn.checkpoint import CheckpointError, save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model
-    from tests.conftest import LABELS
     from tests.test_hostile_input import cli_fails
+    from tests.tiny import LABELS
 
     for flag, message in ((["--batch-size", "0"], "batch_size must be a whole number of at least 1, not 0"),
                           (["--lr", "nan"], "lr must be a number of at least 0, not nan"),

@@ -24,7 +24,8 @@ from hierattn.checkpoint import load_classifier, save_checkpoint
 from hierattn.cli import main
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model
-from tests.conftest import CORPUS, LABELS
+from tests.conftest import CORPUS
+from tests.tiny import LABELS
 
 
 @pytest.mark.parametrize("prefix", [True, False])

@@ -136,7 +136,7 @@ def _four_head_hcan(tmp_path, tiny_vocab):
     from hierattn.checkpoint import save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model
-    from tests.conftest import LABELS
+    from tests.tiny import LABELS
 
     torch.manual_seed(0)
     model = build_model("hcan", {"vocab_size": len(tiny_vocab), "num_classes": 4, "d": 16, "heads": 4})

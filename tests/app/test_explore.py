@@ -329,7 +329,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
     from hierattn.checkpoint import save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model, sized_for_text
-    from tests.conftest import LABELS
+    from tests.tiny import LABELS
 
     root = tmp_path / "checkpoints"
     shutil.copytree(checkpoint_dir / "tiny-han", root / "tiny-han")

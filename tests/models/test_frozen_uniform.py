@@ -9,7 +9,7 @@ from hierattn.checkpoint import load_classifier, save_checkpoint
 from hierattn.contract import Batch
 from hierattn.data.text import TextConfig
 from hierattn.models import REGISTRY, build_model, display_name, model_config_dict
-from tests.conftest import LABELS
+from tests.tiny import LABELS
 
 FREEZABLE = ["han", "hcan", "sanet", "mahnn", "transformer"]  # their attention goes through an intervention site
 

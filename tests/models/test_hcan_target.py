@@ -11,8 +11,9 @@ from hierattn.checkpoint import load_classifier, save_checkpoint
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model, model_config_dict
 from hierattn.models.layers import ConvMultiHeadTargetAttention
-from tests.conftest import LABELS, REPO
+from tests.conftest import REPO
 from tests.models.test_frozen_uniform import _batch
+from tests.tiny import LABELS
 
 
 def _from_even(model) -> float:

@@ -15,7 +15,8 @@ from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoin
 from hierattn.data.text import TextConfig
 from hierattn.models import BUILT_IN, REGISTRY, build_from_spec, plugins
 from hierattn.models.plugins import PluginError, specs_in_file
-from tests.conftest import LABELS, REPO
+from tests.conftest import REPO
+from tests.tiny import LABELS
 
 EXAMPLE = REPO / "examples" / "bigru_attention" / "bigru_attention.py"
 

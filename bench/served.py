@@ -1,0 +1,133 @@
+"""A served app, as the scenario tests and the bench meet it: started on a free loopback port, waited
+for on its health check, its process measured (CPU time, resident memory, the time back to idle),
+and a page's own state read in the browser (Streamlit's script state, not a fixed wait).
+
+The system tests share one such server (``tests/system/conftest.py``); the bench starts its own, on
+an otherwise quiet machine, for figures."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+IDLE_SHARE = 0.05  # of one core, over a second: the server is idle
+
+# A page is busy until Streamlit's own script state reads "notRunning" with no spinner, progress bar
+# or skeleton: before the app has connected the page shows no spinner at all ("initial").
+BUSY = ("() => { const app = document.querySelector('[data-testid=stApp]');"
+        " return !app || app.getAttribute('data-test-script-state') !== 'notRunning' || !!document.querySelector("
+        "'[data-testid=stStatusWidget], [data-testid=stProgress], [data-testid=stSkeleton]'); }")
+# A page under load: wait for the server's answer, not for every script to load (a loaded server
+# served the page's JavaScript in over 30 s on CI's 2 cores); what the page then shows is waited for.
+ARRIVE = {"wait_until": "commit", "timeout": 120_000}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def seconds_to_idle(pid: int, limit: float = 120.0) -> float | None:
+    """Seconds until the process uses under ``IDLE_SHARE`` of a core over a whole second."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        before, t0 = cpu_seconds(pid), time.monotonic()
+        time.sleep(1.0)
+        if (cpu_seconds(pid) - before) / (time.monotonic() - t0) < IDLE_SHARE:
+            return time.monotonic() - start - 1.0
+    return None
+
+
+def start_server(env: dict, command: list[str] | None = None, limit: float = 120,
+                 own_group: bool = False, log: Path | None = None) -> tuple[subprocess.Popen, str]:
+    """``command`` (default ``streamlit run app.py``) on a free loopback port with ``env``, once it
+    answers its health check: (the process, its URL). ``own_group``: in a process group of its own
+    (stop it and its children with ``os.killpg``). ``log``: a file for its stderr, for a server that
+    lives long (a pipe nobody reads fills and blocks the server); by default a pipe. RuntimeError
+    when it exits or does not answer within ``limit`` seconds."""
+    port = free_port()
+    command = command or [sys.executable, "-m", "streamlit", "run", "app.py"]
+    stderr = open(log, "ab") if log else subprocess.PIPE  # noqa: SIM115  the server holds it
+    server = subprocess.Popen([*command, "--server.headless", "true", "--server.port", str(port),
+                               "--server.address", "127.0.0.1"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=stderr, start_new_session=own_group)
+    if log:
+        stderr.close()  # the child has its own copy
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+            return server, url
+        except OSError:
+            if server.poll() is not None:
+                said = Path(log).read_text(errors="replace") if log else server.stderr.read().decode()
+                raise RuntimeError(f"streamlit exited: {said[-2000:]}") from None
+            time.sleep(0.2)
+    server.kill()
+    raise RuntimeError(f"streamlit did not answer within {limit:.0f} s")
+
+
+def settled(page, limit: float = 240) -> None:
+    """Wait until ``page``'s script has run and stays idle: no run in progress, no progress bar of a
+    background computation, for longer than a progress bar's one-second poll. Before the app has
+    connected the page shows nothing busy; idle therefore means Streamlit's own script state, which
+    reads "initial" until the first run, and not merely the absence of a spinner. ``limit`` is a
+    liveness bound, not a speed goal."""
+    deadline = time.monotonic() + limit
+    quiet_since = None
+    while time.monotonic() < deadline:
+        if page.evaluate(BUSY):
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.6:  # a fragment polls every second: two polls found nothing
+            return
+        page.wait_for_timeout(200)
+    shown = page.evaluate("() => [...document.querySelectorAll('[data-testid=stProgress], "
+                          "[data-testid=stStatusWidget]')].map(e => e.innerText.trim()).join(' | ')")
+    raise AssertionError(f"the page never settled in {limit:.0f} s; still showing: {shown!r}")
+
+
+def running(page, limit: float = 60) -> None:
+    """Wait until ``page``'s script is running: a click or a key was received and acted on."""
+    page.wait_for_function("() => document.querySelector('[data-testid=stApp]')?.getAttribute("
+                           "'data-test-script-state') === 'running'", timeout=limit * 1000)
+
+
+@dataclass
+class Served:
+    """A running app: its process, its URL, the checkpoints folder it serves, and the file its stderr
+    goes to (what a test reads for tracebacks)."""
+    process: subprocess.Popen
+    url: str
+    checkpoints: Path
+    log: Path
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size if self.log.exists() else 0
+
+    def log_since(self, offset: int) -> str:
+        """What the server wrote to its stderr after ``offset`` bytes."""
+        with open(self.log, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
