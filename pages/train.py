@@ -6,9 +6,11 @@ from hierattn import viz
 from hierattn.app import train_form, visitors
 from hierattn.app.panels import training
 from hierattn.app.routing import run_through_app
+from hierattn.app.run_policy import MAX_RUNNING, single_user
 from hierattn.checkpoint import checkpoint_root
 from hierattn.data.dataset import stratified_subset
-from hierattn.training.jobs import MAX_RUNNING, JobError, make_job, single_user
+from hierattn.training.jobs import make_job
+from hierattn.training.run_names import JobError
 
 run_through_app()
 
@@ -49,8 +51,7 @@ if st.button("Start training", type="primary", key="start"):
                        stratified_subset(dataset, at_most or len(dataset.texts), train_config.seed), text_config,
                        train_config,
                        replace_existing=replace_existing)
-        job.keep_going, job.share_heldout = keep_going, share_heldout
-        jobs.start(job, session=visitors.visitor())
+        jobs.start(job, session=visitors.visitor(), keep_going=keep_going, share_heldout=share_heldout)
     except JobError as exc:
         st.error(f"Not started: {viz.md_text(exc)}")
     else:

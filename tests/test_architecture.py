@@ -150,6 +150,50 @@ def map_name_violations(root: Path) -> list[str]:
             for line, value in string_literals(p) if re.fullmatch(r"(word|sentence|document)\.\w+", value)]
 
 
+def import_cycle_violations(root: Path) -> list[str]:
+    """Each circle of hierattn modules that import one another (at any depth, inside functions
+    too), once: the shortest through the first of its modules by name. A module imported by a
+    ``from package import module`` counts as that module, not as its package."""
+    paths = {module_of(root, p): p for p in sorted((root / "hierattn").rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        targets = set()
+        for _, module, names in imports(root, path):
+            submodules = {f"{module}.{n}" for n in names if f"{module}.{n}" in paths}
+            targets |= submodules
+            if module in paths and len(submodules) < max(len(names), 1):
+                targets.add(module)
+        graph[name] = targets - {name}
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    reach = {name: reaches(name) for name in graph}
+    wrong, reported = [], set()
+    for first in sorted(graph):
+        circle = {m for m in reach[first] if first in reach[m]} | {first}
+        if len(circle) < 2 or circle & reported:
+            continue
+        reported |= circle
+        paths_to = {first: [first]}  # breadth first, within the circle: the shortest way back to ``first``
+        todo = [first]
+        while todo:
+            here = todo.pop(0)
+            if first in graph[here]:
+                wrong.append(" -> ".join(paths_to[here] + [first]))
+                break
+            for nxt in sorted(graph[here] & circle):
+                if nxt not in paths_to:
+                    paths_to[nxt] = paths_to[here] + [nxt]
+                    todo.append(nxt)
+    return wrong
+
+
 def test_every_layer_imports_only_the_layers_below_it():
     assert not (wrong := layer_violations(REPO)), "\n".join(wrong)
 
@@ -175,6 +219,11 @@ def test_pages_draw_maps_by_their_axes_never_by_their_names():
     assert not (wrong := map_name_violations(REPO)), "\n".join(wrong)
 
 
+def test_no_two_modules_import_each_other_in_a_circle():
+    wrong = import_cycle_violations(REPO)
+    assert not wrong, "move what both need into a module one floor down that neither imports:\n" + "\n".join(wrong)
+
+
 def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     def write(rel: str, text: str) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +238,8 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
                                        "import streamlit\n" + "x = 1\n" * MAX_MODULE_LINES)
     write("hierattn/app/loading.py", "from hierattn.cli import main\n")
     write("pages/explore.py", "import torch\nkind = 'toy'\nif kind == 'word.maxpool':\n    pass\n")
+    write("hierattn/app/tasks.py", "def f():\n    from hierattn.app import visitors\n")  # inside a function
+    write("hierattn/app/visitors.py", "from hierattn.app.tasks import f\n")
 
     assert layer_violations(tmp_path) == ["hierattn/app/loading.py:1: app imports hierattn.cli",
                                           "hierattn/models/toy.py:1: models imports hierattn.data.dataset"]
@@ -201,6 +252,7 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     assert size_violations(tmp_path) == [f"hierattn/analysis/tour.py: {too_long} lines > {MAX_MODULE_LINES}"]
     assert model_name_violations(tmp_path, {"toy"}) == ["pages/explore.py:2: 'toy'"]
     assert map_name_violations(tmp_path) == ["pages/explore.py:3: 'word.maxpool'"]
+    assert import_cycle_violations(tmp_path) == ["hierattn.app.tasks -> hierattn.app.visitors -> hierattn.app.tasks"]
 
 
 def test_no_page_file_shadows_a_standard_library_module():

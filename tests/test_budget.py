@@ -16,8 +16,9 @@ from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoin
 from hierattn.data.text import TextConfig
 from hierattn.models import REGISTRY, build_model, sized_for_text
 from hierattn.models.footprint import _cells, attention_cells, config_problems, parameter_count
-from hierattn.training.jobs import JobError, make_job
+from hierattn.training.jobs import make_job
 from hierattn.training.loop import TrainConfig
+from hierattn.training.run_names import JobError
 from tests.conftest import REPO, edit_config
 from tests.tiny import LABELS
 
@@ -62,7 +63,7 @@ def test_a_model_whose_explanation_would_exceed_the_budget_is_refused_at_trainin
     """The attack's model: one explanation of a 4,000-word document held 1.95 GB of attention
     (peak 5.2 GB). Refused before training, on the page's path and on the command line."""
     from hierattn.cli import main
-    from tests.app.test_train_page import _toy_dataset
+    from tests.training.test_jobs import _toy_dataset
 
     model_type, config, text = OVER_BUDGET
     problem = model_problem(model_type, {"vocab_size": 10, "num_classes": 2, **config}, text)

@@ -133,8 +133,9 @@ def test_ten_explorers_and_two_trainings_at_once(tmp_path, checkpoint_dir, tiny_
     """Ten threads explain documents with one shared cached model while two training jobs run:
     every prediction equals the single-session one, and the shared model is never changed."""
     from hierattn.analysis.explain import explain
+    from hierattn.app.run_policy import JobManager
     from hierattn.data.dataset import Dataset
-    from hierattn.training.jobs import JobManager, make_job
+    from hierattn.training.jobs import make_job
     from hierattn.training.loop import TrainConfig
 
     classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
@@ -190,8 +191,9 @@ def test_a_training_child_does_not_run_the_page_script_that_is_main(tmp_path, mo
     import sys
     import types
 
+    from hierattn.app.run_policy import JobManager
     from hierattn.data.dataset import Dataset
-    from hierattn.training.jobs import JobManager, make_job
+    from hierattn.training.jobs import make_job
     from hierattn.training.loop import TrainConfig
 
     marker = tmp_path / "script-ran"

@@ -147,8 +147,9 @@ def test_two_train_page_runs_at_once_share_the_cores(tmp_path, monkeypatch):
     core; with the census (hierattn.threads) each takes half of them."""
     import time
 
+    from hierattn.app.run_policy import JobManager
     from hierattn.data.dataset import Dataset
-    from hierattn.training.jobs import JobManager, make_job
+    from hierattn.training.jobs import make_job
     from hierattn.training.loop import TrainConfig
 
     census = tmp_path / "census"

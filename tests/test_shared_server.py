@@ -1,6 +1,7 @@
-"""A server a class shares (issue 31): no visitor replaces or reads what is not theirs, no upload or
-file name costs the server more than its limits, and one visitor cannot hold the training slots.
-Each test reproduces one finding of the attack on a live server."""
+"""A server a class shares: no visitor replaces or reads what is not theirs, and no upload or file
+name costs the server more than its limits (the training slots and the checkpoints one visitor
+holds: ``tests/app/test_run_policy.py``). Each test reproduces one finding of the attack on a live
+server."""
 from __future__ import annotations
 
 import json
@@ -19,9 +20,10 @@ from hierattn.data.dataset import DataError
 from hierattn.data.files import NotAFile, open_text, read_bytes
 from hierattn.data.formats import read_rows
 from hierattn.limits import UPLOAD_MB, LimitExceeded
-from hierattn.training.jobs import JobError, JobManager
-from tests.app.test_train_page import _job, configure, messages, open_train_page, toy_csv, upload, wait_for
+from hierattn.training.run_names import JobError
+from tests.app.test_train_page import configure, messages, open_train_page, toy_csv, upload, wait_for
 from tests.conftest import REPO, edit_config
+from tests.training.test_jobs import _job
 
 
 # ---- 3. a wide CSV -----------------------------------------------------------------------------
@@ -93,18 +95,7 @@ def test_a_visitor_never_replaces_a_shipped_or_anothers_checkpoint(train_env):
     manager = job_manager()
     with pytest.raises(JobError, match="a checkpoint this session did not train"):
         manager.start(_job(train_env, "films-mine", replace_existing=True), session="another visitor")
-    assert manager.made_by(train_env / "films-mine", next(iter(manager.jobs()[0].owners)))
-
-
-def test_a_single_user_server_may_replace_any_checkpoint(tmp_path, monkeypatch):
-    manager = JobManager()
-    (tmp_path / "shipped").mkdir()
-    (tmp_path / "shipped" / "config.json").write_text("{}")
-    job = _job(tmp_path, "shipped", replace_existing=True)
-    with pytest.raises(JobError, match="did not train"):
-        manager.start(job, session="visitor")
-    monkeypatch.setenv("HIERATTN_SINGLE_USER", "1")
-    assert manager.may_replace(tmp_path / "shipped", "visitor")
+    assert manager.made_by(train_env / "films-mine", next(iter(manager.owners(manager.jobs()[0]))))
 
 
 # ---- 5. files a checkpoint names ---------------------------------------------------------------
@@ -198,55 +189,6 @@ def test_a_checkpoints_plugin_names_are_names_and_never_an_install_command(check
     edit_config(path, lambda c: c.update(plugin={"package": "good-plugin", "version": "1.2", "entry_point": "x"}))
     with pytest.raises(CheckpointError, match=r"pip install good-plugin\)"):
         load_classifier(path, device="cpu")
-
-
-# ---- 10. the training slots ------------------------------------------------------------------
-@pytest.mark.slow
-def test_one_visitor_runs_one_run_at_a_time(tmp_path):
-    manager = JobManager(max_running=2)
-    first = manager.start(_job(tmp_path, "a", epochs=200), session="visitor")
-    try:
-        with pytest.raises(JobError, match="you have 1 run training already"):
-            manager.start(_job(tmp_path, "b"), session="visitor")
-        second = manager.start(_job(tmp_path, "c", epochs=1), session="another visitor")  # the other slot
-        second.cancel()
-    finally:
-        first.cancel()
-    _wait(first)
-
-
-def _wait(job, seconds=60):
-    deadline = time.time() + seconds
-    while job.active and time.time() < deadline:
-        time.sleep(0.1)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("setting,keep_going,reason", [
-    ("HIERATTN_RUN_AWAY_SECONDS", False, "its visitor left more than"),
-    ("HIERATTN_RUN_SECONDS", True, "it reached the time budget"),
-])
-def test_a_run_is_stopped_when_its_visitor_is_gone_or_its_time_is_up(tmp_path, monkeypatch, setting, keep_going,
-                                                                    reason):
-    """Two 200-epoch HCAN runs, tab closed, held both slots for hours on the previous code."""
-    monkeypatch.setenv(setting, "1")
-    manager = JobManager(present=lambda session: False)  # the visitor's tab is closed
-    job = _job(tmp_path, "long", epochs=500)
-    job.keep_going = keep_going
-    manager.start(job, session="gone")
-    _wait(job, 90)
-    assert job.status == "cancelled" and reason in job.message, job.message
-
-
-def test_a_run_marked_to_keep_going_outlives_its_visitor(tmp_path, monkeypatch):
-    monkeypatch.setenv("HIERATTN_RUN_AWAY_SECONDS", "1")
-    job = _job(tmp_path, "kept", epochs=1)
-    job.owners, job.present, job.keep_going = {"gone"}, (lambda session: False), True
-    job.started -= 100  # as if it had run long without its visitor
-    assert job._watch(time.monotonic() - 100) and not job.stop.is_set()
-    job.keep_going = False
-    job._watch(time.monotonic() - 100)
-    assert job.stop.is_set() and "visitor left" in job.stopped_because
 
 
 # ---- 11. the command line's files --------------------------------------------------------------
@@ -353,21 +295,3 @@ def test_a_session_holds_its_latest_pastes_and_the_rest_stay_on_disk(app_env):
         at.text_area(key="document").input(f"The team won match number {i} on Sunday.").run()
     assert len(at.session_state[PASTED]) == PASTES_PER_SESSION
     assert not at.exception
-
-
-def test_one_visitor_keeps_at_most_its_share_of_checkpoints(tmp_path, monkeypatch):
-    """Visitors' checkpoints had no cap: each one is in every visitor's pickers, and one 20 MB upload
-    wrote 51 MB."""
-    monkeypatch.setenv("HIERATTN_CHECKPOINTS_PER_VISITOR", "2")
-    manager = JobManager(max_running=2)
-    for name in ("a", "b"):
-        job = manager.start(_job(tmp_path, name, epochs=1), session="visitor")
-        _wait(job, 120)
-        assert job.status == "finished", job.message
-    with pytest.raises(JobError, match="you have 2 checkpoints on this server already"):
-        manager.start(_job(tmp_path, "c", epochs=1), session="visitor")
-    again = manager.start(_job(tmp_path, "a", epochs=1, replace_existing=True), session="visitor")  # one of its own
-    _wait(again, 120)
-    other = manager.start(_job(tmp_path, "d", epochs=1), session="another visitor")  # another visitor's share
-    _wait(other, 120)
-    assert again.status == other.status == "finished"

@@ -109,9 +109,10 @@ def test_background_computations_split_the_servers_share_in_their_own_threads(tm
 def test_a_started_training_job_reports_the_budget_it_set(tmp_path, monkeypatch):
     """A Train-page job in its own process, four cores between it and a computing server: the
     job's census entry reads back the threads torch reports in that process."""
+    from hierattn.app.run_policy import JobManager
     from hierattn.data.dataset import Dataset
     from hierattn.data.text import TextConfig
-    from hierattn.training.jobs import JobManager, make_job
+    from hierattn.training.jobs import make_job
     from hierattn.training.loop import TrainConfig
 
     census_dir = tmp_path / "census"

@@ -16,6 +16,8 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.app.process import process_wide
+from hierattn.app.sessions import connected, session_id
+from hierattn.app.visitors import visitor
 from hierattn.threads import cores, serving
 
 _LOG = logging.getLogger(__name__)
@@ -27,30 +29,11 @@ class Cancelled(Exception):
     """A computation that no connected session wants any more, or the server is stopping."""
 
 
-def session_id() -> str | None:
-    """This page run's session (None outside a running page)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx(suppress_warning=True)
-    return ctx.session_id if ctx else None
-
-
 def _visitor() -> str | None:
-    from hierattn.app.visitors import visitor
-
     try:
         return visitor()
     except Exception:  # noqa: BLE001  outside a page: no visitor
         return None
-
-
-def connected(session: str | None) -> bool:
-    """Whether a visitor's tab is still open (always, outside a running server: AppTest, tests)."""
-    from streamlit import runtime
-
-    if session is None or not runtime.exists():
-        return True
-    return runtime.get_instance().is_active_session(session)
 
 
 _finished_runs: dict[str, float] = {}  # session -> when its last page run that finished began

@@ -14,8 +14,8 @@ from hierattn.app.process import process_wide
 def job_manager():
     """The training jobs of this app process, shared by every session; a run's owner is the visitor
     (``app.visitors``: a browser) who started it."""
+    from hierattn.app.run_policy import JobManager
     from hierattn.app.visitors import present
-    from hierattn.training.jobs import JobManager
 
     return JobManager(present=present)
 
@@ -24,7 +24,7 @@ def run_notice(job, who: str | None) -> str:
     """What the Train page says of a run its address names: yours, or another visitor's to watch."""
     from hierattn import viz
 
-    if who is not None and who in job.owners:
+    if who is not None and who in job_manager().owners(job):
         return f"Your run {viz.md_code(job.name)} is {job.status}; it is shown at the bottom of this page."
     return (f"The run {viz.md_code(job.name)} of another visitor is {job.status}; it is shown at the bottom of this "
             "page to watch. Only the browser that started it can cancel it or replace its checkpoint.")
@@ -123,8 +123,8 @@ def device_label() -> str:
 def share_heldout_choice(dataset) -> bool:
     """Whether the checkpoint's held-out documents (of an uploaded file) may be shown to other
     visitors: off unless ticked, and the page says which it is. A server for one person shares."""
+    from hierattn.app.run_policy import single_user
     from hierattn.data.builtin import BUILTIN
-    from hierattn.training.jobs import single_user
 
     if dataset.name in BUILTIN or single_user():
         return True

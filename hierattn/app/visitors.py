@@ -15,6 +15,7 @@ import hashlib
 import threading
 
 from hierattn.app.process import process_wide
+from hierattn.app.sessions import connected, session_id
 
 COOKIE = "_streamlit_xsrf"
 
@@ -59,8 +60,6 @@ def visitor() -> str | None:
     a running page)."""
     import streamlit as st
 
-    from hierattn.app.tasks import session_id
-
     session = session_id()
     if session is None:
         return None
@@ -77,6 +76,4 @@ def visitor() -> str | None:
 
 def present(who: str) -> bool:
     """Whether any tab of this visitor is still open (a session id is its own visitor)."""
-    from hierattn.app.tasks import connected
-
     return any(connected(session) for session in _sessions().sessions(who))

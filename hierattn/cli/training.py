@@ -31,7 +31,7 @@ def train(args) -> int:
         return 2
     dataset = PRESETS[args.preset].dataset if args.preset else args.dataset
     from hierattn.checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
-    from hierattn.training.jobs import JobError, validate_run_name
+    from hierattn.training.run_names import JobError, validate_run_name
 
     try:
         if args.name:  # the app's rules for a run name, under the app's checkpoints folder
@@ -151,7 +151,7 @@ def train_corpus(args) -> int:
     from hierattn.data.dataset import DataError
     from hierattn.training.corpus import init_world, train_corpus
     from hierattn.training.corpus_cache import CachedCorpus, build_cache
-    from hierattn.training.jobs import JobError, validate_run_name
+    from hierattn.training.run_names import JobError, validate_run_name
 
     try:
         model_type, model_config, text_config, config = _model_and_text(args)

@@ -4,14 +4,14 @@ polled by the page, never touching Streamlit.
 A ``TrainingJob`` holds everything the page shows (status, progress, per-epoch history, the final
 message) behind a lock; the watching thread writes what the process reports, the page reads
 ``snapshot()``. The process runs the same ``training.train`` the command line runs, its event
-callback sending each event back through a queue. ``JobManager`` keeps the jobs of one app process
-(shared by every browser session), caps how many run at once, refuses two that write one checkpoint.
+callback sending each event back through a queue. Who may start, replace, see or keep a run is
+decided by whoever starts it (the app, for the page's runs), which hands the job ``stop_reason``
+(asked while it trains) and ``private_heldout``.
 """
 from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.synchronize
-import os
 import queue
 import sys
 import threading
@@ -19,21 +19,20 @@ import time
 import traceback
 import types
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from hierattn import limits
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
 from hierattn.threads import cores, threads_of
-from hierattn.training import baselines, run_claims
+from hierattn.training import baselines
 from hierattn.training.in_memory import train
 from hierattn.training.loop import TrainConfig, TrainEvent
-from hierattn.training.run_names import JobError, validate_run_name  # noqa: F401  (callers import them here)
+from hierattn.training.run_names import JobError, validate_run_name
 from hierattn.training.sharpness import mean_self_attention_metrics
 
-MAX_RUNNING = 2  # concurrent training jobs per app (all its server processes); the page says so
 MAX_LOSSES = 20_000  # points of a run's live loss curve the server keeps
 ACTIVE = ("preparing", "running")
 
@@ -88,12 +87,11 @@ class TrainingJob:
     dataset_name: str = ""
     documents: int = 0
     loss_stride: int = 1  # batches per point of ``losses``
-    # The page's sessions that started or reopened it (None: the command line or a test), whether
-    # it goes on after they leave, and why it was stopped when the server stopped it.
-    owners: set = field(default_factory=set)
-    keep_going: bool = False
-    share_heldout: bool = False  # a page run's held-out documents, shown to other visitors too
-    present: object = field(default=None, repr=False)  # session id -> connected?, set by the manager
+    # Set by whoever starts it (None and False: the command line or a test): asked at every poll
+    # while it trains, a reason to stop it now ("" while it goes on); whether its held-out documents
+    # are kept marked as its starter's own. ``stopped_because``: the reason that stopped it.
+    stop_reason: Callable[[TrainingJob], str] | None = field(default=None, repr=False)
+    private_heldout: bool = False
     stopped_because: str = ""
 
     def __post_init__(self):
@@ -170,9 +168,8 @@ class TrainingJob:
         with _LIVE_LOCK:
             _LIVE.add(process)
         outcome = None
-        last_seen = time.monotonic()
         while outcome is None:
-            last_seen = self._watch(last_seen)
+            self._watch()
             try:
                 kind, payload = events.get(timeout=0.25)
             except queue.Empty:
@@ -198,31 +195,18 @@ class TrainingJob:
         else:
             self._report(payload)
 
-    def _watch(self, last_seen: float) -> float:
-        """Stop a run of the page past its time budget (``limits.RUN_SECONDS``), or left by its
-        visitors for longer than ``limits.RUN_AWAY_SECONDS`` unless it was marked to keep going;
-        returns when one of them was last connected."""
-        if not self.owners or self.stop.is_set():
-            return last_seen
-        now = time.monotonic()
-        if self.present is None or any(self.present(owner) for owner in list(self.owners)):
-            last_seen = now
-        budget, away = limits.RUN_SECONDS, limits.RUN_AWAY_SECONDS
-        if time.time() - self.started > budget.value:
-            self.stopped_because = (f"it reached the time budget of a run started from the page "
-                                    f"({budget.value / 60:,.0f} min; set {budget.variable} to raise it)")
-        elif not self.keep_going and now - last_seen > away.value:
-            self.stopped_because = (f"its visitor left more than {away.value / 60:,.0f} min ago and it was not marked "
-                                    "to keep going")
+    def _watch(self) -> None:
+        """Stop the run, after its current batch, once ``stop_reason`` gives a reason."""
+        if self.stop_reason is None or self.stop.is_set():
+            return
+        self.stopped_because = self.stop_reason(self)
         if self.stopped_because:
             self.stop.set()
-        return last_seen
 
     def _spec(self) -> dict:
         return {"model_type": self.model_type, "model_config": self.model_config, "dataset": self.dataset,
                 "text_config": self.text_config, "config": self.config, "out": str(self.out), "device": self.device,
-                # a visitor's own documents stay theirs unless they share them; the command line's are shared
-                "private_heldout": bool(self.owners) and not self.share_heldout and not single_user()}
+                "private_heldout": self.private_heldout}
 
     def _report(self, metrics: dict) -> None:
         if not metrics:
@@ -261,82 +245,6 @@ class TrainingJob:
         with self._lock:
             self.status, self.message, self.finished = status, message, time.time()
             self.metrics = metrics or {}
-
-
-class JobManager:
-    """The jobs of one app process, shared by every session (the app holds one in ``st.cache_resource``)."""
-
-    def __init__(self, max_running: int = MAX_RUNNING, present=None):
-        self.max_running = max_running
-        self.present = present  # session id -> whether that visitor is still connected (the app's)
-        self._jobs: dict[str, TrainingJob] = {}
-        self._lock = threading.Lock()
-
-    def made_by(self, out: Path, session: str | None) -> bool:
-        """Whether a run of ``session`` on this server wrote the checkpoint at ``out``."""
-        return session is not None and any(
-            session in j.owners and j.out.resolve() == out.resolve() and j.metrics for j in self._jobs.values())
-
-    def may_replace(self, out: Path, session: str | None) -> bool:
-        """A visitor of the page replaces only a checkpoint a run of their own session wrote; the
-        shipped ones and other visitors' never (HIERATTN_SINGLE_USER=1: the one person at the
-        browser owns the server, and may replace any)."""
-        return single_user() or not out.exists() or self.made_by(out, session)
-
-    def start(self, job: TrainingJob, session: str | None = None) -> TrainingJob:
-        """Start ``job``; ``session``: the page's visitor who starts it (None for the command line
-        and tests), held to the page's rules: what they may replace, how many runs at once. The
-        cap and the checks count the runs of every server process of the app (``run_claims``)."""
-        with self._lock, run_claims.shared() as claims:
-            running = [j for j in self._jobs.values() if j.active]
-            elsewhere = claims.others()
-            writing = [j.out.resolve() for j in running] + [Path(c.out) for c in elsewhere]
-            if job.out.resolve() in writing:
-                raise JobError(f"a run named '{job.name}' is training right now; wait for it or choose another name")
-            if session is not None:
-                if not self.may_replace(job.out, session):
-                    raise JobError(f"'{job.name}' is a checkpoint this session did not train (a shipped one, or "
-                                   "another visitor's): the page never replaces it; choose another name")
-                kept = {j.out.resolve() for j in self._jobs.values()
-                        if session in j.owners and j.metrics and j.out.exists()} - {job.out.resolve()}
-                if not single_user() and limits.CHECKPOINTS_PER_VISITOR.exceeded(len(kept) + 1):
-                    raise JobError(f"you have {len(kept)} checkpoints on this server already: "
-                                   + limits.CHECKPOINTS_PER_VISITOR.message(len(kept) + 1)
-                                   + "; replace one of yours (same name, 'Replace my checkpoint')")
-                mine = sum(session in j.owners for j in running) + sum(session in c.owners for c in elsewhere)
-                if limits.RUNS_PER_VISITOR.exceeded(mine + 1):
-                    raise JobError(f"you have {mine} run{'s' if mine > 1 else ''} training already: "
-                                   + limits.RUNS_PER_VISITOR.message(mine + 1) + "; wait for it or cancel it")
-                job.owners.add(session)
-                job.present = self.present
-            if len(running) + len(elsewhere) >= self.max_running:
-                raise JobError(f"{len(running) + len(elsewhere)} runs are training already (at most "
-                               f"{self.max_running} at once); wait for one to finish or cancel it")
-            self._jobs[job.id] = job
-            claims.claim(job.id, job.out, job.owners)
-        threading.Thread(target=self._run, args=(job,), name=f"train-{job.name}", daemon=True).start()
-        return job
-
-    @staticmethod
-    def _run(job: TrainingJob) -> None:
-        try:
-            job.run()
-        finally:
-            run_claims.release(job.id)
-
-    def get(self, job_id: str | None) -> TrainingJob | None:
-        return self._jobs.get(job_id or "")
-
-    def jobs(self) -> list[TrainingJob]:
-        return sorted(self._jobs.values(), key=lambda j: j.started, reverse=True)
-
-    def running(self) -> list[TrainingJob]:
-        return [j for j in self.jobs() if j.active]
-
-
-def single_user() -> bool:
-    """HIERATTN_SINGLE_USER=1: a server for one person, who may replace any checkpoint from the page."""
-    return os.environ.get("HIERATTN_SINGLE_USER", "").strip() == "1"
 
 
 def make_job(name: str, root: Path, model_type: str, model_config: dict, dataset: Dataset, text_config: TextConfig,

@@ -1,4 +1,4 @@
-"""A visitor is a browser (``hierattn.app.visitors``; issue 43): two tabs hold one run's slot, a
+"""A visitor is a browser (``hierattn.app.visitors``): two tabs hold one run's slot, a
 refresh keeps a run its owner's, and a job's link opened in another browser watches the run but
 can neither cancel it nor replace its checkpoint."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from hierattn.app import train_form, visitors
 from tests.app.test_explore import APP
-from tests.app.test_train_page import _job
+from tests.training.test_jobs import _job
 
 
 def _masked(token: bytes) -> str:
@@ -29,7 +29,7 @@ def test_every_load_of_one_browser_is_one_visitor_and_another_browser_another():
 
 def test_a_visitor_is_present_while_any_of_its_tabs_is_open(monkeypatch):
     open_tabs = {"tab-2"}
-    monkeypatch.setattr("hierattn.app.tasks.connected", lambda session: session in open_tabs)
+    monkeypatch.setattr("hierattn.app.visitors.connected", lambda session: session in open_tabs)
     sessions = visitors._Sessions()
     monkeypatch.setattr(visitors, "_sessions", lambda: sessions)
     sessions.seen("browser-a", "tab-1")

@@ -6,11 +6,13 @@ import time
 
 import pytest
 
+from hierattn.app.run_policy import JobManager
 from hierattn.data.dataset import Dataset
 from hierattn.data.text import TextConfig
 from hierattn.training import run_claims
-from hierattn.training.jobs import JobError, JobManager, make_job
+from hierattn.training.jobs import make_job
 from hierattn.training.loop import TrainConfig
+from hierattn.training.run_names import JobError
 
 
 def _toy_dataset():

@@ -187,10 +187,10 @@ def run_panel(jobs, job_id: str) -> None:
     if job is None:
         return
     was_active = job.active
+    from hierattn.app.run_policy import single_user
     from hierattn.app.visitors import visitor
-    from hierattn.training.jobs import single_user
 
-    mine = single_user() or visitor() in job.owners  # a job's link opened elsewhere watches, never cancels
+    mine = single_user() or visitor() in jobs.owners(job)  # a job's link opened elsewhere watches, never cancels
 
     @st.fragment(run_every=1.0 if was_active else None)
     def panel():
