@@ -6,8 +6,8 @@ from hierattn import viz
 from hierattn.app import train_form, visitors
 from hierattn.app.panels import training
 from hierattn.app.routing import run_through_app
-from hierattn.checkpoint import checkpoint_root
 from hierattn.data.dataset import stratified_subset
+from hierattn.home import checkpoint_root
 from hierattn.training.jobs import MAX_RUNNING, JobError, make_job, single_user
 
 run_through_app()

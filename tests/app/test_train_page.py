@@ -7,9 +7,10 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from hierattn.checkpoint import list_checkpoints, load_classifier
+from hierattn.checkpoint import load_classifier
 from hierattn.data.dataset import Dataset
 from hierattn.data.text import TextConfig
+from hierattn.home import list_checkpoints
 from hierattn.training.jobs import JobError, JobManager, make_job, validate_run_name
 from hierattn.training.loop import TrainConfig
 from tests.app.test_explore import APP
