@@ -12,9 +12,10 @@ from bench.inference import document_of
 from hierattn.analysis import attribution
 from hierattn.analysis.explain import explain
 from hierattn.analysis.faithfulness import gradient_times_input
-from hierattn.checkpoint import best_device, list_checkpoints, load_classifier
+from hierattn.checkpoint import best_device, load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
+from hierattn.home import list_checkpoints
 
 SIZES = {"bbc-news": (100, 500), "tweets": (20,)}
 

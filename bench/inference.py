@@ -8,8 +8,9 @@ from pathlib import Path
 import torch
 
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import Classifier, list_checkpoints, load_classifier
+from hierattn.checkpoint import Classifier, load_classifier
 from hierattn.data.text import TextConfig, Vocab, tokenize_many
+from hierattn.home import list_checkpoints
 from hierattn.models import build_model, model_config_dict, sized_for_text, text_problem
 
 LATENCY_TOKENS = (100, 1000, 10000)

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from bench.inference import document_of, explain_latency
 from bench.training import training_throughput
-from hierattn.checkpoint import best_device, list_checkpoints, load_classifier
+from hierattn.checkpoint import best_device, load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
 from hierattn.data.text import tokenize_many
+from hierattn.home import list_checkpoints
 from hierattn.training.presets import PRESETS
 
 WORDS = (100, 500)

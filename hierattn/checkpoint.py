@@ -25,7 +25,7 @@ from hierattn import budget, limits
 from hierattn.card import model_card
 from hierattn.data.files import NotAFile, exchange, fsync, is_replaceable, read_bytes, remove_stale_temporaries
 from hierattn.data.text import TextConfig, Vocab
-from hierattn.home import checkpoint_root, find_checkpoint, inside, list_checkpoints  # noqa: F401  (re-exported)
+from hierattn.home import inside
 from hierattn.limits import LimitExceeded
 from hierattn.models import (
     BUILT_IN,

@@ -24,8 +24,8 @@ from hierattn import viz
 from hierattn.analysis import compare as comparing
 from hierattn.analysis.explain import Explanation, metrics_table
 from hierattn.analysis.explain import explain as _explain
-from hierattn.checkpoint import CheckpointError, Classifier, find_checkpoint, load_classifier
-from hierattn.home import checkpoint_roots
+from hierattn.checkpoint import CheckpointError, Classifier, load_classifier
+from hierattn.home import checkpoint_roots, find_checkpoint
 
 MAX_POSITIONS = 120  # rows and columns of a heatmap, as on the Explore page
 

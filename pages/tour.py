@@ -3,7 +3,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.app import loading
-from hierattn.app.panels import tour
+from hierattn.app.panels.tour.steps import STEPS
 from hierattn.app.routing import run_through_app
 
 run_through_app()
@@ -17,9 +17,9 @@ st.caption("Four ideas from the HCAN and SANet papers and two from a study of BE
            "test split. Where it does not hold for our models, the step says so: that is a lesson too.")
 
 checkpoints = loading.checkpoints_or_stop()
-step = st.segmented_control("Step", list(tour.STEPS), format_func=lambda s: tour.STEPS[s][0], default=1,
+step = st.segmented_control("Step", list(STEPS), format_func=lambda s: STEPS[s][0], default=1,
                             key="tour_step") or 1
-_, needed, draw = tour.STEPS[step]
+_, needed, draw = STEPS[step]
 missing = [n for n in needed if n not in checkpoints]
 if missing:
     st.info(f"This step uses the shipped checkpoint(s) {viz.md_text(', '.join(missing))}, which are not in "

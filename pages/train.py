@@ -7,8 +7,8 @@ from hierattn.app import train_form, visitors
 from hierattn.app.panels import training
 from hierattn.app.routing import run_through_app
 from hierattn.app.run_policy import MAX_RUNNING, single_user
-from hierattn.checkpoint import checkpoint_root
 from hierattn.data.dataset import stratified_subset
+from hierattn.home import checkpoint_root
 from hierattn.training.jobs import make_job
 from hierattn.training.run_names import JobError
 

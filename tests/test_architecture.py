@@ -1,5 +1,6 @@
 """The architecture of docs/ARCHITECTURE.md, checked on the source: what each layer may import, how
-long a module and a page may grow, and where a model may be named. Parsed with ``ast``, nothing
+long a module and a page may grow, that no module re-exports names for its callers, and where a
+model may be named. Parsed with ``ast``, nothing
 imported, so a violation is reported by file and line. Each rule is a function of a source tree;
 the last test runs them on a small tree with one violation of each, so none of them passes by
 reading nothing."""
@@ -25,7 +26,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "card": ("contract", "data", "models"),  # a checkpoint's README.md, from its JSON files
     "budget": ("contract", "limits", "data", "models"),  # a model within the limits, before it is built at size
     "checkpoint": ("contract", "home", "limits", "data", "models", "card", "budget"),
-    "analysis": ("contract", "limits", "data", "models", "budget", "card", "checkpoint"),
+    "analysis": ("contract", "home", "limits", "data", "models", "budget", "card", "checkpoint"),
     "viz": ("contract", "data", "analysis"),
     "training": ("contract", "home", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis"),
     "experiments": ("contract", "home", "threads", "limits", "data", "models", "checkpoint", "analysis", "training",
@@ -34,7 +35,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
             "experiments"),
     "app": ("contract", "home", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis", "training",
             "experiments", "viz"),
-    "pages": ("app", "viz", "analysis", "data", "checkpoint", "training", "experiments"),
+    "pages": ("app", "viz", "analysis", "data", "home", "checkpoint", "training", "experiments"),
     # the app's views, without Streamlit
     "notebook": ("contract", "home", "data", "models", "checkpoint", "analysis", "viz"),
 }
@@ -63,18 +64,22 @@ def module_of(root: Path, path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(root: Path, path: Path) -> list[tuple[int, str, list[str]]]:
-    """(line, absolute module, names imported from it) for every import, at any depth."""
+def imported_from(root: Path, path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module of a ``from ... import``, relative ones resolved against ``path``'s package."""
     here = module_of(root, path).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
+    base = package[: len(package) - node.level + 1] if node.level else []
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(root: Path, path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, absolute module, names imported from it) for every import, at any depth."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            module = ".".join(base + ([node.module] if node.module else []))
-            found.append((node.lineno, module, [alias.name for alias in node.names]))
+            found.append((node.lineno, imported_from(root, path, node), [alias.name for alias in node.names]))
     return found
 
 
@@ -133,6 +138,80 @@ def size_violations(root: Path) -> list[str]:
              for p in (root / "hierattn").rglob("*.py") if lines(p) > MAX_MODULE_LINES]
             + [f"{p.relative_to(root)}: {lines(p)} lines > {MAX_PAGE_LINES}"
                for p in (root / "pages").glob("*.py") if lines(p) > MAX_PAGE_LINES])
+
+
+def module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that run when the module is imported, those inside its ``if``, ``try`` and
+    ``with`` blocks included; not those of its functions and classes."""
+    found, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        found.append(node)
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            todo += [n for field in ("body", "orelse", "finalbody", "handlers") for n in getattr(node, field, [])]
+        elif isinstance(node, ast.ExceptHandler):
+            todo += node.body
+    return found
+
+
+def reexport_violations(root: Path) -> list[str]:
+    """A name a module imports from hierattn and never uses is there for other modules to import
+    from it: a re-export, which hides where the name lives (split a module by meaning, and its
+    callers import each name from its home). A package's ``__init__.py`` may gather names; an import
+    inside a function binds no module attribute, so only module-level imports count. Used: read as a
+    name anywhere in the module (an attribute's base is one), or listed in ``__all__``."""
+    wrong = []
+    for path in sorted((root / "hierattn").rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and "__all__" in {t.id for t in node.targets if isinstance(t, ast.Name)}:
+                used |= {e.value for e in ast.walk(node.value) if isinstance(e, ast.Constant)}
+        for node in module_level(tree):
+            if isinstance(node, ast.ImportFrom):
+                module = imported_from(root, path, node)
+                bound = [(f"{module}.{a.name}", a.asname or a.name) for a in node.names]
+            elif isinstance(node, ast.Import):
+                module = ""
+                bound = [(a.name, a.asname or a.name.split(".")[0]) for a in node.names]
+            else:
+                continue
+            wrong += [f"{where(root, path, node.lineno)}: {name} is imported and never used (a re-export)"
+                      for name, binding in bound
+                      if (module or name).split(".")[0] == "hierattn" and binding not in used]
+    return wrong
+
+
+def imported_through_violations(root: Path) -> list[str]:
+    """The other side of a re-export: a caller that imports a name from a module that only imported
+    it (from another module of hierattn) reads it through a shim, even where that module uses the
+    name itself. Each name is imported from its home; a package's ``__init__.py`` may gather names."""
+    borrowed: dict[Path, dict[str, str]] = {}
+
+    def borrowed_by(module_file: Path) -> dict[str, str]:
+        if module_file not in borrowed:
+            tree = ast.parse(module_file.read_text(encoding="utf-8"))
+            borrowed[module_file] = {a.asname or a.name: imported_from(root, module_file, node)
+                                     for node in module_level(tree) if isinstance(node, ast.ImportFrom)
+                                     and imported_from(root, module_file, node).startswith("hierattn")
+                                     for a in node.names}
+        return borrowed[module_file]
+
+    wrong = []
+    for path in sources(root):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = imported_from(root, path, node)
+            module_file = root.joinpath(*module.split(".")).with_suffix(".py")
+            if not module.startswith("hierattn.") or not module_file.is_file():
+                continue  # another library's, or a package's __init__.py
+            home = borrowed_by(module_file)
+            wrong += [f"{where(root, path, node.lineno)}: {module}.{a.name} lives in {home[a.name]}"
+                      for a in node.names if a.name in home]
+    return wrong
 
 
 def model_name_violations(root: Path, names: set[str]) -> list[str]:
@@ -211,6 +290,15 @@ def test_modules_and_pages_stay_small():
     assert not wrong, "split these, or move a page's logic into hierattn.app:\n" + "\n".join(wrong)
 
 
+def test_no_module_re_exports_names_for_its_callers():
+    wrong = reexport_violations(REPO)
+    assert not wrong, "import each of these from the module that defines it:\n" + "\n".join(wrong)
+
+
+def test_callers_import_each_name_from_the_module_that_defines_it():
+    assert not (wrong := imported_through_violations(REPO)), "\n".join(wrong)
+
+
 def test_a_model_is_named_only_in_its_own_file_and_the_presets():
     assert not (wrong := model_name_violations(REPO, set(BUILT_IN))), "\n".join(wrong)
 
@@ -232,11 +320,21 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     write("app.py", "import streamlit as st\n")
     write("hierattn/__init__.py", "")
     write("hierattn/models/__init__.py", "")
-    write("hierattn/models/toy.py", "from ..data.dataset import Dataset\nfrom hierattn.data.text import Vocab\n")
+    write("hierattn/models/toy.py", "from ..data.dataset import Dataset\nfrom hierattn.data.text import Vocab\n"
+                                    "toy = Dataset, Vocab\n")
     write("hierattn/viz/figures.py", "import torch\nimport plotly\n")
     write("hierattn/analysis/tour.py", "from hierattn.analysis.metrics import _private, public\n"
-                                       "import streamlit\n" + "x = 1\n" * MAX_MODULE_LINES)
-    write("hierattn/app/loading.py", "from hierattn.cli import main\n")
+                                       "import streamlit\nx = _private, public\n" + "x = 1\n" * (MAX_MODULE_LINES - 1))
+    write("hierattn/app/loading.py", "from hierattn.cli import main\nrun = main\n")
+    # re-exports: checkpoint.py passes on `inside` and `fsync`; the package's __init__.py may gather
+    # names, and a name imported inside a function is no module attribute
+    write("hierattn/data/files.py", "def fsync(path):\n    pass\n")
+    write("hierattn/data/__init__.py", "from hierattn.data.files import fsync\n")
+    write("hierattn/checkpoint.py", "from hierattn.data.files import fsync\nfrom hierattn.home import inside\n\n\n"
+                                    "def save(path):\n    from hierattn.data.files import fsync as unused\n"
+                                    "    fsync(path)\n")
+    write("hierattn/training/corpus.py", "from hierattn.checkpoint import fsync\nfrom hierattn.data import fsync as f\n"
+                                         "written = fsync, f\n")
     write("pages/explore.py", "import torch\nkind = 'toy'\nif kind == 'word.maxpool':\n    pass\n")
     write("hierattn/app/tasks.py", "def f():\n    from hierattn.app import visitors\n")  # inside a function
     write("hierattn/app/visitors.py", "from hierattn.app.tasks import f\n")
@@ -250,6 +348,10 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     assert private_import_violations(tmp_path) == ["hierattn/analysis/tour.py:1: hierattn.analysis.metrics._private"]
     too_long = MAX_MODULE_LINES + 2
     assert size_violations(tmp_path) == [f"hierattn/analysis/tour.py: {too_long} lines > {MAX_MODULE_LINES}"]
+    assert reexport_violations(tmp_path) == [
+        "hierattn/checkpoint.py:2: hierattn.home.inside is imported and never used (a re-export)"]
+    assert imported_through_violations(tmp_path) == [
+        "hierattn/training/corpus.py:1: hierattn.checkpoint.fsync lives in hierattn.data.files"]
     assert model_name_violations(tmp_path, {"toy"}) == ["pages/explore.py:2: 'toy'"]
     assert map_name_violations(tmp_path) == ["pages/explore.py:3: 'word.maxpool'"]
     assert import_cycle_violations(tmp_path) == ["hierattn.app.tasks -> hierattn.app.visitors -> hierattn.app.tasks"]

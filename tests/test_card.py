@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from hierattn.card import model_card
-from hierattn.checkpoint import card, described, list_checkpoints, write_card
+from hierattn.checkpoint import card, described, write_card
+from hierattn.home import list_checkpoints
 from tests.conftest import REPO
 
 SHIPPED = list_checkpoints(REPO / "checkpoints")

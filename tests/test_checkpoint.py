@@ -4,9 +4,10 @@ import shutil
 import pytest
 import torch
 
-from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
+from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import TextConfig, tokenize
+from hierattn.home import list_checkpoints
 from hierattn.models import build_model
 from tests.conftest import CORPUS, edit_config
 from tests.tiny import LABELS

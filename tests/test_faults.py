@@ -14,8 +14,9 @@ import pytest
 import torch
 
 import hierattn.checkpoint as checkpoint
-from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
+from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
 from hierattn.data.text import TextConfig
+from hierattn.home import list_checkpoints
 from hierattn.models import build_model
 from tests.conftest import CORPUS
 from tests.tiny import LABELS

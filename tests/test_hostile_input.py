@@ -13,11 +13,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import CheckpointError, list_checkpoints, load_classifier, save_checkpoint
+from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
 from hierattn.cli import main
 from hierattn.data.dataset import DataError
 from hierattn.data.formats import csv_bytes, read_rows
 from hierattn.data.text import TextConfig, tokenize
+from hierattn.home import list_checkpoints
 from hierattn.models import build_model
 from hierattn.viz.html import document_html, md_code, md_text
 from tests.conftest import REPO, shown

@@ -95,7 +95,7 @@ def test_hierattn_explain_runs_from_another_folder_on_a_shipped_checkpoint(insta
 
 def test_the_notebook_api_imports_and_explains_from_the_installed_package(installed):
     script = ("import hierattn.notebook as nb\n"
-              "from hierattn.checkpoint import checkpoint_root, list_checkpoints\n"
+              "from hierattn.home import checkpoint_root, list_checkpoints\n"
               "print(len(list_checkpoints(checkpoint_root())))\n"
               "model = nb.load('bbc-news-han')\n"
               "print(nb.explain(model, 'The striker scored twice. The team won the cup final.').label)\n")

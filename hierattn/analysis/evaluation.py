@@ -14,10 +14,11 @@ from pathlib import Path
 import torch
 
 from hierattn.card import recorded_hardware
-from hierattn.checkpoint import Classifier, list_checkpoints, load_classifier
+from hierattn.checkpoint import Classifier, load_classifier
 from hierattn.data.batches import streamed_batches
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import SEED, stratified_split
+from hierattn.home import list_checkpoints
 
 SPLITS = ("train", "validation", "test")
 

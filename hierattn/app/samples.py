@@ -6,9 +6,10 @@ import json
 
 import streamlit as st
 
-from hierattn.checkpoint import Classifier, checkpoint_root, read_heldout
+from hierattn.checkpoint import Classifier, read_heldout
 from hierattn.data.builtin import BUILTIN, sample_documents
 from hierattn.data.dataset import DataError
+from hierattn.home import checkpoint_root
 
 
 @st.cache_data(show_spinner=False)

@@ -47,9 +47,10 @@ def add_parser(sub, plugin_argument) -> None:
 
 def run(args) -> int:
     from hierattn.analysis.battery_split import evenly_spaced, split_battery
-    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
+    from hierattn.checkpoint import CheckpointError, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
+    from hierattn.home import find_checkpoint
 
     try:
         classifier = load_classifier(find_checkpoint(args.checkpoint), device=args.device)
@@ -87,9 +88,10 @@ def run(args) -> int:
 
 def spread(args) -> int:
     from hierattn.analysis.battery_split import pooling_spread
-    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
+    from hierattn.checkpoint import CheckpointError, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
+    from hierattn.home import find_checkpoint
 
     labels = args.label or [Path(p).name for p in args.checkpoint]
     if len(labels) != len(args.checkpoint):
@@ -123,9 +125,10 @@ def spread(args) -> int:
 def erasure(args) -> int:
     from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.faithfulness import split_erasure
-    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
+    from hierattn.checkpoint import CheckpointError, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
+    from hierattn.home import find_checkpoint
 
     try:
         classifier = load_classifier(find_checkpoint(args.checkpoint), device="cpu")

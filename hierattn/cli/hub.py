@@ -19,7 +19,8 @@ ALLOWED = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_conf
 
 
 def fetch(args) -> int:
-    from hierattn.checkpoint import CheckpointError, checkpoint_root, load_classifier, refuse_to_replace, write_card
+    from hierattn.checkpoint import CheckpointError, load_classifier, refuse_to_replace, write_card
+    from hierattn.home import checkpoint_root
 
     name = args.name or args.repo.rstrip("/").split("/")[-1]
     out = Path(args.out) if args.out else checkpoint_root() / name

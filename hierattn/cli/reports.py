@@ -49,7 +49,8 @@ def cards(args) -> int:
 
 def explain(args) -> int:
     from hierattn.analysis.explain import ExplainError, explain
-    from hierattn.checkpoint import CheckpointError, find_checkpoint, load_classifier
+    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.home import find_checkpoint
 
     try:
         text = args.text if args.text is not None else _read_document(Path(args.file))
@@ -99,9 +100,10 @@ def _split_statistics(checkpoint: str, dataset: str | None, split: str, document
     """(classifier, data set name, statistics rows) for ``documents`` spread through a split."""
     from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.stats import split_statistics
-    from hierattn.checkpoint import find_checkpoint, load_classifier
+    from hierattn.checkpoint import load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
+    from hierattn.home import find_checkpoint
 
     classifier = load_classifier(find_checkpoint(checkpoint), device=device)
     name = dataset or classifier.dataset
@@ -235,11 +237,13 @@ def tour_rates(args) -> int:
     """How often each Tour claim holds over the test split, recorded for the Tour page."""
     from pathlib import Path
 
-    from hierattn.analysis import tour_split
     from hierattn.analysis.battery_split import evenly_spaced
-    from hierattn.checkpoint import CheckpointError, checkpoint_root, load_classifier
+    from hierattn.analysis.tour import record
+    from hierattn.analysis.tour.steps import STEPS
+    from hierattn.checkpoint import CheckpointError, load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
+    from hierattn.home import checkpoint_root
 
     root = Path(args.checkpoints) if args.checkpoints else checkpoint_root()
     splits = {}
@@ -251,23 +255,21 @@ def tour_rates(args) -> int:
             texts, truth = evenly_spaced(texts, args.documents), evenly_spaced(truth, args.documents)
         splits[name] = (texts, truth)
     rates, stamps = {}, {}
-    for step in args.steps or sorted(tour_split.CLAIMS):
-        _, names, _ = tour_split.CLAIMS[step]
+    for number in args.steps or sorted(STEPS):
+        step = STEPS[number]
         try:
-            models = [load_classifier(root / n, device=args.device or "cpu") for n in names]
+            models = [load_classifier(root / n, device=args.device or "cpu") for n in step.checkpoints]
         except CheckpointError as exc:
-            print(f"error: step {step}: {exc}", file=sys.stderr)
+            print(f"error: step {number}: {exc}", file=sys.stderr)
             return 2
-        for n in names:
-            stamps[n] = tour_split.checkpoint_digest(root / n)
-        data = ({"tweets": splits["tweets"], "bbc-news": splits["bbc-news"]} if step == 3 else
-                {("bbc-news" if step == 1 else "tweets"): splits["bbc-news" if step == 1 else "tweets"]})
-        rates[step] = tour_split.step_rate(step, models, data)
-        print(f"step {step}: {tour_split.sentence(rates[step])}", flush=True)
+        for n in step.checkpoints:
+            stamps[n] = record.checkpoint_digest(root / n)
+        rates[number] = step.rate(models, {name: splits[name] for name in step.datasets})
+        print(f"step {number}: {step.sentence(rates[number])}", flush=True)
     if args.write:
         if args.steps and Path(args.write).exists():  # some steps: the others' records stay
-            before, before_stamps = tour_split.load(Path(args.write))
+            before, before_stamps = record.load(Path(args.write))
             rates, stamps = {**before, **rates}, {**before_stamps, **stamps}
-        tour_split.save(dict(sorted(rates.items())), stamps, Path(args.write))
+        record.save(dict(sorted(rates.items())), stamps, Path(args.write))
         print(f"wrote {args.write}")
     return 0

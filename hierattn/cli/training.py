@@ -30,7 +30,8 @@ def train(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     dataset = PRESETS[args.preset].dataset if args.preset else args.dataset
-    from hierattn.checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
+    from hierattn.checkpoint import CheckpointError, refuse_to_replace
+    from hierattn.home import checkpoint_root
     from hierattn.training.run_names import JobError, validate_run_name
 
     try:
@@ -147,8 +148,9 @@ def _cache_for(args, text_config, main: bool = True):
 
 
 def train_corpus(args) -> int:
-    from hierattn.checkpoint import CheckpointError, checkpoint_root, refuse_to_replace
+    from hierattn.checkpoint import CheckpointError, refuse_to_replace
     from hierattn.data.dataset import DataError
+    from hierattn.home import checkpoint_root
     from hierattn.training.corpus import init_world, train_corpus
     from hierattn.training.corpus_cache import CachedCorpus, build_cache
     from hierattn.training.run_names import JobError, validate_run_name

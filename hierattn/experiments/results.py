@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hierattn.checkpoint import fsync
+from hierattn.data.files import fsync
 from hierattn.experiments.spec import ROOT
 
 RESULTS = ROOT / "results"

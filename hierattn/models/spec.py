@@ -46,7 +46,7 @@ class ModelSpec:
     ``tested_words``: (words, sentence) when its paper tested it only on texts of about that many
     words or fewer, a sentence saying so; the app says it when a model reads far longer texts.
     ``folder``: for a model type whose checkpoints are another library's folders (a Hugging Face
-    classifier's), how to recognise, check, build, read and write one (``transformer.HuggingFaceFolder``);
+    classifier's), how to recognise, check, build, read and write one (``huggingface_folder.HuggingFaceFolder``);
     None for a checkpoint of ours (config.json with a ``format_version``, vocab.json).
     ``vocabulary``: for a model that reads its own tokenizer's pieces, how training builds it:
     ``vocabulary(training documents, model config dict, TrainConfig) -> (vocab, config it implies)``;

@@ -13,7 +13,7 @@ import torch
 
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis.battery_split import bootstrap
-from hierattn.analysis.tour import pairwise_jsd
+from hierattn.analysis.tour.two_self_attentions import pairwise_jsd
 from tests.conftest import REPO
 
 RECORDED = json.loads((REPO / "tests" / "recorded" / "library_switch.json").read_text())

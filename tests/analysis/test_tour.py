@@ -6,8 +6,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from hierattn.analysis import tour
 from hierattn.analysis.explain import explain
+from hierattn.analysis.tour.diagonal_or_columnar import MatrixShape, matrix_shape, sanet_verdict
+from hierattn.analysis.tour.han_and_hcan import han_hcan_verdict
+from hierattn.analysis.tour.target_attention import Concentration, concentration, concentration_verdict
+from hierattn.analysis.tour.two_self_attentions import branch_contrast, branch_verdict
 from hierattn.checkpoint import load_classifier
 
 TEXT = "The striker scored twice today. The team won the cup final on Sunday! Fans cheered and sang."
@@ -37,20 +40,20 @@ def _with_attention(ex, kind: str, seed: int = 0):
 
 def test_concentration_of_word_importance(checkpoint_dir):
     ex = _explained(checkpoint_dir, "tiny-han")
-    c = tour.concentration(ex)
+    c = concentration(ex)
     assert c.words == ex.document.num_tokens and 0 < c.gini < 1 and c.head_gini == pytest.approx(c.gini)  # one head
     # an even spread of HAN's structure: each sentence 1/3, each word 1/(3 n); the top 10% of words (2 here)
     # are in the shortest sentence
     lengths = ex.sentence_lengths
     assert c.even_top_share == pytest.approx(2 / (len(lengths) * min(lengths)))
-    uniform = tour.concentration(_with_attention(ex, "uniform"))
+    uniform = concentration(_with_attention(ex, "uniform"))
     assert uniform.top_share == pytest.approx(uniform.even_top_share)
     assert uniform.gini == pytest.approx(uniform.even_gini, abs=1e-6) and not uniform.focused
 
 
 def test_branch_contrast_counts_words_whose_top_differs(checkpoint_dir):
     ex = _explained(checkpoint_dir, "tiny-hcan")
-    c = tour.branch_contrast(ex)
+    c = branch_contrast(ex)
     manual_differ = manual_total = 0
     for s, sentence in enumerate(ex.document.sentences):
         a = ex.self_attention("word.self.a", s, None).clone().fill_diagonal_(-1).argmax(-1)
@@ -58,12 +61,12 @@ def test_branch_contrast_counts_words_whose_top_differs(checkpoint_dir):
         manual_differ += int((a != b).sum())
         manual_total += len(sentence.tokens)
     assert c.words == manual_total and c.different_top == pytest.approx(manual_differ / manual_total)
-    assert tour.branch_contrast(_explained(checkpoint_dir, "tiny-han")) is None
+    assert branch_contrast(_explained(checkpoint_dir, "tiny-han")) is None
 
 
 def test_matrix_shape_and_its_baselines(checkpoint_dir):
     ex = _explained(checkpoint_dir, "tiny-sanet")
-    shape = tour.matrix_shape(ex, ex.self_attention_names[0])
+    shape = matrix_shape(ex, ex.self_attention_names[0])
     m = ex.self_attention(ex.self_attention_names[0], None, None).double()
     k = -(-m.shape[0] // 10)
     assert shape.columnar == pytest.approx(m.sum(0).topk(k).values.sum().item() / m.sum().item())
@@ -75,10 +78,10 @@ def test_matrix_shape_and_its_baselines(checkpoint_dir):
 
 def test_sanet_verdict_follows_the_numbers():
     # a 10-word banded matrix and a 300-word columnar one, each beyond random attention of its size
-    sentiment = tour.MatrixShape(10, 0.95, 0.2, 0.5, 0.58, 0.1, 0.7, 0.3)
-    topic = tour.MatrixShape(300, 0.05, 0.6, 0.9, 0.023, 0.1, 0.03, 0.12)
-    assert [shown for shown, _ in tour.sanet_verdict(sentiment, topic)] == [True, True]
-    assert [shown for shown, _ in tour.sanet_verdict(topic, sentiment)] == [False, False]
+    sentiment = MatrixShape(10, 0.95, 0.2, 0.5, 0.58, 0.1, 0.7, 0.3)
+    topic = MatrixShape(300, 0.05, 0.6, 0.9, 0.023, 0.1, 0.03, 0.12)
+    assert [shown for shown, _ in sanet_verdict(sentiment, topic)] == [True, True]
+    assert [shown for shown, _ in sanet_verdict(topic, sentiment)] == [False, False]
     # the ratio to an even spread would call the long matrix more diagonal (2.2x against 1.6x); the share of
     # the way from an even spread to a band does not (3% against 88%)
     assert topic.diagonality_b3 / topic.even_diagonality_b3 > sentiment.diagonality_b3 / sentiment.even_diagonality_b3
@@ -86,14 +89,14 @@ def test_sanet_verdict_follows_the_numbers():
 
 
 def test_han_hcan_verdict_follows_the_numbers():
-    focused = tour.Concentration(20, 0.6, 0.8, [], 0.1, 0.0, 0.8)
-    spread = tour.Concentration(20, 0.2, 0.2, [], 0.1, 0.0, 0.2)
-    close = tour.Concentration(20, 0.55, 0.65, [], 0.1, 0.0, 0.65)
-    assert tour.han_hcan_verdict(focused, spread)[0]
-    assert not tour.han_hcan_verdict(spread, focused)[0]
-    assert not tour.han_hcan_verdict(focused, close)[0]  # 0.15 apart: below the minimum effect
+    focused = Concentration(20, 0.6, 0.8, [], 0.1, 0.0, 0.8)
+    spread = Concentration(20, 0.2, 0.2, [], 0.1, 0.0, 0.2)
+    close = Concentration(20, 0.55, 0.65, [], 0.1, 0.0, 0.65)
+    assert han_hcan_verdict(focused, spread)[0]
+    assert not han_hcan_verdict(spread, focused)[0]
+    assert not han_hcan_verdict(focused, close)[0]  # 0.15 apart: below the minimum effect
     assert focused.focused and close.focused and not spread.focused  # step 1: over half, 20 points above even
-    assert "—" not in tour.han_hcan_verdict(spread, focused)[1]  # the figures; the page says holds or not apart
+    assert "—" not in han_hcan_verdict(spread, focused)[1]  # the figures; the page says holds or not apart
 
 
 @pytest.mark.parametrize("kind", ["uniform", "random"])
@@ -105,22 +108,22 @@ def test_no_step_reports_uniform_or_random_attention_as_the_papers_finding(check
     han = _with_attention(_explained(checkpoint_dir, "tiny-han", LONG), kind, seed + 100)
     # step 1: a few words carry the weight. Random heads are concentrated too (see
     # test_tour_nulls.py): the verdict says how often, and an even spread never passes
-    c = tour.concentration(hcan)
-    shown, text = tour.concentration_verdict(c)
+    c = concentration(hcan)
+    shown, text = concentration_verdict(c)
     assert not _claims_it(text) and "Random attention of this document's shape passes" in text
     assert kind == "random" or not shown
     # step 2: the branches relate words to different words
-    shown, text = tour.branch_verdict(tour.branch_contrast(hcan))
+    shown, text = branch_verdict(branch_contrast(hcan))
     assert not shown and not _claims_it(text)
     # step 3: sentiment band-diagonal, topic columnar
     tweet = _with_attention(_explained(checkpoint_dir, "tiny-sanet", "i loved this film so much , what a great cast"),
                             kind, seed + 200)
     article = _with_attention(_explained(checkpoint_dir, "tiny-sanet", LONG), kind, seed + 300)
-    shapes = [tour.matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
-    for shown, text in tour.sanet_verdict(*shapes):
+    shapes = [matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
+    for shown, text in sanet_verdict(*shapes):
         assert not shown and not _claims_it(text)
     # step 4: HAN more focused than HCAN
-    shown, text = tour.han_hcan_verdict(tour.concentration(han), tour.concentration(hcan))
+    shown, text = han_hcan_verdict(concentration(han), concentration(hcan))
     assert not shown and not _claims_it(text)
 
 
@@ -163,12 +166,12 @@ def test_every_step_can_report_the_finding(checkpoint_dir, tmp_path, tiny_vocab)
         w = torch.where(w.sum(-1, keepdim=True) > 0, w, a.mask.float())
         maps[name] = replace(a, weights=w / w.sum(-1, keepdim=True).clamp(min=1e-30))
     focused = replace(hcan, attentions=maps)
-    assert tour.concentration_verdict(tour.concentration(focused))[0]
-    contrast = tour.branch_contrast(focused)
+    assert concentration_verdict(concentration(focused))[0]
+    contrast = branch_contrast(focused)
     assert contrast.splits == 35 and contrast.p_value == pytest.approx(1 / 35)
-    assert tour.branch_verdict(contrast)[0]
+    assert branch_verdict(contrast)[0]
     uniform_hcan = _with_attention(hcan, "uniform")
-    assert tour.han_hcan_verdict(tour.concentration(focused), tour.concentration(uniform_hcan))[0]
+    assert han_hcan_verdict(concentration(focused), concentration(uniform_hcan))[0]
 
     def sanet(text, build):
         ex = _explained(checkpoint_dir, "tiny-sanet", text)
@@ -188,8 +191,8 @@ def test_every_step_can_report_the_finding(checkpoint_dir, tmp_path, tiny_vocab)
 
     tweet = sanet("i loved this film so much , what a great cast", band)
     article = sanet(LONG, column)
-    shapes = [tour.matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
-    assert [shown for shown, _ in tour.sanet_verdict(*shapes)] == [True, True]
+    shapes = [matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
+    assert [shown for shown, _ in sanet_verdict(*shapes)] == [True, True]
 
 
 def test_a_sharper_copy_of_one_branch_is_not_shown(checkpoint_dir):
@@ -207,26 +210,27 @@ def test_a_sharper_copy_of_one_branch_is_not_shown(checkpoint_dir):
     top = mean.argmax(-1, keepdim=True).expand_as(a.weights)
     copy = torch.zeros_like(a.weights).scatter(-1, top, 1.0) * a.mask
     maps["word.self.b"] = replace(maps["word.self.b"], weights=copy)
-    contrast = tour.branch_contrast(replace(hcan, attentions=maps))
+    contrast = branch_contrast(replace(hcan, attentions=maps))
     assert contrast.different_top == 0.0 and contrast.divergence > 0.1  # far sharper, the same top words
-    shown, text = tour.branch_verdict(contrast)
+    shown, text = branch_verdict(contrast)
     assert not shown and not _claims_it(text)
 
 
 def test_the_rates_over_a_split_on_a_quick_budget(tmp_path, capsys):
     """The path that records results/tour.json (``python -m hierattn tour``), on 8 documents a split."""
-    from hierattn.analysis import tour_split
+    from hierattn.analysis.tour import record
+    from hierattn.analysis.tour.rates import PICKS
     from hierattn.cli import main
 
     out = tmp_path / "tour.json"
     assert main(["tour", "--documents", "8", "--write", str(out)]) == 0
-    rates, stamps = tour_split.load(out)
+    rates, stamps = record.load(out)
     assert sorted(rates) == [1, 2, 3, 4, 5, 6]
     assert set(stamps) >= {"bbc-news-hcan", "tweets-han", "tweets-sanet", "tweets-transformer", "tweets-minilm"}
     for rate in rates.values():
         assert 0 <= rate.holds <= rate.documents
         picks = {k.split(" ")[-1] for k in rate.picks}
-        assert {"typical", "weakest"} <= picks <= set(tour_split.PICKS)  # "strongest" only where the claim holds
+        assert {"typical", "weakest"} <= picks <= set(PICKS)  # "strongest" only where the claim holds
         if rate.holds == 0 and rate.step != 3:
             assert "strongest" not in picks
     assert rates[3].documents == 8 * 8  # (tweet, article) pairs
@@ -234,12 +238,12 @@ def test_the_rates_over_a_split_on_a_quick_budget(tmp_path, capsys):
 
 
 def test_recording_some_steps_keeps_the_others(tmp_path):
-    from hierattn.analysis import tour_split
+    from hierattn.analysis.tour import record
     from hierattn.cli import main
 
     out = tmp_path / "tour.json"
     assert main(["tour", "--steps", "1", "--documents", "4", "--write", str(out)]) == 0
     assert main(["tour", "--steps", "5", "--documents", "4", "--write", str(out)]) == 0
-    rates, stamps = tour_split.load(out)
+    rates, stamps = record.load(out)
     assert sorted(rates) == [1, 5] and {"bbc-news-hcan", "tweets-transformer"} <= set(stamps)
     assert rates[5].documents == 4 and rates[5].claim.startswith("some head of the transformer")

@@ -9,7 +9,22 @@ import numpy as np
 import pytest
 import torch
 
-from hierattn.analysis import tour
+from hierattn.analysis.tour.diagonal_or_columnar import shape_of
+from hierattn.analysis.tour.target_attention import (
+    MIN_SHARE,
+    MOST,
+    concentration,
+    concentration_verdict,
+    random_concentration,
+)
+from hierattn.analysis.tour.two_self_attentions import (
+    ALPHA,
+    branch_contrast,
+    head_splits,
+    pairwise_jsd,
+    split_gaps,
+    split_p_value,
+)
 
 DOCUMENTS = 400
 
@@ -22,7 +37,7 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def _branch_gaps(heads: np.ndarray) -> np.ndarray:
     """(2h, words, n) head rows of one sentence -> the document's gap for every split of the heads."""
     rows = np.transpose(heads, (1, 0, 2))  # (words, 2h, n)
-    return tour.split_gaps(tour.pairwise_jsd(rows), heads.shape[0] // 2)
+    return split_gaps(pairwise_jsd(rows), heads.shape[0] // 2)
 
 
 def _heads_with_characters(rng: np.random.Generator, heads: int = 8, n: int = 12) -> np.ndarray:
@@ -43,7 +58,7 @@ def test_step_2_holds_about_once_in_35_when_the_branch_labels_carry_nothing():
     holds = 0
     for _ in range(DOCUMENTS):
         heads = _heads_with_characters(rng)[rng.permutation(8)]
-        holds += tour.split_p_value(_branch_gaps(heads)) <= tour.ALPHA
+        holds += split_p_value(_branch_gaps(heads)) <= ALPHA
     assert 0.005 <= holds / DOCUMENTS <= 0.06, holds
 
 
@@ -55,14 +70,14 @@ def test_step_2_holds_when_the_branches_differ_by_construction():
         distance = np.arange(n)[None, :] - np.arange(n)[:, None]
         heads = [_softmax(-2.0 * np.abs(distance - (1 if h < 4 else -1)) + rng.normal(0, 1.0, (n, n)))
                  for h in range(8)]  # branch a looks at the next word, branch b at the previous one, with noise
-        holds += tour.split_p_value(_branch_gaps(np.stack(heads))) <= tour.ALPHA
+        holds += split_p_value(_branch_gaps(np.stack(heads))) <= ALPHA
     assert holds >= 95
 
 
 def test_with_35_splits_no_p_value_is_below_one_in_35():
-    assert len(tour.head_splits(4)) == 35 and len(tour.head_splits(2)) == 3
+    assert len(head_splits(4)) == 35 and len(head_splits(2)) == 3
     gaps = np.array([1.0] + [0.0] * 34)
-    assert tour.split_p_value(gaps) == pytest.approx(1 / 35)
+    assert split_p_value(gaps) == pytest.approx(1 / 35)
 
 
 def _sharp_rows(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -77,14 +92,14 @@ def test_step_3_holds_about_5_percent_on_sharp_rows_that_have_no_shape():
     diagonal = columnar = 0
     trials = 300
     for t in range(trials):
-        shape = tour.shape_of(_sharp_rows(rng, 10 + t % 20))
+        shape = shape_of(_sharp_rows(rng, 10 + t % 20))
         diagonal += shape.diagonal_beyond_random
         columnar += shape.columnar_beyond_random
     assert 0.005 <= diagonal / trials <= 0.09, diagonal
     assert 0.005 <= columnar / trials <= 0.09, columnar
     old = np.random.default_rng(3).dirichlet(np.ones(20), size=(200, 20))  # the old null's draws
     old_bar = np.percentile([(m * (np.abs(np.arange(20)[:, None] - np.arange(20)) <= 3)).sum() / 20 for m in old], 95)
-    sharp = [tour.shape_of(_sharp_rows(rng, 20)).diagonality_b3 for _ in range(100)]
+    sharp = [shape_of(_sharp_rows(rng, 20)).diagonality_b3 for _ in range(100)]
     assert np.mean(np.asarray(sharp) > old_bar) > 0.15  # sharpness alone beat the Dirichlet(1) bar
 
 
@@ -96,12 +111,12 @@ def test_step_3_holds_on_a_planted_band_and_planted_columns():
         for i, row in enumerate(rows):  # each row's own values, the largest nearest the diagonal
             by_distance = np.argsort(np.abs(np.arange(n) - i), kind="stable")
             band[i, by_distance] = np.sort(row)[::-1]
-        assert tour.shape_of(band).diagonal_beyond_random
+        assert shape_of(band).diagonal_beyond_random
         columns = np.zeros_like(rows)
         favourites = rng.permutation(n)  # every row ranks the keys the same way
         for i, row in enumerate(rows):
             columns[i, favourites] = np.sort(row)[::-1]
-        assert tour.shape_of(columns).columnar_beyond_random
+        assert shape_of(columns).columnar_beyond_random
 
 
 def test_step_1_judges_each_head_so_averaging_cannot_hide_a_focused_one(tmp_path, tiny_vocab):
@@ -121,12 +136,12 @@ def test_step_1_judges_each_head_so_averaging_cannot_hide_a_focused_one(tmp_path
         peaked[..., 0] = 1.0
         w[..., 1, :] = peaked * a.mask[..., 1, :]
         maps[name] = replace(a, weights=w)
-    c = tour.concentration(replace(ex, attentions=maps))
+    c = concentration(replace(ex, attentions=maps))
     assert c.focused_heads == [1] and not c.averaged_focused
-    shown, text = tour.concentration_verdict(c)
+    shown, text = concentration_verdict(c)
     assert shown and "head 2" in text and "holds in head 2 of 4" in text
     even = {n: replace(a, weights=a.mask / a.mask.sum(-1, keepdim=True).clamp(min=1)) for n, a in ex.attentions.items()}
-    assert not tour.concentration(replace(ex, attentions=even)).focused
+    assert not concentration(replace(ex, attentions=even)).focused
 
 
 def test_step_1_reports_how_often_random_heads_of_the_same_shape_pass():
@@ -143,11 +158,11 @@ def test_step_1_reports_how_often_random_heads_of_the_same_shape_pass():
         sentence = rng.dirichlet(np.ones(3))
         head = np.concatenate([sentence[s] * rng.dirichlet(np.ones(n)) for s, n in enumerate(lengths)])
         share = np.sort(head)[-k:].sum()
-        passes.append(share > tour.MOST and share - even >= tour.MIN_SHARE)
+        passes.append(share > MOST and share - even >= MIN_SHARE)
     by_hand = float(np.mean(passes))
-    computed = tour.random_concentration(lengths, True, k, float(even), draws=4000)
+    computed = random_concentration(lengths, True, k, float(even), draws=4000)
     assert 0.1 < by_hand < 0.35 and computed == pytest.approx(by_hand, abs=0.03)  # 3 standard errors
-    assert tour.random_concentration(lengths, False, k, 1 / 36 * k) == 0.0  # flat Dirichlet(1): far flatter
+    assert random_concentration(lengths, False, k, 1 / 36 * k) == 0.0  # flat Dirichlet(1): far flatter
 
 
 @pytest.mark.slow
@@ -175,15 +190,15 @@ def test_on_the_shipped_maps_permuted_as_each_null_permutes_them():
         half = heads.shape[axis] // 2
         permuted = {**ex.attentions, "word.self.a": replace(a, weights=heads.narrow(axis, 0, half)),
                     "word.self.b": replace(b, weights=heads.narrow(axis, half, half))}
-        contrast = tour.branch_contrast(replace(ex, attentions=permuted))
+        contrast = branch_contrast(replace(ex, attentions=permuted))
         if contrast is not None and contrast.splits:
             branch_documents += 1
-            branch_holds += contrast.p_value <= tour.ALPHA
+            branch_holds += contrast.p_value <= ALPHA
         flat = explain(sanet, text)
         matrix = flat.self_attention(flat.self_attention_names[0], None, None).double().numpy()
         if matrix.shape[0] >= 4:
             shapes += 1
-            diagonal += tour.shape_of(rng.permuted(matrix, axis=1)).diagonal_beyond_random
+            diagonal += shape_of(rng.permuted(matrix, axis=1)).diagonal_beyond_random
     assert branch_documents >= 100 and branch_holds / branch_documents <= 0.08, (branch_holds, branch_documents)
     assert shapes >= 100 and diagonal / shapes <= 0.09, (diagonal, shapes)
 
@@ -191,7 +206,7 @@ def test_on_the_shipped_maps_permuted_as_each_null_permutes_them():
 def test_showcase_documents_are_readable_and_the_strongest_holds():
     """A lecture's example: no web address, no mojibake, no @username; the strongest pick is one
     where the claim holds, and there is none when it holds nowhere."""
-    from hierattn.analysis.tour_split import _picks, readable
+    from hierattn.analysis.tour.rates import pick_documents, readable
 
     assert readable("The plot was thin. The acting, though, was superb!")
     for text in ("see https://t.co/abc now and then tell me what you think", "Brady's #DeflateGate â€™ mess again",
@@ -203,7 +218,7 @@ def test_showcase_documents_are_readable_and_the_strongest_holds():
         assert not readable(text), text
     effects, correct = [0.9, 0.8, 0.5, 0.1, -0.2], [True] * 5
     holds, clean = [False, True, True, False, False], [True, True, True, True, False]
-    chosen, _ = _picks(effects, correct, holds, clean)
+    chosen, _ = pick_documents(effects, correct, holds, clean)
     assert chosen["strongest"] == 1 and chosen["weakest"] == 3  # 0 does not hold; 4 is not clean
-    chosen, _ = _picks(effects, correct, [False] * 5, clean)
+    chosen, _ = pick_documents(effects, correct, [False] * 5, clean)
     assert "strongest" not in chosen and chosen["typical"] == 2

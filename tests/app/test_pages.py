@@ -227,10 +227,10 @@ def test_tour_offers_documents_chosen_by_their_effect_and_correctly_classified()
     at = open_page("pages/tour.py", tour_step=4)
     options = at.selectbox(key="tour4_doc").options
     assert [o.split(" effect")[0] for o in options[:3]] == ["strongest", "typical", "weakest"]
-    from hierattn.analysis import tour_split
+    from hierattn.analysis.tour import record
     from hierattn.experiments.results import RESULTS
 
-    rates, _ = tour_split.load(RESULTS / "tour.json")
+    rates, _ = record.load(RESULTS / "tour.json")
     assert rates[4].documents == 3816 and rates[1].documents == 223  # the whole test splits
     labels = [m.value for m in at.markdown if m.value.startswith(("**HAN**", "**HCAN**"))]
     true_label = options[0].split(" · ")[1]

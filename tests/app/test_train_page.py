@@ -6,7 +6,8 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from hierattn.checkpoint import list_checkpoints, load_classifier
+from hierattn.checkpoint import load_classifier
+from hierattn.home import list_checkpoints
 from hierattn.training.run_names import JobError, validate_run_name
 from tests.app.test_explore import APP
 from tests.conftest import shown
