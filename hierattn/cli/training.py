@@ -3,6 +3,7 @@ on one process or under torchrun), ``preprocess`` (tokenise a corpus into the ca
 ``baselines`` (what checkpoints' accuracy must beat)."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -10,6 +11,22 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from hierattn.cli.arguments import plugin_argument
+
+_MODEL_TYPES = "{model types}"  # stands in a help for the registry's model types, filled in when shown
+
+
+class _ModelTypesHelp(argparse.HelpFormatter):
+    """A help with the registry's model types (plug-ins' among them) where it says ``_MODEL_TYPES``,
+    read only when the help is shown: the registry imports torch and every model, seconds that
+    every other command's start would pay."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if text is None or _MODEL_TYPES not in text:
+            return text
+        from hierattn.models import REGISTRY
+
+        return text.replace(_MODEL_TYPES, ", ".join(REGISTRY))
 
 
 def _corpus_arguments(parser) -> None:
@@ -23,9 +40,9 @@ def _corpus_arguments(parser) -> None:
 
 
 def add_train(commands) -> None:
-    t = commands.add_parser("train", help="train a model and write a checkpoint")
+    t = commands.add_parser("train", help="train a model and write a checkpoint", formatter_class=_ModelTypesHelp)
     t.add_argument("--preset", help="one of the shipped presets, e.g. bbc-news-hcan")
-    t.add_argument("--model", help="model type from the registry: han, hcan, sanet, halstm, mahnn, kimcnn, tfidf")
+    t.add_argument("--model", help=f"model type from the registry: {_MODEL_TYPES}")
     t.add_argument("--dataset", help="built-in data set: bbc-news or tweets")
     t.add_argument("--file", help="your own .csv/.tsv/.jsonl file instead of a built-in data set")
     t.add_argument("--text-column", default="text")
