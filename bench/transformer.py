@@ -59,9 +59,6 @@ def format_transformer(results: dict) -> list[str]:
     return lines
 
 
-LONG_TOKENS = 512  # MiniLM's whole window
-
-
 def record_long_document(quick: bool = False) -> dict | None:
     """A 512-token document on all-MiniLM-L6-v2 (6 layers x 12 heads, the pretrained folder that
     requirements install): explain's seconds (median of 3, each in a fresh process on every core

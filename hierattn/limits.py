@@ -53,9 +53,11 @@ class Limit:
 # Per request
 CHARACTERS = Limit("the text's length in characters", "HIERATTN_MAX_CHARS", 1_000_000)
 # Per upload (the Train page, the Evaluation page's own file)
+# the file's size is also Streamlit's maxUploadSize in .streamlit/config.toml
 UPLOAD_MB = Limit("the file's size", "HIERATTN_MAX_UPLOAD_MB", 50, " MB")
 UPLOAD_ROWS = Limit("the number of rows", "HIERATTN_MAX_ROWS", 500_000)
 UPLOAD_TEXT_MB = Limit("the decoded text's size", "HIERATTN_MAX_UPLOAD_TEXT_MB", 100, " MB")
+# more distinct labels than this is almost surely a text column, not labels
 CLASSES = Limit("the number of distinct labels", "HIERATTN_MAX_CLASSES", 100)
 UPLOAD_COLUMNS = Limit("the number of columns", "HIERATTN_MAX_COLUMNS", 1_000)
 UPLOAD_HEADER_KB = Limit("a table's header line", "HIERATTN_MAX_HEADER_KB", 64, " KB")

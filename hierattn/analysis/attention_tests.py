@@ -45,8 +45,6 @@ from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document
 from hierattn.models.intervention import attention_override
 
-LN2 = math.log(2)
-
 
 def tvd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """Total variation distance over the last axis."""

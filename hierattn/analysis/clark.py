@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
+from hierattn.analysis.battery_split import bootstrap
 from hierattn.analysis.explain import Explanation
 from hierattn.analysis.heads import layer_weights, layered_map
 
@@ -111,15 +112,11 @@ def summarise(per_document: list[list[dict]], draws: int = 1000, seed: int = 0) 
     """``over_documents`` from each document's ``by_layer`` rows."""
     if not per_document:
         return []
-    rng = np.random.default_rng(seed)
     out = []
     for i, first in enumerate(per_document[0]):
         row = {"layer": first["layer"], "documents": len(per_document), "first_special": first["first_special"]}
         for key in (*TARGETS, "entropy"):
-            values = np.array([layers[i][key] for layers in per_document])
-            means = rng.choice(values, (draws, len(values))).mean(1)
-            low, high = np.percentile(means, [2.5, 97.5])
-            row[key] = (float(values.mean()), float(low), float(high))
+            row[key] = bootstrap([layers[i][key] for layers in per_document], draws, seed)
             row[f"{key}_even"] = float(np.mean([layers[i][f"{key}_even"] for layers in per_document]))
         out.append(row)
     return out

@@ -98,14 +98,6 @@ class ErasureCurves:
         return lines
 
 
-def sentence_length_scores(document: Document, seed: int = 0) -> list[float]:
-    """Each word's 1 / (its sentence's length), ties broken at random (a jitter far below the gap
-    between two lengths): what per-sentence weights that sum to 1 give with no attention, and the
-    two-level product when both levels are even."""
-    rng = random.Random(seed)
-    return [1.0 / len(s.tokens) + 1e-7 * rng.random() for s in document.sentences for _ in s.tokens]
-
-
 def sentence_even_weights(ex) -> list[float] | None:
     """Each word's alpha_s / n_s: the model's own sentence attention times an even spread over the
     sentence's n_s words. The null of a hierarchical model's word attention: it keeps everything the

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
+from hierattn.analysis.battery_split import bootstrap
 from hierattn.analysis.explain import Explanation
 from hierattn.analysis.metrics import batched_matrix_metrics, even_spread
 
@@ -120,22 +121,18 @@ def split_overview(explanations: Iterable[Explanation], draws: int = 1000, seed:
     per_document = [rows for rows in (overview(ex) for ex in explanations) if rows]
     if not per_document:
         return []
-    rng = np.random.default_rng(seed)
     out = []
     for i, first in enumerate(per_document[0]):
         row = {"layer": first["layer"], "head": first["head"], "documents": len(per_document)}
         best = (None, None)
         for pattern in PATTERNS:
-            values = np.array([excess(rows[i], pattern) for rows in per_document
-                               if excess(rows[i], pattern) is not None], dtype=float)
-            if not len(values):
+            values = [excess(rows[i], pattern) for rows in per_document if excess(rows[i], pattern) is not None]
+            if not values:
                 row[pattern] = None
                 continue
-            means = rng.choice(values, (draws, len(values))).mean(1)
-            low, high = np.percentile(means, [2.5, 97.5])
-            row[pattern] = (float(values.mean()), float(low), float(high))
-            if values.mean() >= MARGIN and low > 0 and (best[0] is None or values.mean() > best[0]):
-                best = (float(values.mean()), pattern)
+            row[pattern] = mean, low, _ = bootstrap(values, draws, seed)
+            if mean >= MARGIN and low > 0 and (best[0] is None or mean > best[0]):
+                best = (mean, pattern)
         row["finding"] = best[1]
         out.append(row)
     return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from hierattn.cli.arguments import plugin_argument
+
 
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
@@ -70,9 +72,9 @@ def verdict_null(args) -> int:
     return 0
 
 
-def add_parsers(sub, plugin_argument) -> None:
-    r = sub.add_parser("reproduce", help="rerun rows of the experiments registry (experiments/*.toml) and record "
-                                         "their results (results/)")
+def add_reproduce(commands) -> None:
+    r = commands.add_parser("reproduce", help="rerun rows of the experiments registry (experiments/*.toml) and "
+                                              "record their results (results/)")
     r.add_argument("names", nargs="*", help="rows, e.g. tweets/han; 'tweets/' for every row of a data set")
     r.add_argument("--all", action="store_true", help="every row")
     r.add_argument("--seeds", type=int, help="at most this many of each row's seeds")
@@ -85,14 +87,19 @@ def add_parsers(sub, plugin_argument) -> None:
     plugin_argument(r)
     r.set_defaults(func=reproduce)
 
-    v = sub.add_parser("verdict-null", help="how often an ordering's verdict is wrong when the rows are equal: "
-                                            "simulated null draws, recorded with their Monte Carlo error")
+
+def add_verdict_null(commands) -> None:
+    v = commands.add_parser("verdict-null", help="how often an ordering's verdict is wrong when the rows are "
+                                                 "equal: simulated null draws, recorded with their Monte Carlo error")
     v.add_argument("--draws", type=int, default=2000, help="null draws per scenario (default 2000)")
     v.add_argument("--write", metavar="FILE", nargs="?", const="results/verdict-null.json",
                    help="record the rates here (default results/verdict-null.json); else print them")
     v.set_defaults(func=verdict_null)
 
-    p = sub.add_parser("report", help="the results and ordering tables of docs/RESULTS.md, from the recorded results")
+
+def add_report(commands) -> None:
+    p = commands.add_parser("report", help="the results and ordering tables of docs/RESULTS.md, from the recorded "
+                                           "results")
     p.add_argument("--write", metavar="FILE", nargs="?", const="docs/RESULTS.md",
                    help="replace the generated sections of this file (default docs/RESULTS.md)")
     p.add_argument("--results", help="read the results from here (default results/)")

@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+from hierattn.cli.arguments import checkpoint_split_arguments, plugin_argument
 
-def add_parser(sub, plugin_argument) -> None:
-    f = sub.add_parser("faithfulness", help="ERASER, Jain & Wallace and Wiegreffe & Pinter's tests of the attention "
-                                            "over a split, with bootstrap intervals and their baselines")
-    f.add_argument("--checkpoint", required=True)
-    f.add_argument("--dataset", help="built-in data set: bbc-news or tweets (default: the checkpoint's)")
-    f.add_argument("--split", default="test", choices=["train", "validation", "test"])
+
+def add_faithfulness(commands) -> None:
+    f = commands.add_parser("faithfulness", help="ERASER, Jain & Wallace and Wiegreffe & Pinter's tests of the "
+                                                 "attention over a split, with bootstrap intervals and their baselines")
+    checkpoint_split_arguments(f)
     f.add_argument("--documents", type=int, default=100,
                    help="N documents spread evenly through the split (default 100; a split may be sorted by class)")
     f.add_argument("--permutations", type=int, default=20, help="shuffles per document in the permutation test")
@@ -25,8 +25,11 @@ def add_parser(sub, plugin_argument) -> None:
     plugin_argument(f)
     f.set_defaults(func=run)
 
-    s = sub.add_parser("spread", help="each checkpoint's pooling (target) attention: its mean Jensen-Shannon "
-                                      "divergence from an even spread over a whole split, with a bootstrap interval")
+
+def add_spread(commands) -> None:
+    s = commands.add_parser("spread", help="each checkpoint's pooling (target) attention: its mean "
+                                           "Jensen-Shannon divergence from an even spread over a whole split, with a "
+                                           "bootstrap interval")
     s.add_argument("--checkpoint", required=True, nargs="+", metavar="DIR")
     s.add_argument("--dataset", required=True, help="built-in data set: bbc-news or tweets")
     s.add_argument("--split", default="test", choices=["train", "validation", "test"])
@@ -36,8 +39,10 @@ def add_parser(sub, plugin_argument) -> None:
     plugin_argument(s)
     s.set_defaults(func=spread)
 
-    e = sub.add_parser("erasure", help="the erasure curves over a split: each ranking's mean drop, and beside the "
-                                       "structural null the same figures on its documents")
+
+def add_erasure(commands) -> None:
+    e = commands.add_parser("erasure", help="the erasure curves over a split: each ranking's mean drop, and beside "
+                                            "the structural null the same figures on its documents")
     e.add_argument("--checkpoint", required=True)
     e.add_argument("--documents", type=int, default=100, help="N documents spread evenly through the test split")
     e.add_argument("--json", required=True, help="write the figures here (report reads results/erasure/)")

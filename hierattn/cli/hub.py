@@ -18,6 +18,16 @@ from pathlib import Path
 ALLOWED = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
+def add_fetch(commands) -> None:
+    f = commands.add_parser("fetch", help="download a Hugging Face Hub classifier into checkpoints/ (its safe files "
+                                          "only)")
+    f.add_argument("repo", help="the Hub id, e.g. distilbert/distilbert-base-uncased-finetuned-sst-2-english")
+    f.add_argument("--name", help="the checkpoint's name under checkpoints/ (default: the id's last part)")
+    f.add_argument("--out", help="the folder to write instead")
+    f.add_argument("--revision", help="a branch, tag or commit of the repository")
+    f.set_defaults(func=fetch)
+
+
 def fetch(args) -> int:
     from hierattn.checkpoint import CheckpointError, load_classifier, refuse_to_replace, write_card
     from hierattn.home import checkpoint_root

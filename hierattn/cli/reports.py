@@ -1,10 +1,13 @@
 """``explain`` (one document), ``evaluate`` (the results table), ``stats`` (attention metrics
-against their baseline, and SANet's topic-versus-sentiment verdict) and ``card`` (checkpoint cards)."""
+against their baseline, and SANet's topic-versus-sentiment verdict), ``card`` (checkpoint cards) and
+``tour`` (how often each Tour claim holds)."""
 from __future__ import annotations
 
 import json
 import sys
 from pathlib import Path
+
+from hierattn.cli.arguments import checkpoint_split_arguments, plugin_argument
 
 
 def _read_document(path: Path) -> str:
@@ -29,6 +32,14 @@ def _read_document(path: Path) -> str:
     return text
 
 
+def add_card(commands) -> None:
+    c = commands.add_parser("card", help="rewrite the README.md (model card) of checkpoints from their config.json "
+                                         "and metrics.json")
+    c.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")
+    plugin_argument(c)
+    c.set_defaults(func=cards)
+
+
 def cards(args) -> int:
     from hierattn.analysis.evaluation import expand
     from hierattn.checkpoint import CheckpointError, write_card
@@ -45,6 +56,21 @@ def cards(args) -> int:
             print(f"error: {path}: {exc}", file=sys.stderr)
             failed += 1
     return 2 if failed else 0
+
+
+def add_explain(commands) -> None:
+    e = commands.add_parser("explain", help="print a document's prediction, attention and metrics as JSON")
+    e.add_argument("--checkpoint", required=True, help="a checkpoint folder, or a name under checkpoints/")
+    src = e.add_mutually_exclusive_group(required=True)
+    src.add_argument("--text")
+    src.add_argument("--file")
+    e.add_argument("--device")
+    e.add_argument("--compact", action="store_true", help="one line of JSON")
+    e.add_argument("--maps", default="summary",
+                   help="the maps whose weights are written: 'summary' (default: the maps painted on the text; "
+                        "every map's axes and shape), 'all', or names separated by commas (word.self,sentence.self)")
+    plugin_argument(e)
+    e.set_defaults(func=explain)
 
 
 def explain(args) -> int:
@@ -64,6 +90,22 @@ def explain(args) -> int:
     json.dump(data, sys.stdout, indent=None if args.compact else 1)
     print()
     return 0
+
+
+def add_evaluate(commands) -> None:
+    v = commands.add_parser("evaluate", help="test accuracy and training cost of checkpoints, as in HCAN Table 2")
+    data = v.add_mutually_exclusive_group(required=True)
+    data.add_argument("--dataset", help="built-in data set: bbc-news or tweets")
+    data.add_argument("--file", help="your own .csv/.tsv/.jsonl file")
+    v.add_argument("--text-column", default="text")
+    v.add_argument("--label-column", default="label")
+    v.add_argument("--checkpoints", nargs="+", required=True, metavar="DIR",
+                   help="checkpoint directories, or folders of them")
+    v.add_argument("--out", help="also write the markdown table here")
+    v.add_argument("--json", help="also write the rows as JSON here")
+    v.add_argument("--device")
+    plugin_argument(v)
+    v.set_defaults(func=evaluate)
 
 
 def evaluate(args) -> int:
@@ -116,6 +158,24 @@ def _split_statistics(checkpoint: str, dataset: str | None, split: str, document
     rows = split_statistics(classifier, texts, labels)
     rows.attrs["texts"] = texts  # the head overview reads them again, one explanation each
     return classifier, name, rows
+
+
+def add_stats(commands) -> None:
+    s = commands.add_parser("stats", help="Gini and diagonality of a split beside what an even spread gives, and "
+                                          "SANet's topic-versus-sentiment verdict")
+    checkpoint_split_arguments(s)
+    s.add_argument("--level", default="word", choices=["word", "sentence", "all"],
+                   help="the matrices measured: words attending to words (default), sentences, or all")
+    s.add_argument("--documents", type=int, help="N documents spread evenly through the split, which is sorted by "
+                   "class, so every class has its share (default: all)")
+    s.add_argument("--versus", metavar="DIR2", help="a second checkpoint: adds the topic-versus-sentiment verdict "
+                                                     "(the task of each side is its data set's: bbc-news topic, "
+                                                     "tweets sentiment; else --checkpoint is the topic side)")
+    s.add_argument("--dataset2", help="the second checkpoint's data set (default: its own)")
+    s.add_argument("--json", help="write the report here as JSON (shares of attention, 0..1)")
+    s.add_argument("--device")
+    plugin_argument(s)
+    s.set_defaults(func=stats)
 
 
 def stats(args) -> int:
@@ -230,7 +290,17 @@ def _stats_text(report: dict) -> str:
     return "\n".join(lines)
 
 
-
+def add_tour(commands) -> None:
+    o = commands.add_parser("tour", help="how often each Tour claim holds over the test split, and the documents "
+                                         "that show it best, typically and worst (the Tour page reads the recorded "
+                                         "file)")
+    o.add_argument("--steps", type=int, nargs="*", help="the steps to compute (default all)")
+    o.add_argument("--documents", type=int, help="at most this many documents of each split, spread evenly (a quick "
+                                                 "budget)")
+    o.add_argument("--checkpoints", help="the folder of the shipped checkpoints (default checkpoints/)")
+    o.add_argument("--write", metavar="JSON", help="record the figures here (the Tour reads results/tour.json)")
+    o.add_argument("--device")
+    o.set_defaults(func=tour_rates)
 
 
 def tour_rates(args) -> int:

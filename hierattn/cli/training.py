@@ -1,12 +1,91 @@
 """``train`` (a built-in data set, your table or a preset, in memory; or a local corpus, streamed,
-on one process or under torchrun) and ``preprocess`` (tokenise a corpus into the cache ahead)."""
+on one process or under torchrun), ``preprocess`` (tokenise a corpus into the cache ahead) and
+``baselines`` (what checkpoints' accuracy must beat)."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
+
+from hierattn.cli.arguments import plugin_argument
+
+_MODEL_TYPES = "{model types}"  # stands in a help for the registry's model types, filled in when shown
+
+
+class _ModelTypesHelp(argparse.HelpFormatter):
+    """A help with the registry's model types (plug-ins' among them) where it says ``_MODEL_TYPES``,
+    read only when the help is shown: the registry imports torch and every model, seconds that
+    every other command's start would pay."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        if text is None or _MODEL_TYPES not in text:
+            return text
+        from hierattn.models import REGISTRY
+
+        return text.replace(_MODEL_TYPES, ", ".join(REGISTRY))
+
+
+def _corpus_arguments(parser) -> None:
+    parser.add_argument("--corpus", help="a data set's file or folder on disk (Zhang et al. CSVs, TREC, "
+                                         "CSV/TSV/JSONL); "
+                                         "tokenised once into a cache (HIERATTN_CACHE, default ~/.cache/hierattn)")
+    parser.add_argument("--format", choices=["zhang", "trec", "csv", "tsv", "jsonl"],
+                        help="with --corpus: the file format, when the name does not tell")
+    parser.add_argument("--fine-labels", action="store_true", help="TREC: the 50 fine classes, not the 6 coarse ones")
+    parser.add_argument("--processes", type=int, help="with --corpus: tokenising processes (default: every CPU)")
+
+
+def add_train(commands) -> None:
+    t = commands.add_parser("train", help="train a model and write a checkpoint", formatter_class=_ModelTypesHelp)
+    t.add_argument("--preset", help="one of the shipped presets, e.g. bbc-news-hcan")
+    t.add_argument("--model", help=f"model type from the registry: {_MODEL_TYPES}")
+    t.add_argument("--dataset", help="built-in data set: bbc-news or tweets")
+    t.add_argument("--file", help="your own .csv/.tsv/.jsonl file instead of a built-in data set")
+    t.add_argument("--text-column", default="text")
+    t.add_argument("--label-column", default="label")
+    where = t.add_mutually_exclusive_group()
+    where.add_argument("--name", help="run name: the checkpoint goes to checkpoints/NAME (the Train page's rules)")
+    where.add_argument("--out", help="checkpoint directory (default checkpoints/<preset or data-model>)")
+    t.add_argument("--set", action="append", metavar="KEY=JSON", help="model config override, e.g. parallel=false")
+    t.add_argument("--max-sentences", type=int, help="sentences read per document (the rest is cut, and reported)")
+    t.add_argument("--max-words", type=int, help="words read per sentence")
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--batch-size", type=int)
+    t.add_argument("--lr", type=float)
+    t.add_argument("--patience", type=int)
+    t.add_argument("--lr-schedule", choices=["constant", "cosine", "warmup"],
+                   help="warmup: a tenth of the steps up, then linearly down to 0 (the default from --start-from)")
+    t.add_argument("--weight-decay", type=float)
+    t.add_argument("--word-dropout", type=float, help="share of training words replaced by <unk> each step")
+    t.add_argument("--min-freq", type=int, help="vocabulary: minimum count of a word in the training split")
+    t.add_argument("--embeddings", choices=["random", "word2vec"],
+                   help="word2vec: initialise the embeddings with Word2Vec trained on the training split")
+    t.add_argument("--precision", choices=["fp32", "bf16"],
+                   help="bf16: autocast the forward pass to bfloat16 (faster on CPUs and GPUs with bf16 units)")
+    t.add_argument("--seed", type=int)
+    t.add_argument("--start-from", metavar="FOLDER",
+                   help="fine-tune: train further from this checkpoint folder (a Hugging Face classifier or base "
+                        "encoder saved with save_pretrained, or one trained here), its tokenizer and weights kept; "
+                        "or the name of an installed pretrained encoder (all-MiniLM-L6-v2)")
+    t.add_argument("--max-documents", type=int, metavar="N",
+                   help="train on at most N documents of the data set, a stratified sample drawn with the seed")
+    t.add_argument("--train-documents", type=int, metavar="N",
+                   help="train on at most N of the training split's documents, each class in proportion; "
+                        "validation and test stay whole, so the accuracy compares with every model's")
+    t.add_argument("--device", help="cpu or cuda (default: cuda when available)")
+    _corpus_arguments(t)
+    t.add_argument("--validate-every", type=int, metavar="DOCUMENTS",
+                   help="with --corpus: validate every this many training documents instead of once per epoch")
+    t.add_argument("--resume", action="store_true",
+                   help="with --corpus: continue from the resume state an interrupted run left beside --out")
+    t.add_argument("--log-shards", metavar="DIR", help="with --corpus: each process writes the documents it trained "
+                                                       "on to DIR/rank-N.json (to audit the sharding)")
+    plugin_argument(t)
+    t.set_defaults(func=train)
 
 
 def train(args) -> int:
@@ -193,6 +272,18 @@ def train_corpus(args) -> int:
     return 0
 
 
+def add_preprocess(commands) -> None:
+    p = commands.add_parser("preprocess", help="tokenise a large corpus into the on-disk cache that train --corpus "
+                                               "reads")
+    _corpus_arguments(p)
+    p.add_argument("--preset", help="read the text as this preset does (its sentence and word caps)")
+    p.add_argument("--max-sentences", type=int)
+    p.add_argument("--max-words", type=int)
+    p.add_argument("--text-column", default="text")
+    p.add_argument("--label-column", default="label")
+    p.set_defaults(func=preprocess)
+
+
 def preprocess(args) -> int:
     from hierattn.data.dataset import DataError
 
@@ -216,7 +307,13 @@ def preprocess(args) -> int:
     return 0
 
 
-
+def add_baselines(commands) -> None:
+    c = commands.add_parser("baselines", help="record in checkpoints' metrics.json what their accuracy must beat: "
+                                              "always the largest class, and TF-IDF + Naive Bayes, on the same "
+                                              "splits")
+    c.add_argument("checkpoints", nargs="+", metavar="DIR", help="checkpoint directories, or folders of them")
+    plugin_argument(c)
+    c.set_defaults(func=record_baselines)
 
 
 def record_baselines(args) -> int:

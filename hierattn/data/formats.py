@@ -19,7 +19,6 @@ from hierattn.limits import UPLOAD_COLUMNS, UPLOAD_HEADER_KB, UPLOAD_MB, UPLOAD_
 # read, means no upload passes or fails by what another module imported first.
 csv.field_size_limit(2**31 - 1)
 
-MAX_UPLOAD_MB = UPLOAD_MB.default  # also Streamlit's maxUploadSize in .streamlit/config.toml
 TABLE_SUFFIXES = (".csv", ".tsv", ".jsonl")
 
 

@@ -10,7 +10,6 @@ from hierattn.data.files import read_bytes
 from hierattn.data.formats import columns, decode_markup, labelled, read_rows
 from hierattn.limits import CLASSES, UPLOAD_MB
 
-MAX_CLASSES = CLASSES.default  # more distinct labels than this is almost surely a text column, not labels
 MIN_PER_CLASS = 10  # a stratified 80/10/10 split needs a few documents of every label in each part
 
 

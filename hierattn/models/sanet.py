@@ -42,9 +42,6 @@ class SANetConfig:
     dropout: float = 0.1
 
 
-SANET_SIZES = {"base": dict(embed_dim=100, d=128, blocks=1), "big": dict(embed_dim=200, d=256, blocks=2)}
-
-
 def sinusoidal_positions(length: int, dim: int, device=None) -> torch.Tensor:
     """(length, dim): PE[pos, 2i] = sin(pos / 10000^(2i/dim)), PE[pos, 2i+1] = cos(...)."""
     pos = torch.arange(length, device=device, dtype=torch.float32).unsqueeze(1)

@@ -312,10 +312,6 @@ class CachedCorpus:
             counts += np.bincount(tokens[keep], minlength=len(counts))
         return counts
 
-    def document_tokens(self, i: int) -> np.ndarray:
-        s0, s1 = self.document_offsets[i], self.document_offsets[i + 1]
-        return np.asarray(self.tokens[self.sentence_offsets[s0]: self.sentence_offsets[s1]])
-
     def sentences(self, i: int) -> list[np.ndarray]:
         """Document ``i``'s sentences as arrays of table ids."""
         s0, s1 = int(self.document_offsets[i]), int(self.document_offsets[i + 1])

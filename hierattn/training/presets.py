@@ -3,10 +3,7 @@ run without a preset reads of each built-in data set."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from hierattn.data.builtin import load_builtin
-from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
 from hierattn.training.loop import TrainConfig
 
@@ -77,13 +74,3 @@ PRESETS = {
 }
 # What a run without a preset reads of each built-in data set.
 DATASET_TEXT = {"bbc-news": _BBC_TEXT, "tweets": _TWEET_TEXT}
-
-
-
-
-def train_preset(name: str, out: str | Path, **kwargs) -> dict:
-    from hierattn.training.in_memory import train
-
-    preset = PRESETS[name]
-    data = prepare(load_builtin(preset.dataset), preset.text, preset.train.seed)
-    return train(preset.model_type, preset.model_config, data, preset.text, preset.train, out, **kwargs)
