@@ -56,15 +56,23 @@ def test_named_tests_exist(doc):
     assert not missing, f"{doc.name} names tests that do not exist: {missing}"
 
 
-def test_the_readme_teaches_before_it_reports():
-    """Issue 30: the README was 1,126 lines and explained the pages from line ~470, after the
-    results tables; it named no Python version and pointed to ../shared/papers, which a clone lacks."""
+def test_the_readme_is_set_up_test_train_use_cite_and_links():
+    """The README is what a newcomer needs first, as nanoGPT's is: set up and run, test, train, use,
+    the models, how to cite, and the links to docs/, where the walkthrough, the pages, the results
+    and the science live. It names the Python version and no folder a clone lacks (../shared)."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     headings = [line for line in text.splitlines() if line.startswith("## ")]
-    assert headings[:4] == ["## Set up and run", "## Two minutes with the app", "## Pages", "## Results"]
+    assert headings == ["## Set up and run", "## Test", "## Train",
+                        "## Use it from the command line, a notebook or Python", "## Models and data", "## Cite",
+                        "## Documentation"]
+    assert "pip install -r requirements.txt\nstreamlit run app.py\n" in text
+    assert "pip install -r requirements-test.txt && ruff check . && python -m pytest -q" in text
     assert "Python 3.11" in text and "../shared" not in text
     assert "<!-- report:" not in text  # the generated tables live in docs/RESULTS.md
-    assert len(text.splitlines()) < 600
+    assert len(text.splitlines()) <= 250
+    linked = set(re.findall(r"\]\((docs/[\w.-]+\.md)", text))
+    pages = {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")}
+    assert linked == pages, f"the README links no docs page of {sorted(pages - linked)}"
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
@@ -74,6 +82,24 @@ def test_linked_images_and_pages_exist(doc):
         if target.startswith(("http://", "https://", "mailto:", "javascript:")):  # the last: a hostile input
             continue
         assert (doc.parent / target).exists(), f"{doc.name} links to {target}, which is not there"
+
+
+def _anchors(doc) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (outside code blocks): lower case, spaces to
+    hyphens, punctuation other than hyphens dropped."""
+    text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.M | re.S)
+    headings = re.findall(r"^#{1,6} (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_linked_sections_exist(doc):
+    text = doc.read_text(encoding="utf-8")
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://")):
+            continue
+        page = doc.parent / target if target else doc
+        assert anchor in _anchors(page), f"{doc.name} links to {target}#{anchor}, a section {page.name} lacks"
 
 
 def test_no_text_a_user_reads_names_an_issue_number():

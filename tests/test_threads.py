@@ -148,10 +148,10 @@ def test_a_started_training_job_reports_the_budget_it_set(tmp_path, monkeypatch)
     assert not list(census_dir.glob("train-*.json"))  # the run left the census when it ended
 
 
-def test_the_readme_table_of_shares_is_what_the_budgets_give():
+def test_the_documented_table_of_shares_is_what_the_budgets_give():
     from pathlib import Path
 
-    text = Path(__file__).resolve().parent.parent.joinpath("README.md").read_text()
+    text = Path(__file__).resolve().parent.parent.joinpath("docs", "CLASSROOM.md").read_text()
     table = text.split("<!-- threads:table -->")[1].split("<!-- threads:end -->")[0]
     rows = [line.strip("|").split("|") for line in table.strip().splitlines()[2:]]
     assert [int(r[0]) for r in rows] == [1, 2, 4, 8, 16]
