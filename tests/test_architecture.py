@@ -337,7 +337,7 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
                                          "written = fsync, f\n")
     write("pages/explore.py", "import torch\nkind = 'toy'\nif kind == 'word.maxpool':\n    pass\n")
     write("hierattn/app/tasks.py", "def f():\n    from hierattn.app import visitors\n")  # inside a function
-    write("hierattn/app/visitors.py", "from hierattn.app.tasks import f\n")
+    write("hierattn/app/visitors.py", "from hierattn.app.tasks import f\n\nf()\n")
 
     assert layer_violations(tmp_path) == ["hierattn/app/loading.py:1: app imports hierattn.cli",
                                           "hierattn/models/toy.py:1: models imports hierattn.data.dataset"]
