@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import sys
+import threading
 import time
 
 from bench.served import BUSY, Served, cpu_seconds, rss_mb, start_server
@@ -142,7 +143,11 @@ def run_classroom(sessions: int = 30, stagger: float = 1.0, limit: float = 1200.
             await _class(url, sessions, stagger, record, limit, models)
             sampler.cancel()
 
-        asyncio.run(main())
+        # in a thread of its own: a caller may hold Playwright's synchronous API, whose event loop
+        # runs in this thread
+        worker = threading.Thread(target=asyncio.run, args=(main(),))
+        worker.start()
+        worker.join()
         seconds = time.monotonic() - started
         end_mb = rss_mb(server.pid)
         server_cpu = cpu_seconds(server.pid) - server_cpu

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -280,11 +281,11 @@ def _training(workdir: Path, epochs: int) -> subprocess.Popen:
 
 
 def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None, models: SoakModels = SHIPPED,
-             training_epochs: int = 30) -> dict:
+             training_epochs: int = 30, browser=None) -> dict:
     """The soak, in ``workdir`` (created); returns its figures. ``served``: the app to soak, already
     serving a folder that holds ``models`` and ``hostile_folders``; by default a server of its own over
-    copies of the shipped checkpoints, stopped with Ctrl-C at the end (``server_exit_seconds``)."""
-    from playwright.sync_api import sync_playwright
+    copies of the shipped checkpoints, stopped with Ctrl-C at the end (``server_exit_seconds``).
+    ``browser``: a Playwright Chromium to open the visitors' contexts in (by default one of its own)."""
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -302,15 +303,13 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
     figures: dict = {"rounds": rounds}
     training = None
     try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-            stays = _before_the_rounds(browser, served.url, models, figures)
+        with _chromium(browser) as chromium:
+            stays = _before_the_rounds(chromium, served.url, models, figures)
             figures["rss_start_mb"] = rss_mb(served.process.pid)
             training = _training(workdir, training_epochs)
             for _ in range(rounds):
-                _round(browser, served, models, stays, figures)
+                _round(chromium, served, models, stays, figures)
             stays.context.close()
-            browser.close()
         rounds_idle = figures.get("seconds_to_idle_each_round", [])
         figures["seconds_to_idle"] = None if None in rounds_idle or not rounds_idle else max(rounds_idle)
         figures["training_exit_code"] = training.wait(timeout=600)
@@ -336,6 +335,20 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
         figures["server_log_tail"] = served.log_since(log_from)[-3000:]
     figures["checkpoints_intact"] = _hashes(served.checkpoints) == before
     return figures
+
+
+@contextmanager
+def _chromium(browser):
+    """``browser``, or a headless Chromium of the soak's own, closed at the end."""
+    if browser is not None:
+        yield browser
+        return
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        own = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield own
+        own.close()
 
 
 def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict):

@@ -16,9 +16,9 @@ pytestmark = SYSTEM
 RSS_GROWTH_MB = 500  # the server's resident memory stays within this of its start (measured: 110-300 MB)
 
 
-def test_the_server_holds_up_and_comes_back_to_rest(served_app, tmp_path):
+def test_the_server_holds_up_and_comes_back_to_rest(served_app, browser, tmp_path):
     figures = run_soak(tmp_path, rounds=1, served=served_app, models=SoakModels("tiny-han", "tiny-hcan", "tiny-sanet"),
-                       training_epochs=3)
+                       training_epochs=3, browser=browser)
     log = figures.pop("server_log_tail")
     assert figures["warm"] and figures["answered"], figures  # every session that stayed got its answer
     assert figures["refused_the_huge_checkpoint"], figures
