@@ -1,4 +1,4 @@
-"""What each attribution method costs per document (issue 34): gradient × input, captum's
+"""What each attribution method costs per document: gradient × input, captum's
 Integrated Gradients, word and sentence occlusion and sentence KernelSHAP, on the shipped
 checkpoints at about 100 and 500 words of bbc-news test text, and about 20 words of tweets.
 Recorded under results/timing/attribution.json; the Explore panels compute the expensive ones on

@@ -1,4 +1,4 @@
-"""The bench on a GPU (issue 19): training throughput of HAN and HCAN in fp32 and with bf16
+"""The bench on a GPU: training throughput of HAN and HCAN in fp32 and with bf16
 autocast (AMP), each against the GPU's measured matrix-multiply peak, and explain latency with the
 shipped checkpoints. Recorded under results/timing/bench-cuda.json, since a machine without a GPU
 cannot measure it again; BENCHMARKS.md shows the recorded figures beside this CPU's."""
@@ -74,7 +74,7 @@ def format_gpu(result: dict | None) -> list[str]:
         lines.append(f"| ~{tokens:,} tokens | {1000 * h['seconds']:.0f} ms | {1000 * c['seconds']:.0f} ms |")
     lines.append("\nEach figure after one untimed pass over the same batches (a GPU's one-off work per new batch "
                  "shape left out). A batch of 16 bbc-news documents is far too little work for this GPU: the MFU "
-                 "says how much of it stands idle. The paper's batch-1 timing on the same GPU is in the README.")
+                 "says how much of it stands idle. The paper's batch-1 timing on the same GPU is in docs/RESULTS.md.")
     return lines
 
 

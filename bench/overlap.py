@@ -1,4 +1,4 @@
-"""Work that overlaps (issue 19): two trainings started together against one alone, and the
+"""Work that overlaps: two trainings started together against one alone, and the
 server's explain latency and page rerun while a run trains against the same on an idle machine.
 Every process sizes its threads from the census (``hierattn.threads``); this bench keeps its own
 census folder, so that runs outside it neither make room for it nor crowd it."""

@@ -42,13 +42,13 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print(format_table(results))
         return results
-    if only == "overlap":  # issue 19's overlap figures alone, merged
+    if only == "overlap":  # two trainings at once, and the server while a run trains, alone, merged
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         results["overlap"] = record_overlap(quick, checkpoints)
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_overlap(results)))
         return results
-    if only == "gpu":  # the GPU figures alone, recorded under results/timing/ (issue 19)
+    if only == "gpu":  # the GPU figures alone, recorded under results/timing/
         from bench.gpu import format_gpu, record_gpu
 
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
@@ -56,7 +56,7 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_gpu(results["gpu"])))
         return results
-    if only == "classroom":  # issue 30's classroom load test alone, merged
+    if only == "classroom":  # the classroom load test (a class on one server) alone, merged
         from bench.classroom import format_classroom, run_classroom
 
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
@@ -72,7 +72,7 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_load(results["load"])))
         return results
-    if only == "huggingface":  # issue 33: the shipped transformers' explain latency, training beside HAN's
+    if only == "huggingface":  # the shipped transformers' explain latency, training beside HAN's
         from bench.transformer import format_transformer, record_transformer
 
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
@@ -80,7 +80,7 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         Path(out).write_text(json.dumps(results, indent=2))
         print("\n".join(format_transformer(results["huggingface"])))
         return results
-    if only == "long-document":  # issue 44: a 512-token document on MiniLM, explained and drawn
+    if only == "long-document":  # a 512-token document on MiniLM, explained and drawn
         from bench.transformer import format_long_document, record_long_document
 
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
@@ -93,7 +93,7 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         print("\n".join(format_long_document(results["long_document"])))
         print("\n".join(f"{g[0]}: {g[2]}" for g in _goals(results) if g[0].startswith("a 512-token")))
         return results
-    if only == "attribution":  # issue 34: each attribution method's cost per document, recorded
+    if only == "attribution":  # each attribution method's cost per document, recorded
         from bench.attribution import format_attribution, record_attribution
 
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
@@ -105,7 +105,7 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
             write_timing("attribution", results["attribution"])
         print("\n".join(format_attribution(results["attribution"])))
         return results
-    if only == "soak":  # issue 22's soak alone, merged
+    if only == "soak":  # the soak (visitors and attacks on a server, round after round) alone, merged
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         results["soak"] = record_soak(2 if quick else 3)
         Path(out).write_text(json.dumps(results, indent=2))
@@ -130,12 +130,12 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
     steps = 2 if quick else 24
     rate, _ = training_throughput("han", docs, labels, vocab, len(ds.label_names), steps, device)
     results["training_docs_per_s"]["han"] = rate
-    # HAN against today's implementation (issue 19): the same batches, nn.GRU on packed sequences
+    # HAN against today's implementation: the same batches, nn.GRU on packed sequences
     today, _ = training_throughput("han", docs, labels, vocab, len(ds.label_names), steps, device,
                                    reference=True, buckets=True)
     results["han_training"] = {"today_docs_per_s": today, "docs_per_s": results["training_docs_per_s"]["han"],
                                "largest_gap": han_paths_gap(docs, labels, vocab, len(ds.label_names), steps)}
-    # HCAN training against its straightforward fp32 reference, in this process (issue 6)
+    # HCAN training against its straightforward fp32 reference, in this process
     # quick: smaller products (bf16 at 2048 took 90 s a product on a CPU without bf16 units: 9 of the
     # quick bench's 15 minutes); a peak, so a smaller size reads a little lower, never higher
     size, repeats = (512, 2) if quick else (2048, 5)
@@ -161,20 +161,20 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
     for model_type in ("han", "hcan"):
         classifier = classifier_for(model_type, Path(checkpoints), vocab, ds.label_names)
         for tokens in LATENCY_TOKENS:
-            # three runs of the median of 5 (issue 19 asks for the spread across runs); the figure is their median
+            # three runs of the median of 5, to show the spread across runs; the figure is their median
             runs = [explain_latency(classifier, document_of(tokens, test_texts), 1 if quick else 5)
                     for _ in range(3 if tokens == 1000 else 1)]
             results["explain_seconds"][f"{model_type}/{tokens}"] = {
                 "seconds": statistics.median(r[0] for r in runs), "runs": [r[0] for r in runs],
                 "tokens_read": runs[0][1], "checkpoint": classifier.name}
-    # Explore's "Can I trust this shading?" for a ~300-word document on HCAN (issue 20: < 5 s)
+    # Explore's "Can I trust this shading?" for a ~300-word document on HCAN (goal: < 5 s)
     results["battery_seconds"] = battery_seconds(classifier_for("hcan", Path(checkpoints), vocab, ds.label_names),
                                                  document_of(300, test_texts), 1 if quick else 3, adversarial=not quick)
     if not quick:  # two visitors' trust panels at once, on two articles, against one alone
         hcan = classifier_for("hcan", Path(checkpoints), vocab, ds.label_names)
         results["trust_two_tabs"] = trust_two_tabs(hcan, [document_of(250, test_texts),
                                                           document_of(250, test_texts[5:])])
-    # Dataset statistics page: every self-attention matrix of the bbc-news test split (issue 5: < 1 min).
+    # Dataset statistics page: every self-attention matrix of the bbc-news test split (goal: < 1 min).
     from hierattn.analysis.stats import split_statistics
 
     results["statistics_seconds"] = {}
@@ -221,7 +221,7 @@ def record_soak(rounds: int) -> dict | None:
 
 def record_batch_one(quick: bool = False) -> dict:
     """The batch-1 timing on bbc-news training documents, also written to results/timing/ (the
-    registry's recorded data, which the README and the Evaluation page show)."""
+    registry's recorded data, which docs/RESULTS.md and the Evaluation page show)."""
     from hierattn.experiments.results import write_timing
 
     device = best_device()
@@ -442,7 +442,7 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
                     soak["answered"] and soak["checkpoints_intact"] and soak["refused_the_huge_checkpoint"]))
         attacks = ("pathological_answered", "refused_the_over_budget_model", "refused_the_wide_table",
                    "refused_the_replacement")
-        out.append(("soak: issue 31's attacks (a 60,000-character run of '!' and emoji answered; an over-budget "
+        out.append(("soak: hostile inputs (a 60,000-character run of '!' and emoji answered; an over-budget "
                     "model, a 300,000-column table and a replace attempt refused)", "all",
                     f"{'yes' if all(soak.get(a) for a in attacks) else 'no'} (the paste answered in "
                     f"{soak.get('pathological_seconds', float('nan')):.1f} s)", all(soak.get(a) for a in attacks)))

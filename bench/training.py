@@ -21,7 +21,7 @@ def training_throughput(model_type: str, documents, labels, vocab, num_classes: 
     (forward, backward, Adam), after one warm-up step. With ``batches`` at least the number of
     batches, every path sees the same documents, whatever its batching.
 
-    ``reference``: the straightforward implementation the issue measures against: batches of
+    ``reference``: the straightforward implementation the bench measures against: batches of
     documents drawn at random (padded to their longest document and sentence, no length buckets),
     and HCAN's reference layers (``layers.straightforward``: every sentence row of the padded batch,
     one convolution per Q, K and V, explicit masked softmax, weights kept, ``bernoulli_`` dropout).

@@ -1,5 +1,5 @@
 """hierattn/budget.py and models/footprint.py: a model within the limits, judged before it is
-built at size. Issue 31's findings 2, 7 and 8, each reproduced here: a model the Train page's
+built at size. Three failures, each reproduced here: a model the Train page's
 settings allow made every paste cost 2 GB; config.json values that passed every check cost
 gigabytes per visit; one malformed checkpoint broke the pages that list every checkpoint."""
 from __future__ import annotations

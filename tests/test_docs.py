@@ -113,4 +113,5 @@ def test_no_text_a_user_reads_names_an_issue_number():
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if pattern.search(line) and "streamlit issues" not in line.lower()]
     assert not found, "\n".join(found)
-    assert "## Issue 41" in (REPO / "docs" / "CHANGES.md").read_text(encoding="utf-8")
+    changes = (REPO / "docs" / "CHANGES.md").read_text(encoding="utf-8")
+    assert re.search(r"^## Issues? \d+", changes, re.MULTILINE)  # the history is where the doc says

@@ -1,4 +1,4 @@
-"""Faults (issue 7): a process killed in the middle of a checkpoint write, a full disk, and many
+"""Faults: a process killed in the middle of a checkpoint write, a full disk, and many
 sessions at once. docs/RELIABILITY.md lists what each test tries and what happens."""
 import errno
 import json

@@ -1,4 +1,4 @@
-"""``fetch`` (issue 33): a Hub repository's safe files only, checked before they are listed. The Hub
+"""``fetch``: a Hub repository's safe files only, checked before they are listed. The Hub
 is out of reach here: a stand-in serves a local folder as snapshot_download would."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hostile-input table of docs/RELIABILITY.md (issue 7): one test per row that earlier test
+"""The hostile-input table of docs/RELIABILITY.md: one test per row that earlier test
 files do not already cover (the table names the test of every row). Each row checks the library,
 the CLI (a clear ``error:`` line, a non-zero exit code, no traceback) and, where a page can receive
 the input, the page (a clear message, no exception, nothing rendered unescaped)."""

@@ -1,5 +1,5 @@
 """The wheel's data files (``setup.py``): the shipped checkpoints by a list, nothing else that
-sits in checkpoints/ (issue 44: a wheel built from a working copy carried 275 MB of its models)."""
+sits in checkpoints/ (built from a working copy, a wheel once carried 275 MB of its trained models)."""
 from __future__ import annotations
 
 import importlib.util

@@ -19,19 +19,19 @@ from tests.conftest import REPO
 SHIPPED = list_checkpoints(REPO / "checkpoints")
 REQUIRED = {"bbc-news-han", "bbc-news-hcan", "tweets-han", "tweets-hcan",
             "bbc-news-sanet", "tweets-sanet", "tweets-halstm", "tweets-mahnn", "tweets-kimcnn", "tweets-onlstm"}
-# Issue 2 asked for 97% on bbc-news. A floor is checked on validation, where the recipe was
+# The target for HAN and HCAN on bbc-news is 97%. A floor is checked on validation, where the recipe was
 # chosen; the test split is reported, never selected on.
 VALIDATION_FLOORS = {"bbc-news-han": 0.97, "bbc-news-hcan": 0.97}
 # Probabilities, every attention map's checksums and the mean of every attention metric of each
-# shipped checkpoint on a few test-split documents. Recorded with commit 31270da (issue 16 done,
-# before the restructuring of issue 17); its probabilities and mean Gini / diagonality equal those
+# shipped checkpoint on a few test-split documents. Recorded with commit 31270da (before the
+# package was split into sub-packages by layer); its probabilities and mean Gini / diagonality equal those
 # of commit 63caf38, from before HCAN's positional tables and MahNN's eq. 14 rescaling were fixed
 # (that commit's test checked them). Checkpoints written then must still predict exactly this.
-# tweets-onlstm (issue 18) was added to the file when it was trained.
+# tweets-onlstm was added to the file when it was trained.
 # tweets-hcan and bbc-news-hcan were replaced when they were trained again with their target vector
-# started at N(0, 1) (issue 32); a config without target_start still loads with the old start.
+# started at N(0, 1); a config without target_start still loads with the old start.
 # The transformers were replaced when they were trained again reading the raw text through their own
-# tokenizer (issue 44); tweets-minilm was added when it was fine-tuned.
+# tokenizer; tweets-minilm was added when it was fine-tuned.
 RECORDED = REPO / "tests" / "recorded" / "shipped_outputs.json"
 
 

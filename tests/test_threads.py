@@ -85,8 +85,8 @@ def test_the_server_holds_its_share_while_it_computes_and_a_lease_after(tmp_path
 
 
 def test_background_computations_split_the_servers_share_in_their_own_threads(tmp_path, monkeypatch):
-    """Issue 31's CI: two background analyses, each with the server's whole share of a 2-core
-    machine, put four OpenMP threads on two cores. Each now takes its part, in its own thread only
+    """Two background analyses, each with the server's whole share of a 2-core machine, once put
+    four OpenMP threads on two cores (seen in CI). Each now takes its part, in its own thread only
     (OpenMP keeps the count per thread), and the census still sees the server's whole share."""
     import threading
 

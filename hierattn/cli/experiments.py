@@ -1,5 +1,5 @@
 """``reproduce`` (run rows of the experiments registry, resuming where a run stopped) and
-``report`` (the README's results and ordering tables, from what was recorded)."""
+``report`` (docs/RESULTS.md's results and ordering tables, from what was recorded)."""
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,4 @@
-"""``faithfulness``: the faithfulness battery over a split, as JSON (and the README's table);
+"""``faithfulness``: the faithfulness battery over a split, as JSON (and docs/RESULTS.md's table);
 ``spread``: how far checkpoints' pooling attention is from an even spread over a whole split;
 ``erasure``: the erasure curves' areas over a split (RESULTS's table), each pair on the same documents."""
 from __future__ import annotations

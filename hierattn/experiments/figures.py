@@ -1,7 +1,7 @@
 """The figures of the registry: HA-LSTM's input-length sweep (its Figures 4-6: a, HA-LSTM-4
 against the three baselines; b, N = 4, 8, 12), MahNN's Figure 4 (b: channels, c: filter size) and
 HCAN's Figure 3 (validation accuracy against training time), each as the data the app draws, a
-Markdown table and an SVG for the README."""
+Markdown table and an SVG for docs/RESULTS.md."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -67,7 +67,7 @@ def curves_table(series: dict) -> str:
 
 
 def figures(root: Path = RESULTS) -> dict[str, str]:
-    """File name -> SVG text, for every figure the README shows."""
+    """File name -> SVG text, for every figure docs/RESULTS.md shows."""
     from hierattn.viz.svg import line_chart
 
     experiments = load_experiments()

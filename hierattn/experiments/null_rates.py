@@ -1,5 +1,5 @@
 """How often an ordering's verdict is wrong when the two rows are equal in truth: the false-verdict
-rate of ``verdict.seeds_and_documents`` (the t interval the README's orderings use) and of the
+rate of ``verdict.seeds_and_documents`` (the t interval docs/RESULTS.md's orderings use) and of the
 paired bootstrap it replaced, simulated under nulls shaped like the registry's rows, and recorded
 with its Monte Carlo error (``results/verdict-null.json``; ``python -m hierattn verdict-null``).
 

@@ -2,8 +2,8 @@
 
 Each generated section of docs/RESULTS.md sits between ``<!-- report:KEY -->`` and
 ``<!-- report:end -->``; ``write_readme`` replaces what is between them, and a test checks that the
-file holds exactly what ``readme_sections`` gives. (The README points to it: the long tables moved
-out of the README so that a newcomer reads what the app is first.)
+file holds exactly what ``readme_sections`` gives. (The README links to it and stays short:
+what the app is, for a newcomer.)
 """
 from __future__ import annotations
 
@@ -363,7 +363,7 @@ def readme_blocks(text: str) -> dict[str, str]:
 
 
 def write_readme(path: Path = README, root: Path = RESULTS, figure_dir: Path = FIGURES) -> bool:
-    """Rewrite the README's generated sections and the figures they show; True when anything changed."""
+    """Rewrite docs/RESULTS.md's generated sections and the figures they show; True when anything changed."""
     text = path.read_text(encoding="utf-8")
     updated = replace_sections(text, readme_sections(root))
     changed = updated != text

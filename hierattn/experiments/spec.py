@@ -42,7 +42,7 @@ class Experiment:
     recipe: TrainConfig  # its seed is unused: each run sets its own
     seeds: tuple[int, ...]
     label: str  # the name the papers use
-    group: str = "results"  # "results": the README's results tables; else a figure's sweep
+    group: str = "results"  # "results": docs/RESULTS.md's results tables; else a figure's sweep
     series: str = ""  # in a sweep: the row the values were swept for (its line in the figure)
     value: object = None  # in a sweep: this row's value of the swept field
 

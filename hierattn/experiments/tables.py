@@ -1,4 +1,4 @@
-"""Small pieces the README's tables share: means and spreads as text, durations, Markdown tables."""
+"""Small pieces docs/RESULTS.md's tables share: means and spreads as text, durations, Markdown tables."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,6 @@
 """Is one row better than another, beyond the noise of seeds and documents?
 
-``seeds_and_documents`` decides the README's orderings. The difference of the two rows'
+``seeds_and_documents`` decides docs/RESULTS.md's orderings. The difference of the two rows'
 mean accuracies (means over seeds) gets a standard error with two parts: the seeds' (each row's
 variance of per-seed accuracy over its seeds, divided by its seed count: a seed shifts accuracy as
 a whole) and the documents' (the variance of the per-document difference of the two rows' mean

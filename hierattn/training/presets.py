@@ -60,7 +60,7 @@ PRESETS = {
     # A small BERT trained from scratch: its WordPiece vocabulary of 8,000 tokens trained on
     # the training split, 4 layers of 4 heads, d 128, a window of 128 tokens. lr 5e-4 with a cosine
     # schedule: one trial epoch of a 2-layer model at 5e-4 reached 74.7% validation accuracy; not tuned
-    # further. Not a pre-trained model: see the README.
+    # further. Not a pre-trained model: see docs/TRANSFORMERS.md.
     "tweets-transformer": Preset("transformer", "tweets",
                                  {"family": "bert", "layers": 4, "d": 128, "heads": 4, "ffn": 512,
                                   "max_positions": 128}, _TWEET_TEXT,

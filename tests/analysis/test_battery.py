@@ -1,4 +1,4 @@
-"""The faithfulness battery (issue 20) on constructed models whose answers are known, and its
+"""The faithfulness battery on constructed models whose answers are known, and its
 pieces against small reference computations."""
 import math
 
@@ -212,7 +212,7 @@ def test_split_battery_gives_intervals_beside_baselines(checkpoint_dir):
     for row in result.rows:
         mean, low, high = row["value"]
         assert low <= mean + 1e-12 and mean <= high + 1e-12
-    assert not any(r["test"].startswith("seed variance") for r in result.rows)  # issue 32: dropped, see its doc
+    assert not any(r["test"].startswith("seed variance") for r in result.rows)  # battery_split's doc: why not
     assert set(result.accuracy) == {"word", "sentence", "both"}
     assert 0 <= result.accuracy["word"]["uniform"][0] <= 1
 
@@ -316,8 +316,8 @@ def test_each_row_gets_a_verdict_from_its_value_and_baseline(row, expected):
 
 
 def test_stacked_layers_come_in_the_order_the_model_applies_them():
-    """Issue 32 (9): the block names were sorted as text, so a 12-block model rolled out block10
-    and block11 before block2."""
+    """Blocks by their number, not their name as text (which would roll a 12-block model's block10
+    and block11 out before block2)."""
     from types import SimpleNamespace
 
     from hierattn.analysis.rollout import stacked_layers
@@ -329,10 +329,10 @@ def test_stacked_layers_come_in_the_order_the_model_applies_them():
 
 
 def test_every_sample_of_a_class_sorted_split_spans_the_classes(checkpoint_dir, monkeypatch):
-    """Issue 32 (3): the adversarial search ran on the first N of a class-sorted sample (the
-    README's 100 tweets were 100 negative ones), and `stats --documents N` took the first N of the
-    class-sorted split. Each class now gets its share (within one document), and the search runs
-    on documents of every class."""
+    """A sample of N documents from a class-sorted split gives each class its share (within one
+    document), and the adversarial search runs on documents of every class. Taking the first N
+    instead made a faithfulness table's 100 tweets 100 negative ones, and `stats --documents N` read
+    the first N of the class-sorted split."""
     from hierattn.analysis import battery_split as battery_module
     from hierattn.analysis.battery_split import evenly_spaced, split_battery
     from hierattn.data.split import stratified_split

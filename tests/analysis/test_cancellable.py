@@ -1,6 +1,6 @@
 """Explore's per-document analyses report progress, so the app stops them when the tab that asked
-closes (issue 43: erasure curves and sentence attributions passed no callback, and one core stayed
-busy 21 s after 12 tabs closed)."""
+closes (while erasure curves and sentence attributions passed no callback, one core stayed busy
+21 s after 12 tabs closed)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""Counterfactual edits (issue 8): the edited text and where its changes are."""
+"""Counterfactual edits: the edited text and where its changes are."""
 import pytest
 
 from hierattn.analysis.counterfactual import Edit, apply

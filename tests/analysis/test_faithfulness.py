@@ -1,4 +1,4 @@
-"""Erasure curves and attributions (issue 8), against small reference computations."""
+"""Erasure curves and attributions, against small reference computations."""
 import pytest
 import torch
 
@@ -134,7 +134,7 @@ def test_split_erasure_averages_documents_on_shares_of_their_words(checkpoint_di
 
 @pytest.mark.parametrize("name", ["tiny-han", "tiny-hcan", "tiny-sanet"])
 def test_jain_and_wallaces_gradient_holds_the_attention_and_differentiates_the_probability(checkpoint_dir, name):
-    """Issue 32 (6): their gradient importance treats the attention as constants and
+    """Jain & Wallace's gradient importance treats the attention as constants and
     differentiates the softmax output. Reference: capture every site's weights in one pass, then
     replay them as constants in a second pass (another mechanism, the same mathematics), and take
     the gradient of the label's probability by hand. It differs from the attribution beside

@@ -1,4 +1,4 @@
-"""``python -m hierattn faithfulness`` and the README table it feeds (issue 20)."""
+"""``python -m hierattn faithfulness`` and the table of docs/RESULTS.md it feeds."""
 import json
 
 import pytest
@@ -7,7 +7,7 @@ from hierattn.cli import main
 from hierattn.experiments.report import faithfulness_table
 
 
-def test_the_command_writes_the_split_table_the_readme_shows(checkpoint_dir, tmp_path, capsys):
+def test_the_command_writes_what_the_results_page_faithfulness_table_shows(checkpoint_dir, tmp_path, capsys):
     out = tmp_path / "faithfulness" / "tiny-han.json"
     code = main(["faithfulness", "--checkpoint", str(checkpoint_dir / "tiny-han"), "--dataset", "tweets",
                  "--documents", "6", "--permutations", "3", "--adversarial", "2", "--json", str(out)])

@@ -1,4 +1,4 @@
-"""The head overview (issue 33): a uniform-attention model reads "no finding" in every head; a
+"""The head overview: a uniform-attention model reads "no finding" in every head; a
 previous-token head, made so by an override the explanation records, is found, and only it."""
 from __future__ import annotations
 

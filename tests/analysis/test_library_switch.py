@@ -1,4 +1,4 @@
-"""Library calls that replaced hand-written code (issue 34) give what that code gave, on inputs
+"""Library calls that replaced hand-written code give what that code gave, on inputs
 recorded with it before the switch (tests/recorded/library_switch.json): scipy's Kendall tau-b, its
 Jensen-Shannon distance squared, its percentile bootstrap. The torch Jensen-Shannon divergence the
 adversarial search climbs (it needs a gradient) is held to scipy's on the same inputs."""

@@ -1,4 +1,4 @@
-"""Every computation on a shared model is re-entrant (issue 30): the app caches one classifier per
+"""Every computation on a shared model is re-entrant: the app caches one classifier per
 checkpoint for every session, so analyses of different documents run on it from many threads at
 once. Run from 8 threads together, each must give exactly what it gives alone."""
 import threading

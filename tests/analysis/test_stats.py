@@ -245,7 +245,8 @@ def test_split_statistics_of_a_model_without_self_attention(checkpoint_dir):
 
 
 def test_many_groups_read_one_row_each(checkpoint_dir):
-    """Issue 30: the statistics table by map and head was 48 columns wide for HCAN."""
+    """The statistics table gives each map and head one row of seven columns (with a column per map
+    and head, HCAN's ran 48 columns wide)."""
     from hierattn.analysis.stats import split_statistics, table2, table2_by_group
     from hierattn.checkpoint import load_classifier
 

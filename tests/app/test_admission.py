@@ -1,6 +1,6 @@
 """Explanations are admitted within ``limits.EXPLAINING_MB`` of predicted memory, first come first
-served, each told its place (``hierattn.app.admission``; issue 43: thirty sessions pasting into a
-transformer at once hit allocation failures)."""
+served, each told its place (``hierattn.app.admission``): without it, thirty sessions
+pasting into a transformer at once hit allocation failures."""
 from __future__ import annotations
 
 import threading

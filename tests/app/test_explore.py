@@ -261,7 +261,8 @@ def test_the_address_bar_reproduces_the_view(app_env):
 
 def test_a_pasted_document_survives_a_refresh_and_opens_from_a_link_in_another_session(app_env, tmp_path,
                                                                                         monkeypatch):
-    """Issue 30: a refresh dropped the pasted document, and a shared link to it opened a sample."""
+    """A refresh keeps the pasted document, and a shared link to it opens it, not a sample; once the
+    server has let it go, the link asks for it again."""
     monkeypatch.setenv("HIERATTN_DOCUMENTS", str(tmp_path / "kept"))
     at = run_app(DOC, "tiny-han")
     link = {k: v[0] if isinstance(v, list) else v for k, v in at.query_params.items()}
@@ -443,7 +444,7 @@ def test_tables_download_as_csv_and_json(app_env):
 
 
 def test_picking_a_word_shows_what_it_attends_to_in_every_head(app_env):
-    """Issue 30: the interaction people use BertViz for. A word picked (or its heatmap row clicked)
+    """The interaction people use BertViz for: a word picked (or its heatmap row clicked)
     shows its row of attention in each head and their mean, shaded over the sentence's words."""
     at = run_app(DOC, "tiny-hcan")
     pills = next(w for w in at.get("button_group") if str(w.proto.label).startswith("What does a word attend"))
@@ -458,7 +459,8 @@ def test_picking_a_word_shows_what_it_attends_to_in_every_head(app_env):
 
 
 def test_the_first_screen_welcomes_and_points_to_the_tour(app_env):
-    """Issue 30: the landing page's first message was "HAN has no self-attention"."""
+    """The first thing the landing page says is a welcome and the way to the Tour, not a model's
+    limits (it once opened on "HAN has no self-attention")."""
     at = AppTest.from_file(APP, default_timeout=60).run()
     words = texts(at)
     assert words.startswith("#### Welcome to hierattn")  # before anything else the page says
@@ -469,7 +471,7 @@ def test_the_first_screen_welcomes_and_points_to_the_tour(app_env):
 
 
 def test_a_model_read_far_beyond_the_lengths_its_paper_tested_says_so(checkpoint_dir, tmp_path, monkeypatch):
-    """Issue 32 (9): MahNN's data sets average 3-23 words a text; trained to read articles of up to
+    """MahNN's data sets average 3-23 words a text; trained to read articles of up to
     1,000 words, the app says the paper never tested it there. At tweet caps it says nothing."""
     import shutil
 

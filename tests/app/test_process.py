@@ -1,6 +1,6 @@
-"""What enforces a limit outlives any client message (``hierattn.app.process``, issue 43): a
-visitor's ``clear_cache`` dropped Streamlit's caches, and with them the training runs' cap, the
-remembered refusals of hostile folders and the computations under way."""
+"""What enforces a limit outlives any client message (``hierattn.app.process``): a visitor's
+``clear_cache`` once dropped Streamlit's caches, and with them the training runs' cap, the remembered
+refusals of hostile folders and the computations under way."""
 from __future__ import annotations
 
 import json

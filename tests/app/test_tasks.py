@@ -125,7 +125,7 @@ def test_never_more_computations_at_once_than_the_cores(monkeypatch):
 
 
 def test_a_failed_analysis_shows_an_error_and_the_page_goes_on():
-    """One panel's failure is its own error box, not an exception that ends the page (issue 30)."""
+    """One panel's failure is its own error box, not an exception that ends the page."""
     from streamlit.testing.v1 import AppTest
 
     def page():
@@ -147,7 +147,8 @@ def test_a_failed_analysis_shows_an_error_and_the_page_goes_on():
 
 
 def test_the_progress_bar_counts_what_the_computation_counts():
-    """The trust panel's progress read "4 / 6 documents" while it tested one document (issue 30)."""
+    """The bar counts in the computation's own unit: the trust panel's once read "4 / 6 documents"
+    while it tested one document."""
     from streamlit.testing.v1 import AppTest
 
     def page():

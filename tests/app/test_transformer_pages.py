@@ -1,5 +1,6 @@
-"""Every page with a Hugging Face classifier beside the papers' models (issue 33), headless: no
-exception, and each view the issue names is there."""
+"""Every page with a Hugging Face classifier beside the papers' models, headless: no exception,
+and each view of a transformer is there (the heads at a glance, self-attention by level and layer,
+the [CLS] row's distributions, special tokens kept or dropped, rollout)."""
 from __future__ import annotations
 
 import re

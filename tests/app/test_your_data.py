@@ -1,4 +1,4 @@
-"""Your data, end to end (issue 30, finding 3): a model trained on an uploaded file was a dead end:
+"""Your data, end to end: a model trained on an uploaded file is no dead end. Without these checks
 Explore showed it a bbc-news sample, Evaluation and Dataset statistics offered only the built-in
 data sets, and a run no better than always answering the largest class finished in a green box."""
 import pytest

@@ -1,5 +1,5 @@
-"""``data.stratified_subset``: at most N documents, each class in its proportion (issue 44: one
-epoch of 30,526 tweets took 1-2.5 hours of a pre-trained model on two cores)."""
+"""``data.stratified_subset``: at most N documents, each class in its proportion (one epoch of
+all 30,526 training tweets took a pre-trained model 1-2.5 hours on two cores)."""
 from __future__ import annotations
 
 from collections import Counter

@@ -1,6 +1,6 @@
 """What a tokenizer.json may contain (``hierattn.data.tokenizer_rules``): the components known
-families use, refused otherwise before the library reads the file (issue 43: a backtracking Split
-regex held the server's interpreter lock 65 s; a Replace that grew "q" into 10,000 characters)."""
+families use, refused otherwise before the library reads the file (a backtracking Split regex held
+the server's interpreter lock 65 s; a Replace grew "q" into 10,000 characters)."""
 from __future__ import annotations
 
 import json

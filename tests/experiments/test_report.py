@@ -1,4 +1,4 @@
-"""The README's results and ordering tables are exactly what ``report`` makes of results/, and the
+"""The results and ordering tables of docs/RESULTS.md are exactly what ``report`` makes of results/, and the
 report reads recorded predictions into verdicts."""
 import numpy as np
 

@@ -50,7 +50,7 @@ def test_a_bad_spec_names_its_file_and_row(tmp_path):
         load_experiments(tmp_path)
 
 
-# The data sets whose ordering rows are fully recorded (issue 18: the compute spanned several sittings).
+# The data sets whose ordering rows are fully recorded (a data set's seeds take several sittings to record).
 COMPLETE = ("tweets", "bbc-news")
 
 

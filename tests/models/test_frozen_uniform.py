@@ -1,4 +1,4 @@
-"""Wiegreffe & Pinter's frozen-uniform models (issue 32, finding 2): trained and run with every
+"""Wiegreffe & Pinter's frozen-uniform models: trained and run with every
 attention site frozen to an even spread, recorded in config.json, loaded as such."""
 from __future__ import annotations
 

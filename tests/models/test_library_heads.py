@@ -1,5 +1,5 @@
 """A base encoder opens with its attention and no prediction; a head never trained is not shown as
-a prediction (``hierattn.models.library_heads``; issue 44)."""
+a prediction (``hierattn.models.library_heads``)."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""A library's folder within the server's limits before the library reads it (issue 43):
+"""A library's folder within the server's limits before the library reads it:
 ``hierattn.models.library_limits``. A long window is cut to what one explanation may hold, and said;
 config.json numbers that the library turns into tables are refused from the file alone."""
 from __future__ import annotations

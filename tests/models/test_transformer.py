@@ -1,4 +1,4 @@
-"""Hugging Face classifiers (issue 33): three families saved with ``save_pretrained`` open as
+"""Hugging Face classifiers: three families saved with ``save_pretrained`` open as
 checkpoints, predict exactly as transformers does, and their attention reaches every level by the
 documented rule; nothing in a folder runs."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A model trained on your own data, end to end (issue 30, finding 3): every accuracy beside
+"""A model trained on your own data, end to end: every accuracy beside
 always-the-largest-class and TF-IDF on the same split, the held-out documents kept with the
 checkpoint (size-capped), and HTML in the data decoded once when read."""
 import json
@@ -19,7 +19,7 @@ WORDS = {0: "great lovely superb", 1: "awful boring dreadful"}
 
 
 def _reviews(n: int = 90, ratio: int = 2) -> Dataset:
-    """A 2:1 file, as in the issue: always answering the larger class scores 66.7%."""
+    """A 2:1 file of reviews: always answering the larger class scores 66.7%."""
     texts, labels = [], []
     for i in range(n):
         y = 0 if i % (ratio + 1) else 1

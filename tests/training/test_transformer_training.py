@@ -1,4 +1,4 @@
-"""A transformer trains from the command line (issue 33): from scratch with its own tokenizer
+"""A transformer trains from the command line: from scratch with its own tokenizer
 trained on the training split, and fine-tuned from a Hugging Face folder on a user's CSV."""
 from __future__ import annotations
 

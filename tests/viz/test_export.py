@@ -1,4 +1,4 @@
-"""Exports (issue 8): figures decode, reports load, tables and JSON parse."""
+"""Exports: figures decode, reports load, tables and JSON parse."""
 import html
 import io
 import json
@@ -125,7 +125,8 @@ def test_the_heads_grid_slide_has_square_cells_readable_labels_and_rows_apart(ex
 
 
 def test_the_report_table_fits_a_page_counts_from_one_and_shows_no_na(explained):
-    """Issue 30: the report's metrics table ran 2,049 px wide with <NA> cells, counting from 0."""
+    """The report's metrics table fits a page (it once ran 2,049 px wide), has no <NA> cells and
+    counts sentences and heads from 1, as the app does."""
     page = export.report_html(explained, {}).decode()
     table = page[page.index("<table"): page.index("</table>")]
     header = re.findall(r"<th>([^<]*)</th>", table)

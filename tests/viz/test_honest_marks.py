@@ -1,4 +1,5 @@
-"""What the model could not read, and colour that starts at zero (issue 30, findings 5 and 6)."""
+"""What the model could not read is marked where it stands (unknown words, what the caps cut), and the
+shading's colour starts at zero with the even spread marked."""
 import re
 
 import plotly.colors

@@ -1,4 +1,4 @@
-"""The README's SVG line charts: deterministic, escaped, gaps where a value is missing."""
+"""The SVG line charts of docs/RESULTS.md: deterministic, escaped, gaps where a value is missing."""
 import re
 
 from hierattn.viz.svg import line_chart

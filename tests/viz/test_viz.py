@@ -45,7 +45,7 @@ def test_probability_chart_highlights_the_prediction():
 
 
 def test_compact_heatmap_is_a_small_multiple_with_its_words():
-    """Side-by-side heads had no axis labels or colour bar (issue 30): they keep their words, share
+    """Side-by-side heads keep their words (they once had no axis labels or colour bar), share
     a scale, and the last of a row draws the colour bar."""
     fig = viz.attention_heatmap(torch.eye(3), ["a", "b", "c"], "head 1", compact=True, zmax=0.5, show_scale=False)
     assert list(fig.layout.xaxis.ticktext) == ["a", "b", "c"] == list(fig.layout.yaxis.ticktext)
@@ -56,7 +56,7 @@ def test_compact_heatmap_is_a_small_multiple_with_its_words():
 
 def test_heatmap_colour_bar_is_as_tall_as_its_cells():
     """The colour bar spans the plot area, which is now exactly the cells: the figure sets its own
-    size (square cells) instead of stretching to its column (issue 30: twice the heatmap's height)."""
+    size (square cells) instead of stretching to its column (where the bar ran twice the cells' height)."""
     for n in (3, 12, 40):
         fig = viz.attention_heatmap(torch.eye(n), [f"w{i}" for i in range(n)], "t")
         m = fig.layout.margin
@@ -104,7 +104,8 @@ def test_block_overview_keeps_rows_summing_to_one():
 
 
 def test_a_long_word_axis_keeps_its_words():
-    """HA-LSTM, MahNN and ON-LSTM numbered a long document's word axis 0-120 (issue 30)."""
+    """A long document's word axis is labelled with its words, one in five or six (HA-LSTM, MahNN and
+    ON-LSTM once numbered it 0-120)."""
     words = [f"w{i}" for i in range(300)]
     fig = viz.matrix_heatmap(torch.rand(3, 300), ["c1", "c2", "c3"], words)
     assert fig.layout.xaxis.tickmode == "array" and set(fig.layout.xaxis.ticktext) <= set(words)

@@ -1,4 +1,4 @@
-"""The experiments registry on the Evaluation page: the README's results and ordering tables for a
+"""The experiments registry on the Evaluation page: docs/RESULTS.md's results and ordering tables for a
 data set, and the registry's figures (HA-LSTM's input length, MahNN's Figure 4, HCAN's Figure 3),
 computed live from results/ and cached until a result is recorded."""
 from __future__ import annotations
@@ -75,7 +75,7 @@ def registry_tables(dataset: str) -> None:
         else:
             st.caption("Validation accuracy after each epoch against the seconds spent in optimisation steps "
                        "(one thread, mean over the recorded seeds), for HAN and the HCAN variants the papers' "
-                       "orderings compare (the README's table lists every variant).")
+                       "orderings compare (docs/RESULTS.md's table lists every variant).")
             chart(viz.lines_chart(curves, "training seconds (one thread)", "validation accuracy"), f"curves {dataset}")
     with tabs[3]:
         if data["batch-one"] is None:
