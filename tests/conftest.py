@@ -24,7 +24,7 @@ from tests.tiers import (  # noqa: F401  the suite's tiers and their guard, as p
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
-from tests.tiny import tour_stand_ins, write_tiny_checkpoints
+from tests.tiny import tour_names, tour_stand_ins, write_tiny_checkpoints
 
 CORPUS = [
     "The market rallied today. Shares in the bank rose sharply! Investors cheered the results.",
@@ -59,10 +59,7 @@ def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
 @pytest.fixture(scope="session")
 def tour_checkpoints(tmp_path_factory, tiny_vocab) -> Path:
     """Tiny stand-ins for the shipped checkpoints the Tour names (``tests/tiny.py``)."""
-    from hierattn.app.panels.tour import STEPS
-
-    names = sorted({name for _, needs, _ in STEPS.values() for name in needs})
-    return tour_stand_ins(tmp_path_factory.mktemp("tour"), tiny_vocab, names)
+    return tour_stand_ins(tmp_path_factory.mktemp("tour"), tiny_vocab, tour_names())
 
 
 @pytest.fixture

@@ -66,7 +66,7 @@ def test_the_readme_is_set_up_test_train_use_cite_and_links():
                         "## Use it from the command line, a notebook or Python", "## Models and data", "## Cite",
                         "## Documentation"]
     assert "pip install -r requirements.txt\nstreamlit run app.py\n" in text
-    assert "pip install -r requirements-test.txt && ruff check . && python -m pytest -q" in text
+    assert "pip install -r requirements-test.txt && ruff check . && python -m pytest -q -m" in text
     assert "Python 3.11" in text and "../shared" not in text
     assert "<!-- report:" not in text  # the generated tables live in docs/RESULTS.md
     assert len(text.splitlines()) <= 250
@@ -90,6 +90,20 @@ def _anchors(doc) -> set[str]:
     text = re.sub(r"^```.*?^```", "", doc.read_text(encoding="utf-8"), flags=re.M | re.S)
     headings = re.findall(r"^#{1,6} (.+)$", text, re.M)
     return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_ci_runs_the_readmes_test_commands_in_their_order():
+    """CI runs what the README tells a contributor to run, both tiers, in the same order: a check left
+    out of either command would leave CI."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text[text.index("## Test"):].split("```")[1]
+    commands = [part.strip() for line in block.splitlines() for part in line.split("&&") if part.strip()]
+    ci = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()
+          if line.strip().startswith(("python -m pytest", "ruff check"))]
+    assert [c for c in commands if c.startswith(("python -m pytest", "ruff check"))] == ci
+    tiers = [c for c in ci if c.startswith("python -m pytest")]
+    assert tiers == ['python -m pytest -q -m "not slow or system" --durations=30',
+                     'python -m pytest -q -m "slow and not system" --durations=30']  # together, every test
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))

@@ -68,6 +68,13 @@ def hostile_checkpoint(root: Path, vocab: Vocab) -> Path:
                            dataset="[click](javascript:alert(3)) **ds**")
 
 
+def tour_names() -> list[str]:
+    """The shipped checkpoints the Tour's steps are checked on."""
+    from hierattn.analysis.tour.steps import STEPS
+
+    return sorted({name for step in STEPS.values() for name in step.checkpoints})
+
+
 def tour_stand_ins(root: Path, vocab: Vocab, names) -> Path:
     """A tiny model under each shipped checkpoint name in ``names``, of its type, data set, labels,
     caps and structure; a Hugging Face folder stands in for a Hugging Face folder."""

@@ -1,12 +1,5 @@
 """A model trained on a local corpus: Explore and Dataset statistics read its test file."""
-
-
-
-
-
-
-
-
+import pytest
 
 from hierattn.data.corpora import open_corpus
 from hierattn.data.text import TextConfig
@@ -15,6 +8,7 @@ from tests.conftest import CORPORA
 from tests.conftest import REPO as ROOT
 
 
+@pytest.mark.slow  # trains a model on the corpus
 def test_explore_offers_the_corpus_test_file_as_samples(cache_root, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -86,12 +86,10 @@ def test_the_process_exits_cleanly_while_a_page_computes():
     that exits meanwhile used to abort ("terminate called without an active exception", status
     134): the thread was killed inside PyTorch at interpreter shutdown."""
     code = textwrap.dedent(f"""
-        import time
         from streamlit.testing.v1 import AppTest
         at = AppTest.from_file({str(REPO / "pages" / "1_statistics.py")!r}, default_timeout=120).run()
         assert at.get("progress"), "the page did not start its computation"
-        time.sleep(2)  # inside the computation
-        print("leaving", flush=True)
+        print("leaving", flush=True)  # inside the computation: its progress bar is on the page
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "OMP_NUM_THREADS": "1", "HIERATTN_CHECKPOINTS": str(REPO / "checkpoints")})
@@ -165,9 +163,10 @@ def test_the_progress_bar_counts_what_the_computation_counts():
         tasks.computed(("counted-for-test",), slow, "Running the tests on this document:", unit="tests")
 
     at = AppTest.from_function(page, default_timeout=30).run()
-    time.sleep(1.2)
-    at.run()
-    texts = [p.proto.text for p in at.get("progress")]
+    deadline, texts = time.monotonic() + 120, []
+    while not any(" / " in t for t in texts) and time.monotonic() < deadline:  # until it has counted a test
+        time.sleep(0.2)
+        texts = [p.proto.text for p in at.run().get("progress")]
     assert texts and all(t.endswith(" / 6 tests") for t in texts), texts
     tasks._results().stop_all(wait=5)
 

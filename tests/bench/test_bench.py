@@ -1,58 +1,66 @@
+"""The bench (``python -m hierattn bench``) reports figures; the suite checks what can fail on a
+defect: that a recorded figures file becomes its table, its goals and BENCHMARKS.md, and that what a
+figure measures is what it says (a latency reads the whole document; the fast training path skips
+padded work). Running the bench itself, for its figures, is the bench's job, not the suite's."""
 import json
 
 import pytest
 
+from bench.run import _goals, format_table
 from hierattn.cli import main
+from tests.conftest import REPO
+
+# A quick bench's figures (`python -m hierattn bench --quick --json ...`), with the overlap, soak and
+# classroom sections merged in (`--only overlap|soak|classroom --quick`)
+RECORDED = REPO / "tests" / "recorded" / "bench-quick.json"
 
 
-@pytest.mark.slow
-def test_bench_quick_writes_every_figure(tmp_path, monkeypatch, capsys):
-    import bench.inference
+@pytest.fixture(scope="module")
+def recorded() -> dict:
+    return json.loads(RECORDED.read_text())
 
-    monkeypatch.setattr(bench.inference, "list_checkpoints", lambda root: [])  # untrained models: fast, independent
-    out = tmp_path / "bench.json"
+
+def test_a_recorded_figures_file_becomes_its_table_and_goals(recorded):
+    from bench.inference import LATENCY_TOKENS
+
+    table = format_table(recorded)
+    assert table.startswith(f"hardware: {recorded['hardware']}")
+    assert "| training throughput, bbc-news (documents/s) |" in table
+    for tokens in LATENCY_TOKENS:
+        read = recorded["explain_seconds"][f"han/{tokens}"]["tokens_read"]
+        assert f"| explain latency, ~{tokens:,} tokens ({read:,} read), median |" in table
+    for run in recorded["hcan_training"]:
+        assert f"| {run} |" in table
+    for model_type, r in recorded["statistics_seconds"].items():
+        assert f"| {model_type} `{r['checkpoint']}` | {r['documents']} |" in table
+    assert "two started together" in table  # the overlap section
+    goals = _goals(recorded)
+    names = [name for name, _, _, _ in goals]
+    assert len(names) == len(set(names)) and any(name.startswith("soak:") for name in names)
+    for name, target, measured, met in goals:  # every goal a row: its target, the figure, met or not
+        assert f"| {name} | {target} | {measured} | {'yes' if met else '**no**'} |" in table
+
+
+def test_the_classroom_figures_become_their_table(recorded):
+    from bench.classroom import STEPS, format_classroom
+
+    lines = format_classroom(recorded["classroom"])
+    assert [line.split(" |")[0] for line in lines[2:2 + len(STEPS)]] == [f"| {step}" for step in STEPS]
+    assert f"{recorded['classroom']['sessions']} sessions, {len(recorded['classroom']['errors'])} errors" in lines[-1]
+
+
+def test_the_markdown_file_is_the_table_with_the_command_that_made_it(recorded, tmp_path, monkeypatch):
+    import bench.run
+
+    monkeypatch.setattr(bench.run, "run_bench", lambda out, quick=False, only=None: recorded)
     markdown = tmp_path / "BENCHMARKS.md"
-    assert main(["bench", "--json", str(out), "--quick", "--markdown", str(markdown)]) == 0
-    assert markdown.read_text().startswith("# Benchmarks") and "| fast bf16 |" in markdown.read_text()
-    results = json.loads(out.read_text())
-    assert set(results["training_docs_per_s"]) == {"han", "hcan"}
-    assert all(v > 0 for v in results["training_docs_per_s"].values())
-    han = results["han_training"]
-    assert han["today_docs_per_s"] > 0 and han["docs_per_s"] == results["training_docs_per_s"]["han"]
-    assert 0 <= han["largest_gap"] <= 1e-5  # the fast HAN computes today's function
-    assert len(results["explain_seconds"]["hcan/1000"]["runs"]) == 3
-    for tokens in (100, 1000, 10000):
-        for model in ("han", "hcan"):
-            r = results["explain_seconds"][f"{model}/{tokens}"]
-            assert r["seconds"] > 0
-            assert 0.9 * tokens <= r["tokens_read"] <= 1.1 * tokens, r  # the whole document is read
-    runs = results["hcan_training"]
-    assert set(runs) == {"reference fp32", "reference layers, length buckets", "fast fp32", "fast bf16"}
-    for run in runs.values():
-        assert run["docs_per_s"] > 0 and run["flops_per_doc"] > 1e6 and run["mfu"] > 0  # noisy peaks: no upper bound
-    # on the same documents the fast path skips padded work: empty sentence rows, and the padding of
-    # short sentences beside long ones (buckets gain little on the two batches of a quick run)
-    flops = [runs[k]["flops_per_doc"] for k in ("reference fp32", "reference layers, length buckets", "fast fp32")]
-    assert flops[0] >= 0.95 * flops[1] and flops[1] > 1.2 * flops[2], flops
-    assert results["matmul_gflops"]["fp32"] > 0 and results["tokens_per_s"] > 0
-    for model in ("hcan", "sanet"):
-        r = results["statistics_seconds"][model]
-        assert r["seconds"] > 0 and r["documents"] == 16 and r["matrices"] > 0
-    corpus = results["corpus_preprocessing"]
-    assert corpus["documents"] == 5000 and corpus["tokens"] > 5000 * 20 and corpus["documents_per_s"] > 0
-    assert corpus["reused"] and corpus["reuse_seconds"] < corpus["seconds"]  # the second run found the cache
-    assert corpus["peak_memory_mb"]["main"] > 0 and corpus["cache_mb"] > 0
-    training = results["corpus_training"]
-    assert set(training["han"]) == {"one process",
-                                    f"{training['processes']} processes"} and min(training["hcan"].values()) > 0
-    out = capsys.readouterr().out
-    assert "| training throughput" in out and "| sanet `untrained-sanet` | 16 |" in out
-    assert "| peak memory, main process |" in out and "| HCAN |" in out
+    assert main(["bench", "--json", str(tmp_path / "bench.json"), "--quick", "--markdown", str(markdown)]) == 0
+    text = markdown.read_text()
+    assert text.startswith("# Benchmarks\n\nProduced by `python -m hierattn bench --json ")
+    assert format_table(recorded) in text and "| fast bf16 |" in text
 
 
 def test_goals_are_judged_from_the_figures():
-    from bench.run import _goals
-
     results = {"hcan_training": {"reference fp32": {"docs_per_s": 10.0}, "fast fp32": {"docs_per_s": 31.0},
                                  "fast bf16": {"docs_per_s": 50.0}},
                "training_docs_per_s": {"han": 40.0},
@@ -76,16 +84,46 @@ def test_goals_are_judged_from_the_figures():
                    "explain while a run trains / idle": False, "Explore rerun while a run trains, worst": True}
 
 
-@pytest.mark.slow
-def test_the_overlap_figures_are_measured_under_thread_budgets():
-    """The bench's overlap section end to end on a quick budget: real training processes, the
-    server's computations beside them; figures only (their goals are judged above)."""
-    from bench.run import format_overlap, record_overlap
+@pytest.fixture(scope="module")
+def bbc_news():
+    """A slice of bbc-news as the bench reads it: its tokenised training documents, their vocabulary,
+    and test texts."""
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+    from hierattn.data.text import Vocab, tokenize_many
+    from hierattn.training.presets import PRESETS
 
-    result = record_overlap(quick=True)
-    training, serving = result["training"], result["serving"]
-    assert training["alone_seconds"] > 0 and len(training["together_seconds"]) == 2
-    assert training["ratio"] == max(training["together_seconds"]) / training["alone_seconds"]
-    assert serving["explain_idle_seconds"] > 0 and serving["explain_training_seconds"] > 0
-    assert serving["rerun_training_worst_seconds"] >= serving["rerun_training_seconds"] * 0.5
-    assert result["cores"] >= 1 and "two started together" in "\n".join(format_overlap({"overlap": result}))
+    ds = load_builtin("bbc-news")
+    split = stratified_split(ds.labels)
+    train = split["train"][::25]  # a split is sorted by class: every 25th spans them
+    docs = tokenize_many([ds.texts[i] for i in train], PRESETS["bbc-news-han"].text)
+    return {"docs": docs, "labels": [ds.labels[i] for i in train], "vocab": Vocab.build(docs, min_freq=2),
+            "classes": len(ds.label_names), "label_names": ds.label_names,
+            "test": [ds.texts[i] for i in split["test"]]}
+
+
+@pytest.mark.parametrize("model_type", ["han", "hcan"])
+def test_the_explain_latency_reads_the_whole_document(bbc_news, model_type, tmp_path):
+    from bench.inference import classifier_for, document_of, explain_latency
+
+    classifier = classifier_for(model_type, tmp_path, bbc_news["vocab"], bbc_news["label_names"])  # untrained
+    for tokens in (100, 1000):
+        seconds, read = explain_latency(classifier, document_of(tokens, bbc_news["test"]), 1)
+        assert seconds > 0 and 0.9 * tokens <= read <= 1.1 * tokens, (tokens, read)
+
+
+@pytest.mark.slow  # three training steps of a bbc-news-sized HCAN
+def test_the_fast_training_path_skips_padded_work(bbc_news):
+    """On the same documents the reference layers compute every padded sentence row and the fast path
+    groups sentences by length: fewer FLOPs a document, beyond what length buckets alone save."""
+    import torch
+
+    from bench.training import training_throughput
+
+    flops = {}
+    for label, reference, buckets in (("reference", True, False), ("reference, buckets", True, True),
+                                      ("fast", False, True)):
+        _, flops[label] = training_throughput("hcan", bbc_news["docs"], bbc_news["labels"], bbc_news["vocab"],
+                                              bbc_news["classes"], 1, torch.device("cpu"), "fp32", reference, buckets)
+    assert flops["reference"] >= 0.95 * flops["reference, buckets"] > 0
+    assert flops["reference, buckets"] > 1.2 * flops["fast"], flops

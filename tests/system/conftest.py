@@ -24,7 +24,7 @@ import pytest
 from bench.served import Served, settled, start_server
 from bench.soak import hostile_folders
 from tests.conftest import CHROMIUM, REPO, require_browser
-from tests.tiny import hostile_checkpoint, tour_stand_ins
+from tests.tiny import hostile_checkpoint, tour_names, tour_stand_ins
 
 ARTIFACTS = Path(os.environ.get("HIERATTN_ARTIFACTS", REPO / "test-artifacts"))
 EXIT_WITHIN_S = 60  # Ctrl-C: a liveness bound (measured 1-3 s on 2 idle cores)
@@ -33,13 +33,6 @@ EXIT_WITHIN_S = 60  # Ctrl-C: a liveness bound (measured 1-3 s on 2 idle cores)
 # Each module here sets ``pytestmark = SYSTEM``: a browser against a served app is slow, and the
 # README's test command runs this tier beside the quick one.
 SYSTEM = [pytest.mark.system, pytest.mark.slow, pytest.mark.browser]
-
-
-def tour_names() -> list[str]:
-    """The shipped checkpoints the Tour's steps name."""
-    from hierattn.app.panels.tour import STEPS
-
-    return sorted({name for _, names, _ in STEPS.values() for name in names})
 
 
 @pytest.fixture(scope="session")
