@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from hierattn.analysis.explain import Explanation, metrics_table
+from hierattn.analysis.metrics import column_labels, shown_columns
 from hierattn.data.formats import csv_bytes
 from hierattn.viz.figures import every_kth
 
@@ -257,13 +258,10 @@ def attention_csv(ex: Explanation) -> bytes:
     return csv_bytes(attention_frame(ex))
 
 
-REPORT_BANDWIDTHS = (1, 2, 3)  # the diagonality columns a report's table shows (all of them: the CSV)
-
-
 def report_table(ex: Explanation) -> pd.DataFrame:
     """The metrics table as a page shows it: maps by their plain names, sentences, time steps and
-    heads counted from 1, figures in percent, and only the columns a page has room for (Gini and
-    diagonality at ``REPORT_BANDWIDTHS``, each beside its even-spread value)."""
+    heads counted from 1, figures in percent, and only the metrics a page has room for
+    (``Metric.in_report``: Gini, and diagonality at b = 1..3 beside its even-spread value)."""
     from hierattn.analysis.explain import map_title
 
     table = metrics_table(ex)
@@ -276,10 +274,9 @@ def report_table(ex: Explanation) -> pd.DataFrame:
     if table["head"].nunique() > 1:
         out["head"] = table["head"] + 1
     out["size"] = table["size"]
-    out["Gini"] = table["gini"].map(lambda v: f"{v:.1%}")
-    for b in REPORT_BANDWIDTHS:
-        out[f"b={b}"] = table[f"diagonality_b{b}"].map(lambda v: f"{v:.1%}")
-        out[f"b={b} (even)"] = table[f"diagonality_b{b}_even"].map(lambda v: f"{v:.1%}")
+    labels = column_labels()
+    for column in shown_columns(report=True):
+        out[labels[column]] = table[column].map(lambda v: f"{v:.1%}")
     return out
 
 
