@@ -147,6 +147,19 @@ class Explanation:
         rows = sum(len(r) for r in self._metrics_by_map.values()) + len(self.metric_rows or [])
         return self.attentions.nbytes + 4 * len(self.document.text) + 200 * (self.document.num_tokens + rows)
 
+    def text_view(self) -> dict:
+        """The document as the text views draw it (``viz.shaded_document_html``'s keywords): its
+        ``text``, the character ``spans`` of its sentences and words, per sentence and word whether
+        the model read ``<unk>`` there (``unknown``), and the text the caps cut, by the sentence it
+        follows (``unread``)."""
+        return {"text": self.document.text, "spans": self.document.spans(), "unknown": self.unknown,
+                "unread": self.document.unread()}
+
+    @property
+    def sentence_words(self) -> list[list[str]]:
+        """Each sentence's words as the text has them, in reading order."""
+        return [[t.text for t in s.tokens] for s in self.document.sentences]
+
     @property
     def unknown_count(self) -> int:
         """Words the model read as ``<unk>``: its vocabulary does not have them."""

@@ -61,23 +61,26 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
             rho = curves.agreement.get(method)
             received = None if shading.painted else comparing.importance(ex)
             left, right = st.columns(2)
+            text = ex.text_view()
             if alone:
                 left.markdown(f"**{method}**")
-                left.html(viz.shaded_document_html(ex, faithfulness.by_sentence(curves.scores[method], ex.document),
-                                                   None, part=shading.part))
+                left.html(viz.shaded_document_html(**text, part=shading.part, sentences=None,
+                                                   words=faithfulness.by_sentence(curves.scores[method], ex.document)))
                 right.info(f"{viz.md_text(classifier.display_name)} has no attention: the attribution shows where "
                            "the prediction comes from without one to compare it with.")
             elif shading.painted:
                 left.markdown("**Attention**")
-                left.html(viz.shaded_document_html(ex, **shading.options()))
+                left.html(viz.shaded_document_html(**text, **shading.options()))
             else:  # self-attention only: the attention each word receives, the ranking the curves use
                 left.markdown(f"**Attention** ({viz.md_text(received.source)})")
-                left.html(viz.shaded_document_html(ex, comparing.shading(ex, received), None, part=shading.part))
+                left.html(viz.shaded_document_html(**text, words=comparing.shading(ex, received), sentences=None,
+                                                   part=shading.part))
             if shading.painted or received is not None:
                 right.markdown(f"**{method}** · Spearman ρ with attention: "
                                + ("n/a" if rho is None else f"{rho:+.2f}"))
                 attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
-                right.html(viz.shaded_document_html(ex, attribution, None, shading.scale, shading.part, legend=False))
+                right.html(viz.shaded_document_html(**text, words=attribution, sentences=None, scale=shading.scale,
+                                                    part=shading.part, legend=False))
             if method == INTEGRATED.name and curves.convergence is not None:
                 converged = curves.convergence <= CONVERGED
                 (right.caption if converged else right.warning)(

@@ -112,7 +112,8 @@ def target_attention(checkpoints: dict[str, Path]) -> None:
     st.caption(f"Shaded: head {head + 1}, the first where the claim holds, on its own scale." if head is not None
                else "Shaded: the heads averaged (no head holds the claim here).")
     with st.container(height=460):  # a long article scrolls inside, the step's layout stays on screen
-        st.html(viz.shaded_document_html(ex, ex.target_attention("word", head), ex.target_attention("sentence", head)))
+        st.html(viz.shaded_document_html(**ex.text_view(), words=ex.target_attention("word", head),
+                                         sentences=ex.target_attention("sentence", head)))
 
 
 def two_self_attentions(checkpoints: dict[str, Path]) -> None:
@@ -229,10 +230,12 @@ def han_and_hcan(checkpoints: dict[str, Path]) -> None:
     hcan = loading.explain_cached(checkpoints["tweets-hcan"], docs[pick][1])
     left, right = st.columns(2)
     left.markdown(f"**HAN** ({viz.md_text(han.label)})")
-    left.html(viz.shaded_document_html(han, han.target_attention("word"), han.target_attention("sentence")))
+    left.html(viz.shaded_document_html(**han.text_view(), words=han.target_attention("word"),
+                                       sentences=han.target_attention("sentence")))
     right.markdown(f"**HCAN** ({viz.md_text(hcan.label)})")
     st.caption("**What to notice.** Is HAN's shading darker on fewer words than HCAN's?")
-    right.html(viz.shaded_document_html(hcan, hcan.target_attention("word"), hcan.target_attention("sentence")))
+    right.html(viz.shaded_document_html(**hcan.text_view(), words=hcan.target_attention("word"),
+                                        sentences=hcan.target_attention("sentence")))
     c_han, c_hcan = tour.concentration(han), tour.concentration(hcan)
     shown, verdict = tour.han_hcan_verdict(c_han, c_hcan)
     _verdict(shown, viz.md_text(verdict), "“HAN is more focused”")
