@@ -11,7 +11,7 @@ import time
 from bench.inference import document_of
 from hierattn.analysis import attribution
 from hierattn.analysis.explain import explain
-from hierattn.analysis.faithfulness import gradient_times_input
+from hierattn.analysis.shapley import sentence_shap
 from hierattn.checkpoint import best_device, load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
@@ -36,7 +36,7 @@ def document_costs(classifier, text: str, repeats: int) -> dict:
     label, document = ex.labels.index(ex.label), ex.document
     row = {"words_read": document.num_tokens, "sentences": len(document.sentences)}
     if attribution.supports_gradients(classifier):
-        row["gradient × input"] = _timed(lambda: gradient_times_input(classifier, document, label), repeats)
+        row["gradient × input"] = _timed(lambda: attribution.gradient_times_input(classifier, document, label), repeats)
         row["integrated gradients"] = _timed(lambda: attribution.integrated_gradients(classifier, document, label),
                                              repeats)
         integrated = attribution.integrated_gradients(classifier, document, label)
@@ -45,7 +45,7 @@ def document_costs(classifier, text: str, repeats: int) -> dict:
     if len(document.sentences) >= 2:
         row["sentence occlusion"] = _timed(lambda: attribution.occlusion(classifier, document, label, "sentence"),
                                            repeats)
-        row["sentence KernelSHAP"] = _timed(lambda: attribution.sentence_shap(classifier, document, label), repeats)
+        row["sentence KernelSHAP"] = _timed(lambda: sentence_shap(classifier, document, label), repeats)
     return row
 
 

@@ -215,16 +215,21 @@ def attributions(model: Classifier, ex: Explanation | str, steps: int | None = N
     text) shaded by its attention, by Integrated Gradients (``steps`` points, default
     ``attribution.IG_STEPS``; its convergence delta beside it) and by word occlusion, each on its own
     scale; a word that argues against the class is left unshaded."""
-    from hierattn.analysis import attribution
+    from hierattn.analysis.attribution import integrated_gradients
+    from hierattn.analysis.attribution_methods import ATTRIBUTION_METHODS, INTEGRATED
+    from hierattn.analysis.eraser import WORD_UNITS
     from hierattn.analysis.faithfulness import by_sentence
 
     ex = _explained(model, ex)
     label = ex.labels.index(ex.label)
     results = {}
-    integrated = attribution.integrated_gradients(model, ex.document, label, steps or attribution.IG_STEPS)
-    if integrated is not None:
-        results[attribution.INTEGRATED_GRADIENTS] = integrated
-    results[attribution.OCCLUSION] = attribution.occlusion(model, ex.document, label)
+    for method in ATTRIBUTION_METHODS:  # captum's, over the words: each shades the document
+        if not (method.captum and method.unit == WORD_UNITS):
+            continue
+        found = integrated_gradients(model, ex.document, label, steps) if method is INTEGRATED and steps else \
+            method.attribute(model, ex.document, label)
+        if found is not None:
+            results[found.method] = found
     cells = [f"<td style='vertical-align:top;padding:0 8px'>{shaded(ex).html}</td>"]
     for method, result in results.items():
         note = (f" · completeness within {result.relative_delta:.1%}" if result.relative_delta is not None else "")
@@ -242,7 +247,7 @@ def sentence_attributions(model: Classifier, ex: Explanation | str):
     says how they agree and what they cost)."""
     import pandas as pd
 
-    from hierattn.analysis.attribution import sentence_table
+    from hierattn.analysis.shapley import sentence_table
 
     ex = _explained(model, ex)
     if len(ex.document.sentences) < 2:

@@ -1,7 +1,13 @@
-"""Attribution methods beside attention, computed by captum (Kokhlikyan et al. 2020), the library
-captum, inseq and LIT users compare attention with. Each gives one signed score per word or per
-sentence of the document as the model reads it (reading order): above 0, the unit supports the
-class; below 0, it argues against it.
+"""Attribution methods beside attention, most computed by captum (Kokhlikyan et al. 2020), the
+library captum, inseq and LIT users compare attention with. Each returns an ``Attribution``: one
+score per word or per sentence of the document as the model reads it (reading order), signed where
+the method is (above 0, the unit supports the class; below 0, it argues against it), and its cost in
+forward passes. The sentences' Shapley values are in ``shapley``; every method, with what it needs
+and costs, is one entry of ``attribution_methods.ATTRIBUTION_METHODS``.
+
+- **Gradient × input** (Simonyan et al. 2014; Shrikumar et al. 2017): |(d logit / d embedding) .
+  embedding| per word, one backward pass; unsigned. With ``jain_wallace``, the gradient Jain &
+  Wallace (2019) rank attention against (the attention held constant, the probability differentiated).
 
 - **Integrated Gradients** (Sundararajan et al. 2017) on the embedding layer: the model's logit of
   the class, integrated along the straight line from a baseline to the document's embeddings. The
@@ -20,18 +26,6 @@ class; below 0, it argues against it.
   mask (one feature per word, or per sentence) over a keep-vector; taking a unit out closes its
   sentence up, as every removal in hierattn does (``eraser.keeping``), rather than putting a
   ``<pad>`` or ``<unk>`` where the model never saw one. Leave-one-out is word occlusion.
-- **Shapley values of the sentences** (Lundberg & Lee 2017's KernelSHAP at the sentence level):
-  each sentence's Shapley value for P(class), the game's players the sentences, a coalition the
-  document keeping a subset of them (one forward pass each). Up to ``EXACT_SENTENCES`` sentences
-  every coalition is enumerated (2^7 = 128 passes) and the values are exact: KernelSHAP with every
-  coalition is the Shapley value, so there is nothing to estimate. Beyond that, captum's KernelSHAP
-  samples coalitions in complementary pairs (a coalition and the rest of the document: the paired
-  sampling of Covert & Lee 2021, which cancels much of the estimator's variance), in independent
-  draws of ``SHAP_DRAW`` coalitions, until the standard error of their mean, measured from the
-  spread between draws, is below ``SHAP_ERROR`` or ``SHAP_MAX_PASSES`` are spent; the values carry
-  that error. 128 coalitions, one draw, the old default, left the top sentence wrong on 2-3 of 12
-  tweets of 3-4 sentences, where only 8-16 coalitions exist. Word-level SHAP would need thousands
-  of passes on an article: not offered.
 
 Nothing is attached to the model: the embedding is replaced per call through
 ``models.intervention.embedding_replaced`` (this thread's lookups only), gradients are taken of the
@@ -40,30 +34,29 @@ of the text) is never used: our escaped views draw the scores.
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
 
-from hierattn.analysis.eraser import SENTENCE_UNITS, WORD_UNITS, keeping, output_distributions, unit_count
+from hierattn.analysis.eraser import WORD_UNITS, keeping, output_distributions, unit_count
 from hierattn.checkpoint import Classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document
-from hierattn.models.intervention import ObservedEmbedding, embedding_lookups, embedding_replaced
+from hierattn.models.intervention import (
+    ObservedEmbedding,
+    attention_override,
+    embedding_lookups,
+    embedding_replaced,
+)
 
+GRADIENT_X_INPUT = "gradient × input"
 INTEGRATED_GRADIENTS = "integrated gradients"
 OCCLUSION = "occlusion"
-SHAP = "KernelSHAP"
 IG_STEPS = 32  # captum's Gauss-Legendre points; the delta says whether they were enough
 IG_TOKENS_PER_PASS = 4096  # interpolated copies per forward pass: a long article runs a few at a time
-EXACT_SENTENCES = 7  # up to 2^7 = 128 coalitions: enumerate them all, the Shapley values exactly
-SHAP_DRAW = 128  # coalitions a sampled draw (one forward pass each), in complementary pairs
-SHAP_MIN_DRAWS = 4  # independent draws at least: their spread measures the error (2 leave it one degree of freedom)
-SHAP_ERROR = 0.005  # sample until the values' standard error is below this (half a probability point) ...
-SHAP_MAX_PASSES = 512  # ... or this many coalitions are spent (4 draws: what Explore waits for)
-SHAP_SAMPLES = SHAP_DRAW  # the cost of one draw, for the pages' descriptions
 PER_PASS = 64  # ablated documents per forward pass (``eraser.CHUNK``)
 
 
@@ -117,9 +110,47 @@ class Attribution:
 
 
 def supports_gradients(classifier: Classifier) -> bool:
-    """Integrated Gradients needs an embedding table looked up once per token (every built-in model
-    but TF-IDF)."""
+    """The gradient methods (gradient × input, Integrated Gradients) need an embedding table looked
+    up once per token (every built-in model but TF-IDF)."""
     return isinstance(getattr(classifier.model, "embedding", None), ObservedEmbedding)
+
+
+def gradient_times_input(classifier: Classifier, document: Document, label: int,
+                         jain_wallace: bool = False) -> Attribution | None:
+    """|gradient . embedding| per word (reading order; one backward pass), or None for a model
+    without an embedding table looked up once per word in reading order (TF-IDF). For a model of
+    subword tokens, a word's is the absolute value of its pieces' summed gradient . embedding (the
+    first-order change of the output when the whole word is taken away; special tokens get none).
+    As an attribution beside attention (the ERASER curves), the gradient is of the label's logit
+    and flows through everything, attention included. With ``jain_wallace``, as Jain & Wallace
+    (2019, section 4.1) compute the gradient importance they rank attention against: the attention
+    weights are held constant (detached at every attention site, so the gradient does not flow
+    through the very weights it is compared with) and the label's probability (the softmax output)
+    is differentiated."""
+    if not supports_gradients(classifier):  # the loader makes every plain nn.Embedding an ObservedEmbedding
+        return None
+    start = time.perf_counter()
+    batch = encode_documents([document], classifier.vocab).to(classifier.device)
+    held = attention_override(lambda site, weights, mask: weights.detach(), in_order=False) if jain_wallace \
+        else nullcontext()
+    with embedding_lookups() as lookups, torch.enable_grad(), held:
+        logits = classifier.model(batch, return_attentions=False).logits
+        ids, vectors = lookups[0]
+        target = torch.softmax(logits[0].float(), -1)[label] if jain_wallace else logits[0, label]
+        # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
+        # cached model shared by other sessions is left exactly as it was
+        (grad,) = torch.autograd.grad(target, vectors)
+    n = sum(len(s.tokens) for s in document.sentences)
+    if batch.pieces is not None:  # subword tokens: a word's score is its pieces' summed gradient . embedding
+        word = batch.pieces.word[0]
+        signed = (grad * vectors).sum(-1)[0]
+        scores = signed.new_zeros(n).index_add_(0, word[word >= 0], signed[word >= 0]).abs()
+    else:
+        scores = (grad * vectors).sum(-1).abs()[ids != 0]  # real words, row-major = reading order
+        if len(scores) != n:
+            return None
+    return Attribution(GRADIENT_X_INPUT, WORD_UNITS, scores.detach().cpu().tolist(), label, 1,
+                       time.perf_counter() - start)
 
 
 def _attributed(lookup_ids: torch.Tensor, batch) -> torch.Tensor:
@@ -185,7 +216,7 @@ def integrated_gradients(classifier: Classifier, document: Document, label: int,
                        time.perf_counter() - start, float(delta.sum()), float(ends[0] - ends[1]))
 
 
-def _removal_output(classifier: Classifier, document: Document, unit: str, positions: list[int],
+def removal_output(classifier: Classifier, document: Document, unit: str, positions: list[int],
                     output: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
     """captum's forward over a keep-vector: (k, len(positions)) of 1 (kept) and 0 (taken out) ->
     ``output`` of the softmax of each such document, (k,)."""
@@ -218,95 +249,18 @@ def occlusion(classifier: Classifier, document: Document, label: int, unit: str 
     keep = torch.ones(1, len(positions))
     if not positions:
         return Attribution(OCCLUSION, unit, [], label, 0, 0.0)
-    forward = _removal_output(classifier, document, unit, positions, output)
+    forward = removal_output(classifier, document, unit, positions, output)
     scores = FeatureAblation(forward).attribute(keep, baselines=0.0, perturbations_per_eval=PER_PASS)
     removed = torch.stack([forward.alone[j] for j in range(len(positions))])
     return Attribution(OCCLUSION, unit, scores[0].tolist(), label, len(positions) + 1, time.perf_counter() - start,
                        removed=removed)
 
 
-def exact_shapley(values: torch.Tensor, players: int) -> list[float]:
-    """The Shapley value of each player from ``values``, the game's value of every coalition indexed
-    by its bitmask (bit i set: player i in; 2^players entries): phi_i = sum over coalitions S without
-    i of |S|! (n - |S| - 1)! / n! (v(S + i) - v(S))."""
-    n = players
-    masks = torch.arange(2 ** n)
-    sizes = torch.tensor([bin(m).count("1") for m in range(2 ** n)])
-    weights = torch.tensor([math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n) if k < n else 0.0
-                            for k in range(n + 1)], dtype=torch.float64)
-    values = values.to(torch.float64)
-    out = []
-    for i in range(n):
-        without = masks[(masks >> i) & 1 == 0]
-        out.append(float((weights[sizes[without]] * (values[without | (1 << i)] - values[without])).sum()))
-    return out
-
-
-def sentence_shap(classifier: Classifier, document: Document, label: int, samples: int | None = None,
-                  seed: int = 0, max_passes: int = SHAP_MAX_PASSES, target_error: float = SHAP_ERROR
-                  ) -> Attribution | None:
-    """The sentences' Shapley values for P(label) (see the module doc): exact up to
-    ``EXACT_SENTENCES`` sentences, else KernelSHAP in draws of ``samples`` (default ``SHAP_DRAW``)
-    coalitions until the standard error is below ``target_error`` or ``max_passes`` are spent (at
-    least ``SHAP_MIN_DRAWS`` draws, to measure it). ``samples`` given forces sampling at any length. None for a
-    document of one sentence (nothing to share out). Seeded: the same document gets the same values."""
-    sentences = unit_count(document, SENTENCE_UNITS)
-    if sentences < 2:
-        return None
-    start = time.perf_counter()
-    forward = _removal_output(classifier, document, SENTENCE_UNITS, list(range(sentences)),
-                              lambda distributions: distributions[:, label])
-    if samples is None and sentences <= EXACT_SENTENCES:
-        masks = torch.arange(2 ** sentences)
-        keep = ((masks[:, None] >> torch.arange(sentences)[None, :]) & 1).float()  # (2^n, n), bit i: sentence i kept
-        values = torch.cat([forward(keep[i: i + PER_PASS]) for i in range(0, len(keep), PER_PASS)])
-        return Attribution(SHAP, SENTENCE_UNITS, exact_shapley(values, sentences), label, len(keep),
-                           time.perf_counter() - start)
-    per_draw = samples or SHAP_DRAW
-    draws = []
-    while len(draws) < SHAP_MIN_DRAWS or (len(draws) + 1) * per_draw <= max_passes:
-        draws.append(_kernel_shap_draw(forward, sentences, per_draw, seed + len(draws)))
-        if len(draws) >= SHAP_MIN_DRAWS and _standard_errors(draws).max() <= target_error:
-            break
-    stacked = torch.tensor(draws, dtype=torch.float64)
-    return Attribution(SHAP, SENTENCE_UNITS, stacked.mean(0).tolist(), label, len(draws) * per_draw,
-                       time.perf_counter() - start, errors=_standard_errors(draws).tolist(), draws=len(draws))
-
-
-def _standard_errors(draws: list[list[float]]) -> torch.Tensor:
-    """Each unit's standard error of the mean over independent draws: their standard deviation / sqrt(draws)."""
-    stacked = torch.tensor(draws, dtype=torch.float64)
-    return stacked.std(0, unbiased=True) / math.sqrt(len(draws))
-
-
-def _kernel_shap_draw(forward, sentences: int, samples: int, seed: int) -> list[float]:
-    """One KernelSHAP estimate from ``samples`` coalitions (captum's), drawn in complementary pairs."""
-    from captum.attr import KernelShap
-
-    class PairedKernelShap(KernelShap):
-        """captum's KernelSHAP drawing its coalitions from a generator of its own (its default draws
-        from torch's global one, which every thread of the server shares: another session's draws
-        would change these values, and a reseed here would change theirs), each coalition followed
-        by its complement."""
-
-        generator = torch.Generator().manual_seed(seed)
-
-        def kernel_shap_perturb_generator(self, original_inp, **kwargs):  # captum's sampling, seeded and paired
-            features = int(kwargs["num_interp_features"])
-            sizes = kwargs["num_select_distribution"].probs
-            yield torch.ones(1, features, dtype=torch.long)
-            yield torch.zeros(1, features, dtype=torch.long)
-            while True:
-                chosen = int(torch.multinomial(sizes, 1, generator=self.generator))
-                values = torch.randn(1, features, generator=self.generator)
-                threshold = torch.kthvalue(values, features - chosen).values.item()
-                coalition = (values > threshold).long()
-                yield coalition
-                yield 1 - coalition
-
-    scores = PairedKernelShap(forward).attribute(torch.ones(1, sentences), baselines=0.0, n_samples=samples,
-                                                 perturbations_per_eval=PER_PASS)
-    return scores[0].tolist()
+def leave_one_out(classifier: Classifier, document: Document, label: int,
+                  positions: list[int] | None = None) -> Attribution:
+    """The fall in P(label) when each word at ``positions`` (default every one) alone is taken out:
+    word occlusion, one forward pass per word and one on the whole document."""
+    return occlusion(classifier, document, label, WORD_UNITS, positions)
 
 
 def by_sentence(word_scores: list[float], document: Document) -> list[float]:
@@ -316,56 +270,3 @@ def by_sentence(word_scores: list[float], document: Document) -> list[float]:
         out.append(sum(word_scores[i: i + len(sentence.tokens)]))
         i += len(sentence.tokens)
     return out
-
-
-def sentence_table(classifier: Classifier, ex, progress=None) -> dict:
-    """Explore's sentence attributions for an explained document: one row per sentence (its
-    opening, its share of the attention, its occlusion and KernelSHAP for the predicted class, in
-    probability points) and a caption with their agreement and cost. ``ex``: an ``Explanation``.
-    ``progress(done, 2)`` after occlusion and after the Shapley values: where the app stops it."""
-    from hierattn.analysis.compare import importance, spearman
-
-    label = ex.labels.index(ex.label)
-    occluded = occlusion(classifier, ex.document, label, SENTENCE_UNITS)
-    if progress:
-        progress(1, 2)
-    shap = sentence_shap(classifier, ex.document, label)
-    if progress:
-        progress(2, 2)
-    shares = importance(ex)
-    attention = list(shares.sentences.values()) if shares is not None else None
-    if attention is not None and len(attention) != len(ex.document.sentences):
-        attention = None
-    shap_column = "Shapley value (points)" if shap.exact else "KernelSHAP (points)"
-    rows = []
-    for i, sentence in enumerate(ex.document.sentences):
-        opening = " ".join(t.text for t in sentence.tokens[:6]) + (" …" if len(sentence.tokens) > 6 else "")
-        row = {"sentence": f"S{i + 1}: {opening}",
-               "attention (%)": None if attention is None else round(100 * attention[i], 1),
-               "occlusion (points)": round(100 * occluded.scores[i], 1),
-               shap_column: round(100 * shap.scores[i], 1) if shap.resolved(i) else None}
-        if not shap.exact:
-            row["± (points, 95%)"] = round(100 * shap.margin(i), 1)
-        rows.append(row)
-    parts = []
-    if attention is not None:
-        for name, method in (("occlusion", occluded), ("the Shapley values", shap)):
-            rho = spearman(attention, method.scores)
-            parts.append(f"Spearman ρ of the attention with {name}: " + ("n/a" if rho is None else f"{rho:+.2f}"))
-    source = f"Attention: {shares.source}." if shares is not None else "No attention over the sentences."
-    if shap.exact:
-        how = (f"the Shapley values are exact: all {shap.forward_passes} subsets of the {len(shap.scores)} sentences "
-               f"were read ({shap.seconds:.1f} s)")
-    else:
-        hidden = sum(not shap.resolved(i) for i in range(len(shap.scores)))
-        how = (f"KernelSHAP estimated the Shapley values from {shap.forward_passes} subsets of the "
-               f"{len(shap.scores)} sentences ({shap.seconds:.1f} s); each carries its error, measured between "
-               "independent draws" + (f", and the {hidden} whose error exceeds their distance to the nearest other "
-                                      "value are left blank: their order is not known" if hidden else ""))
-    cost = (f"Occlusion read {occluded.forward_passes} documents ({occluded.seconds:.1f} s); {how}. The values add up "
-            f"to the probability's change from no sentence to all ({100 * sum(shap.scores):+.1f} points here).")
-    probability = ex.probabilities[label]
-    saturated = (f"P({ex.label}) is {probability:.4f}: taking out one sentence barely moves a prediction this "
-                 "sure, so occlusion is near 0 for every sentence; the Shapley values, which take out many at once, "
-                 "still tell them apart." if probability > 0.999 else "")
-    return {"rows": rows, "caption": " ".join([source, *(p + "." for p in parts), cost, saturated]).strip()}

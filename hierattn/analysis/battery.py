@@ -10,10 +10,10 @@ which rankings and sites exist, runs every test that applies, and says which do 
   attention; each beside random rankings of the same units and, for a hierarchical model's words
   ranked across sentences, beside its own sentence attention times an even spread of each
   sentence's words (alpha_s / n_s: the null that keeps everything the word level is not about);
-- beside the attention's rankings in ERASER, captum's (``attribution``): Integrated Gradients and
-  word occlusion over the words, sentence occlusion and KernelSHAP over the sentences, scored the
-  same way: what
-  a ranking that follows the model itself achieves on this document;
+- beside the attention's rankings in ERASER, captum's attribution methods of the registry
+  (``attribution_methods``: Integrated Gradients and word occlusion over the words, sentence
+  occlusion and KernelSHAP over the sentences), scored the same way: what a ranking that follows
+  the model itself achieves on this document;
 - Kendall tau of the same rankings with gradient importance (Jain & Wallace's: attention held
   constant), with leave-one-out (their TVD, from the word and sentence occlusion's passes) and with
   Integrated Gradients, per level, beside a random ranking's and, for a hierarchical model's words,
@@ -34,29 +34,30 @@ import torch
 
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis import eraser
+from hierattn.analysis.attribution import Attribution, gradient_times_input
 from hierattn.analysis.attribution import by_sentence as attribution_by_sentence
-from hierattn.analysis.attribution import integrated_gradients, occlusion, sentence_shap
+from hierattn.analysis.attribution_methods import (
+    ATTRIBUTION_METHODS,
+    INTEGRATED,
+    LEAVE_ONE_OUT,
+    SENTENCE_OCCLUSION,
+    SENTENCE_SHAPLEY,
+)
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import Explanation
-from hierattn.analysis.faithfulness import (
-    STRUCTURAL,
-    gradient_times_input,
-    sentence_even_scores,
-    sentence_even_weights,
-)
+from hierattn.analysis.faithfulness import STRUCTURAL, sentence_even_scores, sentence_even_weights
 from hierattn.checkpoint import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
 
 LEVELS = (WORD, SENTENCE)
 WORD_ATTENTION, TWO_STAGE, SENTENCE_ATTENTION = "word attention", "two-stage", "sentence attention"
 RANDOM = {eraser.WORD_UNITS: "random words", eraser.SENTENCE_UNITS: "random sentences"}
-# captum's attributions, ranked beside the attention: what a ranking that tracks the model achieves
-IG, WORD_OCCLUSION, SENTENCE_OCCLUSION = "integrated gradients", "occlusion of words", "occlusion of sentences"
-SHAP = "KernelSHAP of sentences"
+# captum's attributions, ranked beside the attention by their labels: what a ranking that tracks the model achieves
+RANKED_METHODS = tuple(m for m in ATTRIBUTION_METHODS if m.captum)
+ATTRIBUTION_RANKINGS = tuple(m.label for m in RANKED_METHODS)
 UNIT_OF = {WORD_ATTENTION: eraser.WORD_UNITS, TWO_STAGE: eraser.WORD_UNITS, SENTENCE_ATTENTION: eraser.SENTENCE_UNITS,
-           IG: eraser.WORD_UNITS, WORD_OCCLUSION: eraser.WORD_UNITS, SENTENCE_OCCLUSION: eraser.SENTENCE_UNITS,
-           SHAP: eraser.SENTENCE_UNITS}
-ATTRIBUTION_RANKINGS = (IG, WORD_OCCLUSION, SENTENCE_OCCLUSION, SHAP)
+           **{m.label: m.unit for m in RANKED_METHODS}}
+IG = INTEGRATED.label  # an importance the Kendall taus rank against, as their rows name it
 PERMUTATIONS = 100
 # sampled Shapley values of a long document (over 7 sentences) in the battery: 4 draws of 32
 # coalitions, 128 passes, the cost KernelSHAP had here before; a ranking for ERASER, not a figure shown
@@ -179,26 +180,21 @@ def rankings(ex: Explanation) -> tuple[dict[str, list[float]], list[str]]:
     return out, missing
 
 
-def _attributions(classifier: Classifier, ex: Explanation, label: int, ranked: dict, positions: list[int]) -> dict:
-    """captum's rankings beside the attention's, for the units the attention ranks: Integrated
-    Gradients and word occlusion (when every word was occluded), sentence occlusion. Also the two
-    occlusions themselves, whose outputs give leave-one-out's change (Jain & Wallace's TVD)."""
-    document, out = ex.document, {}
-    words = any(UNIT_OF[n] == eraser.WORD_UNITS for n in ranked)
-    if words:
-        integrated = integrated_gradients(classifier, document, label)
-        if integrated is not None:
-            out[IG] = integrated.scores
-    out["word occlusion"] = occlusion(classifier, document, label, eraser.WORD_UNITS, positions)
-    if words and len(positions) == eraser.unit_count(document, eraser.WORD_UNITS):
-        out[WORD_OCCLUSION] = out["word occlusion"].scores
-    if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
-        out["sentence occlusion"] = occlusion(classifier, document, label, eraser.SENTENCE_UNITS)
-        out[SENTENCE_OCCLUSION] = out["sentence occlusion"].scores
-        # exact up to 7 sentences (2^n passes); beyond, KernelSHAP within the battery's budget of coalitions
-        out[SHAP] = sentence_shap(classifier, document, label, samples=None if len(document.sentences) <= 7 else
-                                  BATTERY_SHAP_DRAW, max_passes=BATTERY_SHAP_PASSES).scores
-    return out
+def _attributions(classifier: Classifier, ex: Explanation, label: int, ranked: dict,
+                  positions: list[int]) -> dict[str, Attribution]:
+    """captum's methods (``RANKED_METHODS``) by label, for the units the attention ranks (sentences
+    in a document of two or more). Word occlusion reads the words at ``positions`` (a sample of a
+    long document's), whose outputs give leave-one-out's change (Jain & Wallace's TVD), as sentence
+    occlusion's do; the sentences' Shapley values are exact up to 7 sentences (2^n passes), beyond
+    sampled within the battery's budget of coalitions."""
+    document = ex.document
+    units = {UNIT_OF[n] for n in ranked} - ({eraser.SENTENCE_UNITS} if len(document.sentences) < 2 else set())
+    options = {LEAVE_ONE_OUT: {"positions": positions},
+               SENTENCE_SHAPLEY: {"samples": None if len(document.sentences) <= 7 else BATTERY_SHAP_DRAW,
+                                  "max_passes": BATTERY_SHAP_PASSES}}
+    found = {m.label: m.attribute(classifier, document, label, **options.get(m, {}))
+             for m in RANKED_METHODS if m.unit in units}
+    return {name: result for name, result in found.items() if result is not None}
 
 
 def document_battery(classifier: Classifier, ex: Explanation, permutations: int = PERMUTATIONS,
@@ -225,15 +221,16 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
     # ERASER, each unit's rankings (the attention's, then captum's beside them) beside random ones
     for unit in (eraser.WORD_UNITS, eraser.SENTENCE_UNITS):
         names = [n for n in ranked if UNIT_OF[n] == unit]
-        names += [n for n in ATTRIBUTION_RANKINGS if n in found and UNIT_OF[n] == unit] if names else []
-        if names and eraser.unit_count(document, unit) < 2:  # one unit: every ranking is the same ranking
+        n = eraser.unit_count(document, unit)  # an attribution ranks the units only if it scored every one
+        names += [m for m in ATTRIBUTION_RANKINGS if m in found and UNIT_OF[m] == unit
+                  and len(found[m].scores) == n] if names else []
+        if names and n < 2:  # one unit: every ranking is the same ranking
             battery.not_applicable.append(f"{unit}-level ERASER: the document has one {unit}")
             continue
         if not names:
             continue
-        n = eraser.unit_count(document, unit)
         randoms = eraser.random_rankings(n, random_draws, seed)
-        scored = [ranked[m] if m in ranked else found[m] for m in names]
+        scored = [ranked[m] if m in ranked else found[m].scores for m in names]
         structural = sentence_even_scores(ex, seed) if TWO_STAGE in names else None
         if unit == eraser.WORD_UNITS and structural is not None:  # a hierarchical model's words across sentences
             names, scored = names + [STRUCTURAL], scored + [structural]
@@ -243,10 +240,11 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
     tick(1)
 
     # Kendall tau with gradient importance and leave-one-out, per level
-    gradient = gradient_times_input(classifier, document, label, jain_wallace=True)  # their tau's gradient
+    held = gradient_times_input(classifier, document, label, jain_wallace=True)  # their tau's gradient
+    gradient = held.scores if held is not None else None
     word_attention = ranked.get(TWO_STAGE, ranked.get(WORD_ATTENTION))
     if word_attention is not None:
-        loo = tests.tvd(found["word occlusion"].removed, reference).tolist()  # each word alone out: its TVD
+        loo = tests.tvd(found[LEAVE_ONE_OUT.label].removed, reference).tolist()  # each word alone out: its TVD
         shuffled = [[rng.random() for _ in range(words)] for _ in range(random_draws)]
         null = sentence_even_weights(ex) if TWO_STAGE in ranked else None  # alpha_s / n_s; tau-b counts the ties
         spans = null is not None
@@ -262,18 +260,19 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
         if spans:
             battery.kendall_structural[(WORD, "leave-one-out")] = tests.kendall_tau([lengths[i] for i in positions],
                                                                                     loo)
-        if IG in found:  # signed: above 0 for a word that supports the class
-            battery.kendall[(WORD, IG)] = tests.kendall_tau(word_attention, found[IG])
-            battery.kendall_random[(WORD, IG)] = _mean_tau([(r, found[IG]) for r in shuffled])
+        integrated = found[IG].scores if IG in found else None
+        if integrated is not None:  # signed: above 0 for a word that supports the class
+            battery.kendall[(WORD, IG)] = tests.kendall_tau(word_attention, integrated)
+            battery.kendall_random[(WORD, IG)] = _mean_tau([(r, integrated) for r in shuffled])
             if spans:
-                battery.kendall_structural[(WORD, IG)] = tests.kendall_tau(lengths, found[IG])
+                battery.kendall_structural[(WORD, IG)] = tests.kendall_tau(lengths, integrated)
         if TWO_STAGE in ranked:  # within each sentence, where only the word attention can rank
             owner = [s for s, sentence in enumerate(document.sentences) for _ in sentence.tokens]
             importances = {"leave-one-out": (loo, positions)}
             if gradient is not None:
                 importances["gradient"] = (gradient, list(range(words)))
-            if IG in found:
-                importances[IG] = (found[IG], list(range(words)))
+            if integrated is not None:
+                importances[IG] = (integrated, list(range(words)))
             for against, (other, at) in importances.items():
                 groups = [owner[i] for i in at]
                 battery.kendall_within[(WORD, against)] = within_sentences([word_attention[i] for i in at], other,
@@ -282,7 +281,7 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
                     [within_sentences([r[i] for i in at], other, groups) for r in shuffled])
     if SENTENCE_ATTENTION in ranked and len(document.sentences) >= 2:
         sentence_attention = ranked[SENTENCE_ATTENTION]
-        loo = tests.tvd(found["sentence occlusion"].removed, reference).tolist()
+        loo = tests.tvd(found[SENTENCE_OCCLUSION.label].removed, reference).tolist()
         shuffled = [[rng.random() for _ in sentence_attention] for _ in range(random_draws)]
         if gradient is not None:
             by_sentence, i = [], 0
@@ -294,7 +293,7 @@ def document_battery(classifier: Classifier, ex: Explanation, permutations: int 
         battery.kendall[(SENTENCE, "leave-one-out")] = tests.kendall_tau(sentence_attention, loo)
         battery.kendall_random[(SENTENCE, "leave-one-out")] = _mean_tau([(r, loo) for r in shuffled])
         if IG in found:
-            integrated = attribution_by_sentence(found[IG], document)
+            integrated = attribution_by_sentence(found[IG].scores, document)
             battery.kendall[(SENTENCE, IG)] = tests.kendall_tau(sentence_attention, integrated)
             battery.kendall_random[(SENTENCE, IG)] = _mean_tau([(r, integrated) for r in shuffled])
     if gradient is None and word_attention is not None:

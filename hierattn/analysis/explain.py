@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from hierattn.analysis.metrics import EVEN, GROUP_AXES, METRICS, attention_metrics, real_matrices
+from hierattn.analysis.metrics import GROUP_AXES, attention_metrics, real_matrices, shown_columns
 from hierattn.checkpoint import Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
@@ -146,6 +146,19 @@ class Explanation:
         200 bytes a token and a metric row computed."""
         rows = sum(len(r) for r in self._metrics_by_map.values()) + len(self.metric_rows or [])
         return self.attentions.nbytes + 4 * len(self.document.text) + 200 * (self.document.num_tokens + rows)
+
+    def text_view(self) -> dict:
+        """The document as the text views draw it (``viz.shaded_document_html``'s keywords): its
+        ``text``, the character ``spans`` of its sentences and words, per sentence and word whether
+        the model read ``<unk>`` there (``unknown``), and the text the caps cut, by the sentence it
+        follows (``unread``)."""
+        return {"text": self.document.text, "spans": self.document.spans(), "unknown": self.unknown,
+                "unread": self.document.unread()}
+
+    @property
+    def sentence_words(self) -> list[list[str]]:
+        """Each sentence's words as the text has them, in reading order."""
+        return [[t.text for t in s.tokens] for s in self.document.sentences]
 
     @property
     def unknown_count(self) -> int:
@@ -321,9 +334,9 @@ def explained(classifier: Classifier, texts: list[str]):
             yield i, None
 
 def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None) -> pd.DataFrame:
-    """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each
-    diagonality followed by its even-spread value at the matrix's size (``diagonality_b1_even``,
-    ...); an even spread's Gini is 0 at every size, so that column is left out."""
+    """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each metric
+    followed by its even-spread value at the matrix's size (``diagonality_b1_even``, ...) where that
+    value depends on the size (``metrics.shown_columns``: an even spread's Gini is 0 at every size)."""
     rows = [r for r in explanation.metrics
             if (name is None or r["map"] == name) and (sentence is None or r["sentence"] == sentence)]
     return _table(rows)
@@ -337,8 +350,7 @@ def _table(rows: list[dict]) -> pd.DataFrame:
         return df
     where = ["sentence"] + [axis for axis in GROUP_AXES[1:] if axis in df.columns]
     df[where] = df[where].astype("Int64")  # indices with gaps (maps without the axis), not floats
-    figures = [c for m in METRICS for c in ([m] if m == "gini" else [m, EVEN[m]])]
-    return df[["map", "level"] + where + ["head", "size"] + figures]
+    return df[["map", "level"] + where + ["head", "size"] + shown_columns()]
 
 
 def metrics_view(explanation: Explanation, level: str, group_axis: str | None, group: int | None,
@@ -346,7 +358,7 @@ def metrics_view(explanation: Explanation, level: str, group_axis: str | None, g
     """The metrics table a reader sees beside one self-attention heatmap: every map of ``level``
     (so its branches compare), for one sentence or time step (``group`` along ``group_axis``),
     numbered from 1 as the pickers number them, and the head column only where there are heads.
-    ``METRIC_LABELS`` names its figures for a reader."""
+    ``metrics.column_labels`` names its figures for a reader."""
     names = [n for n in explanation.self_attention_names if explanation.describe(n).level == level]
     layered = group_axis == "layer" and group is not None  # that layer's matrices alone are computed
     rows = [r for n in names for r in explanation.metrics_of(n, group if layered else None)]
@@ -362,7 +374,3 @@ def metrics_view(explanation: Explanation, level: str, group_axis: str | None, g
         table[group_axis] = table[group_axis] + 1  # S1, S2, ... as in the selectors
     return table
 
-
-# The metrics table's figures as a reader sees them: "Gini", "b=1", "b=1 (even)", ...
-METRIC_LABELS = {"gini": "Gini", **{f"diagonality_b{b}{even}": f"b={b}{' (even)' if even else ''}"
-                                    for b in range(1, 6) for even in ("", "_even")}}

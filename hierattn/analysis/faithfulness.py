@@ -1,16 +1,15 @@
-"""Is the attention faithful? Erasure curves and agreement with two attribution methods.
+"""Is the attention faithful? Erasure curves and agreement with the attribution methods.
 
-For one document and one model: rank the words four ways, remove the top k (k = 1..K) and watch
+For one document and one model: rank the words several ways, remove the top k (k = 1..K) and watch
 the probability of the class the model predicted on the whole document fall.
 
 - ``attention``: the word importance of ``compare.importance`` (word x sentence target attention
   for HAN and HCAN; the attention a word receives for models with only self-attention, a proxy);
-- ``gradient × input``: |(d logit / d embedding) . embedding| per word, the logit of the predicted
-  class, one backward pass (Simonyan et al. 2014; Shrikumar et al. 2017);
-- ``integrated gradients``: Integrated Gradients of the label's logit on the embedding layer, per
-  word, signed (``attribution.integrated_gradients``: captum, with its convergence delta);
-- ``leave-one-out``: the drop in that probability when the word alone is removed (word occlusion,
-  captum's ``FeatureAblation`` with one feature per word: ``attribution.occlusion``);
+- every attribution method over words of ``attribution_methods.ATTRIBUTION_METHODS``: ``gradient ×
+  input`` (|(d logit / d embedding) . embedding| per word, the logit of the predicted class, one
+  backward pass), ``integrated gradients`` (of the label's logit on the embedding layer, per word,
+  signed: captum, with its convergence delta) and ``leave-one-out`` (the drop in that probability
+  when the word alone is removed: word occlusion, captum's ``FeatureAblation``);
 - ``sentence attention × even words``: each word scored alpha_s / n_s, its sentence's attention
   spread evenly over the sentence's words, ties broken at random: the null of a hierarchical
   model's word attention, which keeps the model's own sentence weights (1 / sentence length, the
@@ -29,36 +28,30 @@ each attribution ranking over the document's words.
 from __future__ import annotations
 
 import random
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-import torch
-
-from hierattn.analysis.attribution import integrated_gradients, occlusion
+from hierattn.analysis.attribution import supports_gradients
+from hierattn.analysis.attribution_methods import methods_of
 from hierattn.analysis.compare import importance, spearman
-from hierattn.analysis.eraser import output_distributions
+from hierattn.analysis.eraser import WORD_UNITS, output_distributions
 from hierattn.analysis.explain import Explanation
 from hierattn.checkpoint import Classifier
-from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
-from hierattn.models.intervention import ObservedEmbedding, attention_override, embedding_lookups
 
 STRUCTURAL = "sentence attention × even words"  # the two-level ranking with the word level spread evenly
-IG = "integrated gradients"
-METHODS = ("attention", "gradient × input", IG, "leave-one-out", STRUCTURAL, "random")
-ATTRIBUTIONS = ("gradient × input", IG, "leave-one-out")  # what the attention's ranking is compared with
+WORD_METHODS = methods_of(WORD_UNITS)  # the attribution methods the attention's word ranking is compared with
+ATTRIBUTIONS = tuple(m.name for m in WORD_METHODS)
+METHODS = ("attention", *ATTRIBUTIONS, STRUCTURAL, "random")
 MAX_K = 20
 RANDOM_DRAWS = 5
 MIN_WORDS = 4  # a split's documents shorter than this are left out of its mean curves
-# Leave-one-out costs one forward pass per word: 14 s for a 1,073-word document with bbc-news-hcan
-# on a 2-core CPU (7 s with HAN), growing with the square of the length. Interactive views leave it
-# out above this length and say so.
-LEAVE_ONE_OUT_MAX_WORDS = 1000
 
 
 def interactive_methods(words: int) -> tuple[str, ...]:
-    """The methods worth waiting for on a document of ``words`` words."""
-    return METHODS if words <= LEAVE_ONE_OUT_MAX_WORDS else tuple(m for m in METHODS if m != "leave-one-out")
+    """The methods worth waiting for on a document of ``words`` words: every one but the attribution
+    methods a page waits for only up to a shorter length (``AttributionMethod.most_units``)."""
+    slow = {m.name for m in WORD_METHODS if m.most_units is not None and words > m.most_units}
+    return tuple(m for m in METHODS if m not in slow)
 
 
 @dataclass
@@ -148,47 +141,6 @@ def probabilities(classifier: Classifier, documents: list[Document], label: int)
     return output_distributions(classifier, documents)[:, label].tolist()
 
 
-def gradient_times_input(classifier: Classifier, document: Document, label: int,
-                         jain_wallace: bool = False) -> list[float] | None:
-    """|gradient . embedding| per word (reading order), or None for a model without an embedding
-    table looked up once per word in reading order (TF-IDF). For a model of subword tokens, a word's
-    is the absolute value of its pieces' summed gradient . embedding (the first-order change of the
-    output when the whole word is taken away; special tokens get none). As an attribution beside attention
-    (the ERASER curves), the gradient is of the label's logit and flows through everything,
-    attention included. With ``jain_wallace``, as Jain & Wallace (2019, section 4.1) compute the
-    gradient importance they rank attention against: the attention weights are held constant
-    (detached at every attention site, so the gradient does not flow through the very weights it is
-    compared with) and the label's probability (the softmax output) is differentiated."""
-    embedding = getattr(classifier.model, "embedding", None)
-    if not isinstance(embedding, ObservedEmbedding):  # the loader makes every plain nn.Embedding one
-        return None
-    batch = encode_documents([document], classifier.vocab).to(classifier.device)
-    held = attention_override(lambda site, weights, mask: weights.detach(), in_order=False) if jain_wallace \
-        else nullcontext()
-    with embedding_lookups() as lookups, torch.enable_grad(), held:
-        logits = classifier.model(batch, return_attentions=False).logits
-        ids, vectors = lookups[0]
-        target = torch.softmax(logits[0].float(), -1)[label] if jain_wallace else logits[0, label]
-        # the gradient of the embedding lookups alone: no parameter's .grad is touched, so a
-        # cached model shared by other sessions is left exactly as it was
-        (grad,) = torch.autograd.grad(target, vectors)
-    n = sum(len(s.tokens) for s in document.sentences)
-    if batch.pieces is not None:  # subword tokens: a word's score is its pieces' summed gradient . embedding
-        word = batch.pieces.word[0]
-        signed = (grad * vectors).sum(-1)[0]
-        scores = signed.new_zeros(n).index_add_(0, word[word >= 0], signed[word >= 0]).abs()
-        return scores.detach().cpu().tolist()
-    scores = (grad * vectors).sum(-1).abs()[ids != 0]  # real words, row-major = reading order
-    return scores.detach().cpu().tolist() if len(scores) == n else None
-
-
-def leave_one_out(classifier: Classifier, document: Document, label: int, base: float | None = None) -> list[float]:
-    """The fall in P(label) when each word alone is taken out: captum's word occlusion
-    (``attribution.occlusion``), which measures P(label) on the whole document itself (``base`` is
-    accepted for the callers that have it)."""
-    return occlusion(classifier, document, label).scores
-
-
 def by_sentence(scores: list[float], document: Document) -> list[list[float]]:
     """Per-word scores (reading order) regrouped by sentence, for shading the document view.
     Negative scores (a leave-one-out removal that raised the probability: the word argued
@@ -221,9 +173,9 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
                    progress=None) -> ErasureCurves:
     """The erasure curves of one explained document (``explain(classifier, text)``). ``max_k``: the
     number of points; ``fractions``: see ``removal_steps``; ``methods``: leave out
-    ``"leave-one-out"`` to save its one forward pass per word on long documents. ``progress(done,
-    total)`` is called after each step (each ranking, each curve): the app stops there when no
-    tab waits any more."""
+    ``"leave-one-out"`` to save its one forward pass per word on long documents
+    (``interactive_methods``). ``progress(done, total)`` is called after each step (each ranking,
+    each curve): the app stops there when no tab waits any more."""
     steps = [0, 2 * len(methods) + 1]  # at most: each method's ranking and its curve, and the random one
 
     def step() -> None:
@@ -241,18 +193,16 @@ def erasure_curves(classifier: Classifier, ex: Explanation, max_k: int = MAX_K, 
     if imp is not None:
         scores["attention"] = list(imp.words.values())
     step()
-    gradient = gradient_times_input(classifier, document, label) if "gradient × input" in methods else None
-    if gradient is not None:
-        scores["gradient × input"] = gradient
-    step()
     convergence = None
-    if IG in methods:
-        integrated = integrated_gradients(classifier, document, label)
-        if integrated is not None:
-            scores[IG], convergence = integrated.scores, integrated.relative_delta
-        step()
-    if "leave-one-out" in methods:
-        scores["leave-one-out"] = leave_one_out(classifier, document, label, base)
+    for method in WORD_METHODS:
+        if method.name not in methods:
+            continue
+        found = None if method.gradients and not supports_gradients(classifier) else \
+            method.attribute(classifier, document, label)
+        if found is not None:
+            scores[method.name] = found.scores
+            if found.relative_delta is not None:  # Integrated Gradients' completeness
+                convergence = found.relative_delta
         step()
     structural = sentence_even_scores(ex, seed) if STRUCTURAL in methods else None
     if structural is not None:

@@ -28,7 +28,7 @@ import torch
 
 from hierattn.analysis.battery_split import bootstrap
 from hierattn.analysis.explain import Explanation
-from hierattn.analysis.metrics import batched_matrix_metrics, even_spread
+from hierattn.analysis.metrics import GINI, batched_matrix_metrics, even_spread, named
 
 MARGIN = 0.3
 PATTERNS = ("special", "previous", "next", "same word")
@@ -73,13 +73,15 @@ def _overview_of(ex: Explanation, layer: int, weights: torch.Tensor) -> list[dic
     if split.any():
         shares["same word"] = (weights[..., split, :] * same[split]).sum(-1).mean(-1)
         evens["same word"] = float(same[split].sum(-1).double().mean()) / t
-    gini, diagonality = batched_matrix_metrics(weights, torch.ones(heads, t, dtype=torch.bool))
+    shown = [GINI, named("diagonality_b1")]  # the band of one position: previous and next token together
+    values = batched_matrix_metrics(weights, torch.ones(heads, t, dtype=torch.bool), shown)
     even = even_spread(t)
     rows = []
     for head in range(heads):
-        row = {"layer": layer, "head": head, "size": t, "gini": float(gini[head]),
-               "gini_even": 0.0, "diagonality_b1": float(diagonality[head, 0]),
-               "diagonality_b1_even": float(even["diagonality_b1"])}
+        row = {"layer": layer, "head": head, "size": t}
+        for metric in shown:
+            row[metric.name] = float(values[metric.name][head])
+            row[metric.even_name] = float(even[metric.name])
         for pattern in PATTERNS:
             value = shares.get(pattern)
             row[pattern] = None if value is None else float(value[head])

@@ -3,8 +3,8 @@
 ``split_statistics`` runs a classifier over every document of a split, a chunk at a time, and
 keeps one row per self-attention matrix: the document, its true and predicted label, the map
 (HCAN branch ``a``/``b``, SANet block), the level, the sentence (or HA-LSTM time step), the head,
-the matrix size and its Gini coefficient and diagonality b = 1..5 (``metrics``). Attention
-tensors are dropped after each batch, so memory holds only these rows.
+the matrix size and every metric of ``metrics.METRICS`` (the Gini coefficient and diagonality
+b = 1..5). Attention tensors are dropped after each batch, so memory holds only these rows.
 
 Readings, where the paper leaves room:
 - An aggregate is the mean over matrices (SANet reports one mean per test set; its flat model
@@ -33,18 +33,18 @@ import numpy as np
 import pandas as pd
 import torch
 
+from hierattn.analysis import metrics
 from hierattn.analysis.explain import map_title
-from hierattn.analysis.metrics import BANDWIDTHS, EVEN, METRICS, even_spread, metric_columns
+from hierattn.analysis.metrics import BANDWIDTHS, even_spread, metric_columns, named, names
 from hierattn.checkpoint import Classifier
 from hierattn.contract import AttentionMap
 from hierattn.data.batches import streamed_batches
 
-METRIC_NAMES = {"gini": "Gini coefficient",
-                **{f"diagonality_b{b}": f"Diagonality (bandwidth = {b})" for b in BANDWIDTHS}}
 GROUPINGS = {"overall": None, "level": "level", "map": "map", "head": "head", "map and head": "map_head",
              "class": "label"}
 
-# SANet Table 2 (SANet base, test sets), in %: Gini, then diagonality b = 1..5.
+# SANet Table 2 (SANet base, test sets), in %: the figures of its columns (``PAPER_METRICS``).
+PAPER_METRICS = ("gini", *(f"diagonality_b{b}" for b in BANDWIDTHS))
 SANET_TABLE2 = {
     "topic": {"AG": [55.31, 7.44, 11.86, 16.21, 20.42, 24.48], "DBP.": [67.94, 8.49, 13.80, 18.88, 23.74, 28.25],
               "Yah. A.": [67.45, 6.34, 9.83, 13.28, 16.59, 19.65]},
@@ -58,11 +58,12 @@ PAPER_EXCLUDED = {"Yelp P."}
 
 
 def paper_means() -> dict[str, dict[str, float]]:
-    """The SANet paper's mean per task (topic / sentiment), in %, per metric, as its §5.3 quotes them."""
+    """The SANet paper's mean per task (topic / sentiment), in %, per metric it reports
+    (``PAPER_METRICS``), as its §5.3 quotes them."""
     out = {}
     for task, columns in SANET_TABLE2.items():
         kept = [v for name, v in columns.items() if name not in PAPER_EXCLUDED]
-        out[task] = {m: sum(v[i] for v in kept) / len(kept) for i, m in enumerate(METRICS)}
+        out[task] = {m: sum(v[i] for v in kept) / len(kept) for i, m in enumerate(PAPER_METRICS)}
     return out
 
 
@@ -95,13 +96,14 @@ def split_statistics(classifier: Classifier, texts: list[str], labels: list[str]
         done += len(positions)
         if progress:
             progress(done, len(texts))
-    columns = ["document", "label", "predicted", "map", "level", "group", "head", "size"] + METRICS
+    figures = names()
+    columns = ["document", "label", "predicted", "map", "level", "group", "head", "size"] + figures
     if not frames:
         return with_even_spread(pd.DataFrame(columns=columns))
     rows = pd.concat(frames, ignore_index=True)[columns]
     for c in ("label", "predicted", "map", "level"):
         rows[c] = rows[c].astype("category")
-    rows[METRICS] = rows[METRICS].astype("float32")
+    rows[figures] = rows[figures].astype("float32")
     rows = with_even_spread(rows)
     return rows.sort_values(["document", "map", "group", "head"], kind="stable").reset_index(drop=True)
 
@@ -109,7 +111,7 @@ def split_statistics(classifier: Classifier, texts: list[str], labels: list[str]
 def with_even_spread(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with each metric's even-spread value for its matrix's ``size`` (columns ``*_even``)."""
     even = even_spread(rows["size"].to_numpy(dtype=np.float64))
-    return rows.assign(**{EVEN[m]: even[m].astype("float32") for m in METRICS})
+    return rows.assign(**{m.even_name: even[m.name].astype("float32") for m in metrics.METRICS})
 
 
 def grouped_by(rows: pd.DataFrame, by: str | None) -> pd.DataFrame:
@@ -139,28 +141,29 @@ def table2(rows: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
     ``measured``, ``even spread``, ``excess`` without ``by``, else ``"<group> · measured"``, ...
     Last row, the matrix count (in each group's ``measured`` column)."""
     rows = grouped_by(rows, by)
-    wanted = METRICS + [EVEN[m] for m in METRICS]
+    figures, evens = names(), [m.even_name for m in metrics.METRICS]
     if by is None:
         groups = {"": rows}
     else:
         groups = {(f"head {k + 1}" if by == "head" else str(k)): g for k, g in rows.groupby(by, observed=True)}
     columns = {}
     for name, g in groups.items():
-        means = g[wanted].astype("float64").mean() * 100
-        measured = means[METRICS].set_axis(METRICS)
-        even = means[[EVEN[m] for m in METRICS]].set_axis(METRICS)
+        means = g[figures + evens].astype("float64").mean() * 100
+        measured = means[figures].set_axis(figures)
+        even = means[evens].set_axis(figures)
         prefix = f"{name} · " if name else ""
         for kind, values in zip(KINDS, (measured, even, measured - even)):
             columns[prefix + kind] = pd.concat([values, pd.Series({"matrices": float(len(g)) if kind == "measured"
                                                                    else np.nan})])
     table = pd.DataFrame(columns)
-    return table.rename(index=METRIC_NAMES)
+    return table.rename(index={m.name: m.label for m in metrics.METRICS})
 
 
 def table2_by_group(table: pd.DataFrame) -> pd.DataFrame:
     """``table2``'s figures one row per group, for many groups (HCAN's maps x heads made it 48
-    columns wide): the matrix count, the measured Gini (an even spread's is 0) and each
-    diagonality's excess over an even spread, in points."""
+    columns wide): the matrix count, and each metric's excess over an even spread in points, or
+    its measured value where an even spread gives the same at every size (Gini: 0, so the value is
+    its own excess)."""
     groups = [c.removesuffix(" · measured") for c in table.columns if c.endswith("measured")]
     out = {}
     for group in groups:
@@ -168,10 +171,12 @@ def table2_by_group(table: pd.DataFrame) -> pd.DataFrame:
         measured, excess = table[f"{prefix}measured"], table[f"{prefix}excess"]
         first, _, rest = group.partition(" · ")
         label = map_title(first) + (f" · {rest}" if rest else "") if prefix else "all"
-        out[label] = {"matrices": int(measured["matrices"]),
-                                           "Gini": measured[METRIC_NAMES["gini"]],
-                                           **{f"b={b} excess": excess[METRIC_NAMES[f"diagonality_b{b}"]]
-                                              for b in BANDWIDTHS}}
+        out[label] = {"matrices": int(measured["matrices"])}
+        for m in metrics.METRICS:
+            if m.even_varies:
+                out[label][f"{m.short} excess"] = excess[m.label]
+            else:
+                out[label][m.short] = measured[m.label]
     return pd.DataFrame.from_dict(out, orient="index")
 
 
@@ -231,8 +236,8 @@ def summary(rows: pd.DataFrame, level: str | None = "word", seed: int = 0) -> di
     if rows.empty:
         return out
     rng = np.random.default_rng(seed)
-    for m in METRICS:
-        measured, even = rows[m].to_numpy(np.float64), rows[EVEN[m]].to_numpy(np.float64)
+    for m in names():
+        measured, even = rows[m].to_numpy(np.float64), rows[named(m).even_name].to_numpy(np.float64)
         excess = measured - even
         draws = _resampled_means(*_by_document(rows, excess), rng)[:, 0]
         low, high = np.nanpercentile(draws, [2.5, 97.5])
@@ -273,7 +278,7 @@ def versus(topic: pd.DataFrame, sentiment: pd.DataFrame, level: str | None = "wo
     n = {t: np.bincount(b, minlength=len(BUCKET_EDGES)) for t, b in buckets.items()}
     shared = np.nonzero((n["topic"] >= MIN_BUCKET) & (n["sentiment"] >= MIN_BUCKET))[0]
     own = {t: summary(r, None, seed)["metrics"] for t, r in sets.items()}
-    for m in METRICS:
+    for m in names():
         row = {t: {k: own[t][m][k] for k in ("measured", "even_spread", "excess", "interval", "verdict")} for t in sets}
         raw_draws = [_resampled_means(*_by_document(r, r[m].to_numpy(np.float64)), rng)[:, 0] for r in sets.values()]
         raw = row["sentiment"]["measured"] - row["topic"]["measured"]
@@ -303,7 +308,7 @@ def _length_matched(sets: dict, metric: str, buckets: dict, counts: dict, shared
                                                                         + counts["sentiment"][shared])
     means, draws = {}, {}
     for t, r in sets.items():
-        excess = r[metric].to_numpy(np.float64) - r[EVEN[metric]].to_numpy(np.float64)
+        excess = r[metric].to_numpy(np.float64) - r[named(metric).even_name].to_numpy(np.float64)
         sums, n = (_padded(a, len(BUCKET_EDGES))[:, shared] for a in _by_document(r, excess, buckets[t]))
         means[t] = sums.sum(0) / n.sum(0)
         draws[t] = _resampled_means(sums, n, rng)
@@ -352,12 +357,12 @@ def topic_versus_sentiment(topic: pd.DataFrame, sentiment: pd.DataFrame, level: 
     for m, row in judged["metrics"].items():
         matched = row["length_matched"]
         low, high = matched["interval"] or (None, None)
-        table[METRIC_NAMES[m]] = {
+        table[named(m).label] = {
             "topic · measured": 100 * row["topic"]["measured"],
                 "topic · even spread": 100 * row["topic"]["even_spread"],
             "sentiment · measured": 100 * row["sentiment"]["measured"],
             "sentiment · even spread": 100 * row["sentiment"]["even_spread"],
-            "topic (SANet paper)": paper["topic"][m], "sentiment (SANet paper)": paper["sentiment"][m],
+            "topic (SANet paper)": paper["topic"].get(m), "sentiment (SANet paper)": paper["sentiment"].get(m),
             "raw difference": 100 * row["raw"]["difference"],
             "length-matched difference": None if matched["difference"] is None else 100 * matched["difference"],
             "interval low": None if low is None else 100 * low, "interval high": None if high is None else 100 * high}

@@ -256,7 +256,7 @@ def _heads_text(rows: list[dict]) -> list[str]:
 
 def _stats_text(report: dict) -> str:
     """The stats report for a reader: each metric beside its even-spread value, and the verdicts."""
-    from hierattn.analysis.stats import METRIC_NAMES
+    from hierattn.analysis.metrics import named
 
     def percent(x):
         return "n/a" if x is None else f"{100 * x:.2f}"
@@ -269,7 +269,7 @@ def _stats_text(report: dict) -> str:
         if not side["metrics"]:
             lines.append("  no self-attention matrix at this level: nothing to measure")
         for m, r in side["metrics"].items():
-            lines.append(f"  {METRIC_NAMES[m]:<29} measured {percent(r['measured']):>6}%, even spread "
+            lines.append(f"  {named(m).label:<29} measured {percent(r['measured']):>6}%, even spread "
                          f"{percent(r['even_spread']):>6}%, excess {100 * r['excess']:+.2f} points "
                          f"[{100 * r['interval'][0]:+.2f}, {100 * r['interval'][1]:+.2f}]: {r['verdict']}")
     if "versus" in report:
@@ -281,7 +281,7 @@ def _stats_text(report: dict) -> str:
             adjusted = ("no shared length" if matched["difference"] is None else
                         f"{100 * matched['difference']:+.2f} [{100 * matched['interval'][0]:+.2f}, "
                         f"{100 * matched['interval'][1]:+.2f}]")
-            lines.append(f"  {METRIC_NAMES[m]:<29} raw {100 * r['raw']['difference']:+.2f} points "
+            lines.append(f"  {named(m).label:<29} raw {100 * r['raw']['difference']:+.2f} points "
                          f"({r['raw']['verdict']}); length-matched excess {adjusted}: {r['verdict']} ({r['reason']})")
     if report.get("heads"):
         lines += _heads_text(report["heads"])

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hierattn.analysis.faithfulness import IG, STRUCTURAL
+from hierattn.analysis.attribution_methods import INTEGRATED
+from hierattn.analysis.faithfulness import STRUCTURAL
 from hierattn.experiments.results import RESULTS
 
+IG = INTEGRATED.name
 COLUMNS = ("attention", "gradient × input", IG, "leave-one-out", "random")
 AGREEMENT = ("gradient × input", IG, "leave-one-out")
 

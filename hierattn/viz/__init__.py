@@ -1,6 +1,7 @@
 """What a person sees: plotly figures (``figures``), escaped HTML and markdown-safe text
-(``html``), and files to download (``export``). Built from tensors, lists and ``Explanation``s;
-never a model, never Streamlit. The figures and the HTML are importable from here."""
+(``html``), and files to download (``export``). Built from tensors, words, character spans, labels
+and plain values, as bertviz draws; never an explanation or a model, never Streamlit. The figures
+and the HTML are importable from here."""
 from hierattn.viz.figures import (
            attention_heatmap,
            attention_sharpness_chart,

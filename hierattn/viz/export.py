@@ -1,6 +1,7 @@
 """Export: figures as PNG, SVG and standalone HTML; an explanation as JSON (the same JSON as
 ``python -m hierattn explain``), its metrics and attention maps as CSV; a whole analysis of a
-document as one self-contained HTML report. No Streamlit: pages hand these to download buttons.
+document as one self-contained HTML report. Each takes tensors, words, tables and plain values,
+never an explanation or a model; no Streamlit: pages hand these to download buttons.
 
 PNG and SVG are drawn by kaleido, which drives the system's Chromium (Debian's ``chromium``);
 without a browser they raise ``ExportError`` with what to install, and HTML, CSV and JSON still work.
@@ -16,12 +17,14 @@ import re
 import shutil
 import threading
 import warnings
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from hierattn.analysis.explain import Explanation, metrics_table
+from hierattn.analysis.metrics import column_labels, shown_columns
+from hierattn.contract import AttentionMap
 from hierattn.data.formats import csv_bytes
 from hierattn.viz.figures import every_kth
 
@@ -220,21 +223,28 @@ def _crisp_cells(svg: bytes) -> bytes:
     return re.sub(rb"<image\b[^>]*>", crisp, svg)
 
 
-def explanation_json(ex: Explanation) -> bytes:
-    return json.dumps(ex.to_dict(), indent=1).encode()
+def explanation_json(explanation: dict) -> bytes:
+    """``explanation``: an explained document as JSON-ready data (its ``to_dict()``)."""
+    return json.dumps(explanation, indent=1).encode()
 
 
-def metrics_csv(ex: Explanation) -> bytes:
-    return csv_bytes(metrics_table(ex))
+def metrics_csv(table: pd.DataFrame) -> bytes:
+    """``table``: one row per self-attention matrix (``analysis.explain.metrics_table``)."""
+    return csv_bytes(table)
 
 
-def attention_frame(ex: Explanation) -> pd.DataFrame:
+def attention_frame(attentions: Mapping[str, AttentionMap], words: Sequence[Sequence[str]]) -> pd.DataFrame:
     """Every attention weight in long form: the map, one column per axis (indices), the words a
-    query and a key index stand for where the axis runs over words, and the weight."""
-    words_by_sentence = [[t.text for t in s.tokens] for s in ex.document.sentences]
+    query and a key index stand for where the axis runs over words, and the weight.
+
+    ``attentions``: map name -> its map for a batch of one, weights and mask shaped (1, *axes) with
+    the axes named (``sentence``, ``head``, ``query``, ``key`` ...); ``words``: the words of each
+    sentence, which a ``word``-level map's query and key indices count (within the sentence where
+    the map has a sentence axis, over the document where it does not)."""
+    words_by_sentence = [list(ws) for ws in words]
     flat_words = [w for ws in words_by_sentence for w in ws]
     frames = []
-    for name, a in ex.attentions.items():
+    for name, a in attentions.items():
         w = a.weights[0]  # batch of one
         axes = list(a.axes[1:])
         index = pd.MultiIndex.from_product([range(n) for n in w.shape], names=axes)
@@ -253,57 +263,61 @@ def attention_frame(ex: Explanation) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["map", "weight"])
 
 
-def attention_csv(ex: Explanation) -> bytes:
-    return csv_bytes(attention_frame(ex))
+def attention_csv(attentions: Mapping[str, AttentionMap], words: Sequence[Sequence[str]]) -> bytes:
+    """``attention_frame`` as CSV."""
+    return csv_bytes(attention_frame(attentions, words))
 
 
-REPORT_BANDWIDTHS = (1, 2, 3)  # the diagonality columns a report's table shows (all of them: the CSV)
-
-
-def report_table(ex: Explanation) -> pd.DataFrame:
+def report_table(table: pd.DataFrame, titles: Mapping[str, str] | None = None) -> pd.DataFrame:
     """The metrics table as a page shows it: maps by their plain names, sentences, time steps and
-    heads counted from 1, figures in percent, and only the columns a page has room for (Gini and
-    diagonality at ``REPORT_BANDWIDTHS``, each beside its even-spread value)."""
-    from hierattn.analysis.explain import map_title
+    heads counted from 1, figures in percent, and only the metrics a page has room for
+    (``Metric.in_report``: Gini, and diagonality at b = 1..3 beside its even-spread value).
 
-    table = metrics_table(ex)
+    ``table``: one row per self-attention matrix (``analysis.explain.metrics_table``); ``titles``:
+    map name -> the name a reader reads (``analysis.explain.map_title``); a map without one keeps
+    its own."""
     if table.empty:
         return table
-    out = pd.DataFrame({"map": table["map"].map(map_title)})
+    out = pd.DataFrame({"map": table["map"].map(lambda name: (titles or {}).get(name, name))})
     for axis in ("sentence", "time"):
         if axis in table and table[axis].notna().any():
             out[axis] = (table[axis] + 1).astype("Int64").astype(str).replace("<NA>", "—")
     if table["head"].nunique() > 1:
         out["head"] = table["head"] + 1
     out["size"] = table["size"]
-    out["Gini"] = table["gini"].map(lambda v: f"{v:.1%}")
-    for b in REPORT_BANDWIDTHS:
-        out[f"b={b}"] = table[f"diagonality_b{b}"].map(lambda v: f"{v:.1%}")
-        out[f"b={b} (even)"] = table[f"diagonality_b{b}_even"].map(lambda v: f"{v:.1%}")
+    labels = column_labels()
+    for column in shown_columns(report=True):
+        out[labels[column]] = table[column].map(lambda v: f"{v:.1%}")
     return out
 
 
-def report_html(ex: Explanation, figures: dict[str, go.Figure], document_html: str | None = None,
-                notes: list[str] | None = None) -> bytes:
+def report_html(checkpoint: str, probabilities: Mapping[str, float], table: pd.DataFrame,
+                figures: dict[str, go.Figure], document_html: str | None = None, notes: list[str] | None = None,
+                truncation: str | None = None) -> bytes:
     """One self-contained HTML file: the prediction, the shaded document, every figure (plotly.js
     embedded once, so it opens offline and stays interactive), the metrics table and ``notes``
     (verdicts, captions). Every piece of user text is escaped; ``document_html`` comes from
-    ``viz.document_html``, which escapes its text."""
+    ``viz.document_html``, which escapes its text.
+
+    ``checkpoint``: the model's name; ``probabilities``: class -> probability, in the model's class
+    order (the prediction is the most probable, the first of equals); ``table``: the metrics table
+    as a page shows it (``report_table``); ``truncation``: what the caps left unread, if anything."""
+    label = max(probabilities, key=probabilities.__getitem__)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>hierattn: {html.escape(ex.classifier_name)} on a document</title>",
+        f"<title>hierattn: {html.escape(checkpoint)} on a document</title>",
         "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
         "table{border-collapse:collapse;font-size:.8em;max-width:100%}td,th{border:1px solid #ddd;padding:2px 6px;"
         "text-align:right}td:first-child,th:first-child{text-align:left}"
         "h2{margin-top:1.6em}.meta{color:#666;font-size:.9em}</style></head><body>",
         "<h1>Attention analysis</h1>",
-        f"<p class='meta'>Checkpoint <code>{html.escape(ex.classifier_name)}</code> · exported "
+        f"<p class='meta'>Checkpoint <code>{html.escape(checkpoint)}</code> · exported "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC by hierattn</p>",
-        f"<h2>Prediction: {html.escape(ex.label)}</h2><p>"
-        + " · ".join(f"{html.escape(label)} {p:.1%}" for label, p in zip(ex.labels, ex.probabilities)) + "</p>",
+        f"<h2>Prediction: {html.escape(label)}</h2><p>"
+        + " · ".join(f"{html.escape(name)} {p:.1%}" for name, p in probabilities.items()) + "</p>",
     ]
-    if ex.document.truncation.message:
-        parts.append(f"<p class='meta'>Long document: {html.escape(ex.document.truncation.message)}.</p>")
+    if truncation:
+        parts.append(f"<p class='meta'>Long document: {html.escape(truncation)}.</p>")
     if document_html:
         parts += ["<h2>Where the model looks</h2>", document_html]
     for line in notes or []:
@@ -313,7 +327,6 @@ def report_html(ex: Explanation, figures: dict[str, go.Figure], document_html: s
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(fig.to_html(include_plotlyjs=True if first else False, full_html=False))
         first = False
-    table = report_table(ex)
     if len(table):
         parts += ["<h2>Gini and diagonality of every self-attention matrix</h2>",
                   "<p class='meta'>Sentences and heads are numbered from 1, as in the app. b = k: the share of "

@@ -6,10 +6,6 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from hierattn.analysis.explain import Explanation
 
 RGB = (31, 119, 180)
 # Text kept as typed (spaces, line breaks), and broken anywhere when a run has no space to break
@@ -157,25 +153,29 @@ def shading_legend_html(peak: float, even: tuple[float, float] | None, unknown: 
             f'{"".join(parts)}</div>')
 
 
-def shaded_document_html(ex: Explanation, words: Sequence[Sequence[float]] | None,
-                         sentences: Sequence[float] | None, scale: str = "document", part: slice = slice(None),
-                         coverage: bool = False, legend: bool = True) -> str:
-    """``document_html`` for an explained document: the sentences of ``part`` (a page of a long
+def shaded_document_html(text: str, spans: Sequence[tuple[int, int, Sequence[tuple[int, int]]]],
+                         words: Sequence[Sequence[float]] | None, sentences: Sequence[float] | None,
+                         scale: str = "document", part: slice = slice(None), coverage: bool = False,
+                         legend: bool = True, unknown: Sequence[Sequence[bool]] | None = None,
+                         unread: dict[int, str] | None = None) -> str:
+    """``document_html`` for a whole document: the sentences of ``part`` (a page of a long
     document) shaded by ``words`` / ``sentences`` (per sentence of the whole document) on the whole
     document's scale, its unknown words and unread text marked, and the key to the colours
-    (``legend``; the even spread is left off for ``coverage`` weights, which are not a distribution)."""
-    document = ex.document
-    first, last = part.indices(len(document.sentences))[:2]
-    unread = {i - first: text for i, text in document.unread().items() if first <= i < last}
+    (``legend``; the even spread is left off for ``coverage`` weights, which are not a distribution).
+
+    ``text`` and ``spans``, ``unknown`` and ``unread`` as ``document_html`` takes them, for every
+    sentence of the document (an explained document's ``text_view()`` gives them)."""
+    first, last = part.indices(len(spans))[:2]
+    shown = {i - first: cut for i, cut in (unread or {}).items() if first <= i < last}
     peak = max((w for ws in words or [] for w in ws), default=None)
     top = max(sentences, default=None) if sentences else None
-    body = document_html(document.text, document.spans()[part], words[part] if words else None,
-                         sentences[part] if sentences else None, scale, peak, top,
-                         unknown=ex.unknown[part], unread=unread)
+    body = document_html(text, spans[part], words[part] if words else None, sentences[part] if sentences else None,
+                         scale, peak, top, unknown=unknown[part] if unknown else None, unread=shown)
     if not legend or words is None:
         return body
-    return body + shading_legend_html(peak or 0.0, None if coverage else even_word_weight(words), ex.unknown_count,
-                                      bool(document.unread()), relative=scale == "sentence")
+    return body + shading_legend_html(peak or 0.0, None if coverage else even_word_weight(words),
+                                      sum(sum(flags) for flags in unknown or []), bool(unread),
+                                      relative=scale == "sentence")
 
 
 def even_word_weight(words: Sequence[Sequence[float]]) -> tuple[float, float] | None:

@@ -1,4 +1,4 @@
-"""captum's attribution methods beside attention (hierattn/analysis/attribution.py), each against a
+"""captum's attribution methods beside attention (hierattn/analysis/attribution.py and shapley.py), each against a
 small reference computation written here: Integrated Gradients against a hand-made Riemann sum of
 gradients, occlusion against removing each unit and re-running the model, the sentences' Shapley
 values against enumeration by subsets and by orderings. And the shared-model rules: nothing attached, nothing leaked."""
@@ -11,7 +11,7 @@ import threading
 import pytest
 import torch
 
-from hierattn.analysis import attribution
+from hierattn.analysis import attribution, shapley
 from hierattn.analysis.eraser import keeping
 from hierattn.analysis.explain import explain
 from hierattn.checkpoint import load_classifier
@@ -167,12 +167,12 @@ def test_sentence_shapley_values_are_exact_up_to_seven_sentences(checkpoint_dir)
     tiny, ex, tiny_label = _explained(checkpoint_dir, "tiny-han")
     for classifier, document, label in ((tiny, ex.document, tiny_label), _seven_sentences()):
         n = len(document.sentences)
-        result = attribution.sentence_shap(classifier, document, label)
+        result = shapley.sentence_shap(classifier, document, label)
         assert result.exact and result.forward_passes == 2 ** n
         assert result.scores == pytest.approx(_exact_shapley(classifier, document, label), abs=1e-4)
         assert result.scores == pytest.approx(_shapley_by_orderings(classifier, document, label), abs=1e-4)
     one = explain(classifier, "Just one sentence here")
-    assert attribution.sentence_shap(classifier, one.document, label) is None
+    assert shapley.sentence_shap(classifier, one.document, label) is None
 
 
 def test_exact_shapley_on_a_game_with_known_values():
@@ -181,7 +181,7 @@ def test_exact_shapley_on_a_game_with_known_values():
     worth = [0.3, -0.1, 0.2, 0.05]
     values = torch.tensor([sum(w for i, w in enumerate(worth) if m >> i & 1) + (1.0 if m & 3 == 3 else 0.0)
                            for m in range(16)], dtype=torch.float64)
-    assert attribution.exact_shapley(values, 4) == pytest.approx([0.8, 0.4, 0.2, 0.05], abs=1e-12)
+    assert shapley.exact_shapley(values, 4) == pytest.approx([0.8, 0.4, 0.2, 0.05], abs=1e-12)
 
 
 def test_sampled_shapley_values_carry_their_measured_error():
@@ -191,16 +191,16 @@ def test_sampled_shapley_values_carry_their_measured_error():
     Measured on 12 tweets of 4-7 sentences, 3 seeds: within the margin 95% of the values (4 draws of
     32) and 97% (16 of 128)."""
     classifier, document, label = _seven_sentences()
-    exact = attribution.sentence_shap(classifier, document, label).scores
-    small = attribution.sentence_shap(classifier, document, label, samples=32, max_passes=128, target_error=0.0)
-    large = attribution.sentence_shap(classifier, document, label, samples=128, max_passes=2048, target_error=0.0)
+    exact = shapley.sentence_shap(classifier, document, label).scores
+    small = shapley.sentence_shap(classifier, document, label, samples=32, max_passes=128, target_error=0.0)
+    large = shapley.sentence_shap(classifier, document, label, samples=128, max_passes=2048, target_error=0.0)
     assert not small.exact and small.forward_passes == 128 and large.forward_passes == 2048
     assert all(e > 0 for e in small.errors) and max(large.errors) < max(small.errors)
     for result in (small, large):
         outside = [abs(v - x) / result.margin(i) for i, (v, x) in enumerate(zip(result.scores, exact))]
         assert max(outside) < 2.5 and sum(o <= 1 for o in outside) >= 5, outside
     assert max(abs(v - x) for v, x in zip(large.scores, exact)) < 0.02  # within 2 points with 2,048 coalitions
-    again = attribution.sentence_shap(classifier, document, label, samples=32, max_passes=128, target_error=0.0)
+    again = shapley.sentence_shap(classifier, document, label, samples=32, max_passes=128, target_error=0.0)
     assert again.scores == small.scores  # seeded
     assert [small.resolved(i) for i in range(7)] == [
         2 * small.errors[i] <= min(abs(small.scores[i] - v) for j, v in enumerate(small.scores) if j != i)

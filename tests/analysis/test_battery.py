@@ -8,6 +8,7 @@ from torch import nn
 
 from hierattn.analysis import attention_tests as tests
 from hierattn.analysis import eraser
+from hierattn.analysis.attribution import gradient_times_input
 from hierattn.analysis.battery import (
     ATTRIBUTION_RANKINGS,
     RANDOM,
@@ -21,7 +22,6 @@ from hierattn.analysis.battery import (
 from hierattn.analysis.battery_split import bootstrap, evenly_spaced, split_battery
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import explain
-from hierattn.analysis.faithfulness import gradient_times_input
 from hierattn.analysis.rollout import GRADIENT_WEIGHTED, beside_raw, rollout
 from hierattn.checkpoint import Classifier, load_classifier
 from hierattn.contract import WORD, AttentionMap
@@ -262,7 +262,7 @@ def test_words_ranked_across_sentences_face_the_sentence_times_even_words_null(c
     assert battery.kendall_structural[("word", "gradient")] is None or -1 <= battery.kendall_structural[
         ("word", "gradient")] <= 1
     two_stage = list(importance(ex).words.values())
-    gradient = gradient_times_input(classifier, ex.document, ex.labels.index(ex.label), jain_wallace=True)
+    gradient = gradient_times_input(classifier, ex.document, ex.labels.index(ex.label), jain_wallace=True).scores
     taus, start = [], 0
     for n in lengths:
         if n >= 2:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from hierattn.analysis.attribution import sentence_table
 from hierattn.analysis.explain import explain
 from hierattn.analysis.faithfulness import erasure_curves
+from hierattn.analysis.shapley import sentence_table
 from hierattn.checkpoint import load_classifier
 
 TEXT = ("The striker scored twice in the final. The crowd sang until midnight. "

@@ -2,12 +2,11 @@
 import pytest
 import torch
 
+from hierattn.analysis.attribution import gradient_times_input, leave_one_out
 from hierattn.analysis.explain import explain
 from hierattn.analysis.faithfulness import (
     ErasureCurves,
     erasure_curves,
-    gradient_times_input,
-    leave_one_out,
     removal_steps,
     split_erasure,
     without,
@@ -50,7 +49,7 @@ def test_leave_one_out_matches_one_document_at_a_time(checkpoint_dir, name):
     label = max(range(len(ex.probabilities)), key=ex.probabilities.__getitem__)
     base = ex.probabilities[label]
     assert _probability(classifier, ex.document, label) == pytest.approx(base, abs=1e-6)
-    batched = leave_one_out(classifier, ex.document, label, base)
+    batched = leave_one_out(classifier, ex.document, label).scores
     assert len(batched) == ex.document.num_tokens
     for i in (0, 3, len(batched) - 1):
         assert batched[i] == pytest.approx(base - _probability(classifier, without(ex.document, {i}), label), abs=1e-5)
@@ -63,8 +62,9 @@ def test_gradient_times_input_matches_a_finite_difference(checkpoint_dir, name):
     classifier.model.double()
     document = tokenize(TEXT, classifier.text_config)
     label = 2
-    scores = gradient_times_input(classifier, document, label)
-    assert scores is not None and len(scores) == document.num_tokens
+    found = gradient_times_input(classifier, document, label)
+    assert found is not None and len(found.scores) == document.num_tokens
+    scores = found.scores
     batch = encode_documents([document], classifier.vocab)
 
     def logit(word: int, t: float) -> float:
@@ -139,7 +139,6 @@ def test_jain_and_wallaces_gradient_holds_the_attention_and_differentiates_the_p
     replay them as constants in a second pass (another mechanism, the same mathematics), and take
     the gradient of the label's probability by hand. It differs from the attribution beside
     attention (through the attention, of the logit)."""
-    from hierattn.analysis.faithfulness import gradient_times_input
     from hierattn.data.batches import encode_documents
     from hierattn.data.text import tokenize
     from hierattn.models.intervention import attention_override, embedding_lookups
@@ -147,7 +146,7 @@ def test_jain_and_wallaces_gradient_holds_the_attention_and_differentiates_the_p
     classifier = load_classifier(checkpoint_dir / name, device="cpu")
     document = tokenize("The team won the cup. The fans sang all night long.", classifier.text_config)
     label = 1
-    ours = gradient_times_input(classifier, document, label, jain_wallace=True)
+    ours = gradient_times_input(classifier, document, label, jain_wallace=True).scores
     captured: dict[str, list] = {}
 
     def capture(site, weights, mask):
@@ -165,7 +164,7 @@ def test_jain_and_wallaces_gradient_holds_the_attention_and_differentiates_the_p
         (grad,) = torch.autograd.grad(torch.softmax(logits[0], -1)[label], vectors)
     reference = (grad * vectors).sum(-1).abs()[ids != 0].tolist()
     assert captured and ours == pytest.approx(reference, rel=1e-5, abs=1e-9)
-    through = gradient_times_input(classifier, document, label)
+    through = gradient_times_input(classifier, document, label).scores
     assert through != pytest.approx(ours, rel=1e-3)
 
 

@@ -128,7 +128,8 @@ def test_batched_metrics_equal_each_cropped_matrix(prefix):
     for i, n in enumerate(sizes):
         real[i, torch.arange(n) if prefix else torch.randperm(32)[:n]] = True
     weights = torch.softmax(torch.randn(len(sizes), 32, 32) * 3, -1) * (real[:, :, None] & real[:, None, :])
-    gini, diagonality = batched_matrix_metrics(weights, real, cells_per_chunk=64)
+    values = batched_matrix_metrics(weights, real, cells_per_chunk=64)
+    gini, diagonality = values["gini"], torch.stack([values[f"diagonality_b{b}"] for b in range(1, 6)], 1)
     for i in range(len(sizes)):
         idx = real[i].nonzero().squeeze(1)
         expected = matrix_metrics(weights[i][idx][:, idx])
@@ -148,5 +149,44 @@ def test_batched_metrics_run_in_chunks_side_by_side_under_inference_mode(monkeyp
         real = torch.ones(12, 40, dtype=torch.bool)
         many = batched_matrix_metrics(weights, real, cells_per_chunk=40 * 40 * 2)  # six chunks, two threads
         one = batched_matrix_metrics(weights, real, cells_per_chunk=40 * 40 * 12)
-    torch.testing.assert_close(many[0], one[0])
-    torch.testing.assert_close(many[1], one[1])
+    assert many.keys() == one.keys()
+    for name in many:
+        torch.testing.assert_close(many[name], one[name])
+
+
+def test_a_metric_is_one_entry_in_the_registry(checkpoint_dir, monkeypatch):
+    """A toy metric (each matrix's largest weight; an even spread's is 1/n) added to the registry
+    alone reaches the split statistics and their tables, an explanation's metric rows and the view
+    beside a heatmap, and the exports: nothing else names the metrics."""
+    import numpy as np
+
+    from hierattn.analysis import metrics
+    from hierattn.analysis.explain import explain, metrics_table, metrics_view
+    from hierattn.analysis.stats import split_statistics, table2, table2_by_group
+    from hierattn.checkpoint import load_classifier
+    from hierattn.viz import export
+
+    peak = metrics.Metric("peak", "Largest weight", "peak", lambda m: float(m.max()),
+                          lambda cells, sizes, mass: cells.flatten(1).max(1).values.double(),
+                          lambda n: np.where(n > 0, 1 / np.maximum(n, 1), 0.0))
+    monkeypatch.setattr(metrics, "METRICS", (*metrics.METRICS, peak))
+    classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
+    text = "The team won the cup final. Fans sang all night long."
+
+    rows = split_statistics(classifier, [text], ["sport"])
+    assert {"peak", "peak_even"} <= set(rows.columns)
+    assert rows["peak_even"].tolist() == pytest.approx((1 / rows["size"]).tolist())
+    assert "Largest weight" in table2(rows).index
+    assert "peak excess" in table2_by_group(table2(rows, "map_head")).columns
+
+    ex = explain(classifier, text)
+    for row in ex.metrics:
+        matrix = ex.self_attention(row["map"], row["sentence"], row["head"])
+        assert row["peak"] == pytest.approx(float(matrix.max()), abs=1e-6)
+        assert row["peak_even"] == pytest.approx(1 / row["size"])
+    view = metrics_view(ex, "word", "sentence", 0, ex.heads("word.self.a"))
+    assert list(view.columns)[-2:] == ["peak", "peak_even"]
+    assert metrics.column_labels()["peak_even"] == "peak (even)"
+    header = export.metrics_csv(metrics_table(ex)).decode().splitlines()[0].split(",")
+    assert header[-2:] == ["peak", "peak_even"]
+    assert list(export.report_table(metrics_table(ex)).columns)[-2:] == ["peak", "peak (even)"]

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from hierattn.analysis import battery, rollout
+from hierattn.analysis.attribution import gradient_times_input
 from hierattn.analysis.explain import explain
-from hierattn.analysis.faithfulness import erasure_curves, gradient_times_input
+from hierattn.analysis.faithfulness import erasure_curves
 from hierattn.checkpoint import load_classifier
 
 TEXTS = [
@@ -29,7 +30,7 @@ def _analyses(classifier, text: str) -> dict:
     return {
         "probabilities": ex.probabilities,
         "attention": {n: a.weights.tolist() for n, a in ex.attentions.items()},
-        "gradient": gradient_times_input(classifier, ex.document, label),
+        "gradient": gradient_times_input(classifier, ex.document, label).scores,
         "erasure": (curves.drops, curves.scores),
         "battery": [(r["test"], r["level"], r["value"], r["baseline"]) for r in result.rows()],
         "beside raw": {n: a.weights.tolist() for n, a in derived.items()},

@@ -9,9 +9,8 @@ import pytest
 import torch
 
 from hierattn.analysis.explain import explain
-from hierattn.analysis.metrics import batched_matrix_metrics, even_spread, matrix_metrics
+from hierattn.analysis.metrics import batched_matrix_metrics, even_spread, matrix_metrics, names
 from hierattn.analysis.stats import (
-    METRICS,
     paper_means,
     split_statistics,
     summary,
@@ -40,7 +39,8 @@ def test_batched_metrics_equal_the_per_matrix_reference(prefix):
             real[i, :n] = True
         else:
             real[i, torch.randperm(length)[:n]] = True
-    gini, diagonality = batched_matrix_metrics(weights, real, cells_per_chunk=300)  # several chunks
+    values = batched_matrix_metrics(weights, real, cells_per_chunk=300)  # several chunks
+    gini, diagonality = values["gini"], torch.stack([values[f"diagonality_b{b}"] for b in range(1, 6)], 1)
     for i in range(k):
         idx = real[i].nonzero().squeeze(1)
         ref = matrix_metrics(weights[i][idx][:, idx])
@@ -51,7 +51,8 @@ def test_batched_metrics_equal_the_per_matrix_reference(prefix):
 def test_batched_metrics_of_known_matrices():
     eye = torch.eye(4)
     uniform = torch.full((4, 4), 0.25)
-    gini, diagonality = batched_matrix_metrics(torch.stack([eye, uniform]), torch.ones(2, 4, dtype=torch.bool))
+    values = batched_matrix_metrics(torch.stack([eye, uniform]), torch.ones(2, 4, dtype=torch.bool))
+    gini, diagonality = values["gini"], torch.stack([values[f"diagonality_b{b}"] for b in range(1, 6)], 1)
     assert gini.tolist() == pytest.approx([0.75, 0.0])  # one-hot rows: 1 - 1/n; uniform: 0
     # uniform 4x4: the band |i-j| <= 1 holds 4 + 3 + 3 = 10 of 16 cells
     assert diagonality[1].tolist() == pytest.approx([10 / 16, 14 / 16, 1.0, 1.0, 1.0])
@@ -59,7 +60,8 @@ def test_batched_metrics_of_known_matrices():
     # rows spread evenly over k of n keys: Gini 1 - k/n, so at equal focus longer matrices score higher
     spread = torch.zeros(10, 10)
     spread[:, :2] = 0.5
-    assert batched_matrix_metrics(spread[None], torch.ones(1, 10, dtype=torch.bool))[0].item() == pytest.approx(0.8)
+    assert batched_matrix_metrics(spread[None], torch.ones(1, 10, dtype=torch.bool))["gini"].item() == pytest.approx(
+        0.8)
 
 
 @pytest.mark.parametrize("n", range(1, 41))
@@ -79,7 +81,7 @@ def test_even_spread_is_per_matrix_and_shows_the_length_effect():
 
 def _rows(records):
     frame = pd.DataFrame(records, columns=["label", "head", "level", "size", "gini", "diagonality_b1"])
-    for m in METRICS[2:]:
+    for m in names()[2:]:
         frame[m] = frame["diagonality_b1"]
     frame["document"] = range(len(frame))
     return with_even_spread(frame)
@@ -124,7 +126,7 @@ def _even_rows(sizes_per_document, excess=0.0, gini=0.0, seed=0):
     records = [(d, n) for d, sizes in enumerate(sizes_per_document) for n in sizes]
     frame = pd.DataFrame(records, columns=["document", "size"]).assign(level="word")
     even = even_spread(frame["size"].to_numpy())
-    for m in METRICS:
+    for m in names():
         noise = rng.normal(0, 0.002, len(frame))  # documents vary a little
         frame[m] = (gini if m == "gini" else np.clip(even[m] + excess, 0, 1)) + noise
     return with_even_spread(frame)
@@ -169,7 +171,7 @@ def test_summary_judges_the_excess_over_an_even_spread():
     sizes = [rng.integers(5, 30, size=3) for _ in range(200)]
     even = summary(_even_rows(sizes))
     local = summary(_even_rows(sizes, excess=0.05))
-    assert {m: r["verdict"] for m, r in even["metrics"].items()} == dict.fromkeys(METRICS, "no finding")
+    assert {m: r["verdict"] for m, r in even["metrics"].items()} == dict.fromkeys(names(), "no finding")
     assert local["metrics"]["diagonality_b3"]["verdict"] == "above an even spread"
     assert local["metrics"]["diagonality_b3"]["excess"] == pytest.approx(0.05, abs=0.002)
     low, high = local["metrics"]["diagonality_b3"]["interval"]

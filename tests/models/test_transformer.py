@@ -8,9 +8,9 @@ import json
 import pytest
 import torch
 
+from hierattn.analysis.attribution import gradient_times_input
 from hierattn.analysis.battery import document_battery
 from hierattn.analysis.explain import explain
-from hierattn.analysis.faithfulness import gradient_times_input
 from hierattn.checkpoint import CheckpointError, card, load_classifier
 from hierattn.contract import Pieces
 from hierattn.models.intervention import attention_override
@@ -158,8 +158,8 @@ def test_the_battery_runs_with_every_test_beside_its_baseline(classifier):
     assert "word" in battery.permutation and "word" in battery.uniform
     assert "sentence" not in battery.permutation  # one site, tested once
     assert any("summed from subword.self" in n for n in battery.not_applicable)
-    scores = gradient_times_input(classifier, ex.document, 0)
-    assert scores is not None and len(scores) == ex.word_count() and max(scores) > 0
+    found = gradient_times_input(classifier, ex.document, 0)
+    assert found is not None and len(found.scores) == ex.word_count() and max(found.scores) > 0
 
 
 def test_a_long_document_is_read_in_the_window_and_says_what_was_cut(classifier):

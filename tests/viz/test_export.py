@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from hierattn import viz
-from hierattn.analysis.explain import explain
+from hierattn.analysis.explain import explain, map_title, metrics_table
 from hierattn.checkpoint import load_classifier
 from hierattn.viz import export
 
@@ -35,11 +35,11 @@ def test_json_is_the_explain_commands_json(explained, checkpoint_dir, capsys):
     from hierattn.cli import main
 
     assert main(["explain", "--checkpoint", str(checkpoint_dir / "tiny-hcan"), "--text", TEXT, "--maps", "all"]) == 0
-    assert json.loads(export.explanation_json(explained)) == json.loads(capsys.readouterr().out)
+    assert json.loads(export.explanation_json(explained.to_dict())) == json.loads(capsys.readouterr().out)
 
 
 def test_attention_csv_has_every_real_weight_with_its_words(explained):
-    frame = pd.read_csv(io.BytesIO(export.attention_csv(explained)))
+    frame = pd.read_csv(io.BytesIO(export.attention_csv(explained.attentions, explained.sentence_words)))
     expected = sum(int(a.mask[0].sum()) for a in explained.attentions.values())
     assert len(frame) == expected
     self_a = frame[frame["map"] == "word.self.a"]
@@ -49,7 +49,7 @@ def test_attention_csv_has_every_real_weight_with_its_words(explained):
 
 
 def test_metrics_csv_parses(explained):
-    frame = pd.read_csv(io.BytesIO(export.metrics_csv(explained)))
+    frame = pd.read_csv(io.BytesIO(export.metrics_csv(metrics_table(explained))))
     assert len(frame) == len(explained.metrics) and {"gini", "diagonality_b1"} <= set(frame.columns)
 
 
@@ -124,14 +124,19 @@ def test_the_heads_grid_slide_has_square_cells_readable_labels_and_rows_apart(ex
     assert all(f"head {h + 1}" in texts for h in range(4))
 
 
+def _report(ex, table, figures, document_html=None, notes=None) -> bytes:
+    return export.report_html(ex.classifier_name, dict(zip(ex.labels, ex.probabilities)), table, figures,
+                              document_html, notes, ex.document.truncation.message)
+
+
 def test_the_report_table_fits_a_page_counts_from_one_and_shows_no_na(explained):
     """The report's metrics table fits a page (it once ran 2,049 px wide), has no <NA> cells and
     counts sentences and heads from 1, as the app does."""
-    page = export.report_html(explained, {}).decode()
+    frame = export.report_table(metrics_table(explained), {n: map_title(n) for n in explained.attentions})
+    page = _report(explained, frame, {}).decode()
     table = page[page.index("<table"): page.index("</table>")]
     header = re.findall(r"<th>([^<]*)</th>", table)
     assert len(header) <= 12 and "&lt;NA&gt;" not in table and "<NA>" not in table and "NaN" not in table
-    frame = export.report_table(explained)
     assert frame["sentence"].iloc[0] == "1" and frame["head"].min() == 1  # as the app counts
     assert "word self-attention, branch a (ELU)" in set(frame["map"])
 
@@ -147,7 +152,8 @@ def test_report_is_self_contained_and_escaped(explained):
     figures = {"Probabilities": _figure(explained), "Heatmap": viz.attention_heatmap([[0.5, 0.5], [0.2, 0.8]], ["a",
                                                                                                                 "b"])}
     doc = viz.plain_text_html(TEXT)
-    page = export.report_html(explained, figures, doc, ["attention: removing <its> top words …"]).decode()
+    table = export.report_table(metrics_table(explained), {n: map_title(n) for n in explained.attentions})
+    page = _report(explained, table, figures, doc, ["attention: removing <its> top words …"]).decode()
     assert page.count("Plotly.newPlot") == 2 and page.count("/*! For license information") <= 1
     assert "<b>The team</b>" not in page and "&lt;b&gt;The team&lt;/b&gt;" in page
     assert "&lt;its&gt;" in page and "Gini and diagonality" in page

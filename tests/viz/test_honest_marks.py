@@ -53,7 +53,8 @@ def test_unknown_words_are_marked_counted_and_warned_about():
     assert ex.unknown_count > ex.word_count() / 2 and ex.mostly_unknown()
     english = explain(classifier, "The government announced a new tax on Monday. Shares fell sharply.")
     assert english.unknown_count == 0 and not english.mostly_unknown()
-    view = viz.shaded_document_html(ex, ex.target_attention("word"), ex.target_attention("sentence"))
+    view = viz.shaded_document_html(**ex.text_view(), words=ex.target_attention("word"),
+                                    sentences=ex.target_attention("sentence"))
     assert view.count('class="unknown"') == ex.unknown_count + 1  # each unknown word, and the legend's sample
     assert f"not in the model's vocabulary ({ex.unknown_count})" in view
     assert ex.to_dict()["unknown_words"] == ex.unknown_count
@@ -94,7 +95,7 @@ def test_unknown_words_read_on_any_shade_and_the_heaviest_unknown_word_is_named(
     ex = explain(load_classifier(checkpoint_dir / "tiny-han", device="cpu"), "The zzqx team won. Fans cheered!")
     flags = [f for fs in ex.unknown for f in fs]
     assert flags[1] and not flags[0]  # "zzqx" is unknown to the tiny vocabulary
-    dark = viz.shaded_document_html(ex, [[0.1, 0.9, 0.0], [0.5, 0.5]], [0.5, 0.5])
+    dark = viz.shaded_document_html(**ex.text_view(), words=[[0.1, 0.9, 0.0], [0.5, 0.5]], sentences=[0.5, 0.5])
     cell = dark[dark.index('class="unknown"'):]
     cell = cell[: cell.index("</span>")]
     assert "repeating-linear-gradient" in cell and "outline:1.5px dashed" in cell and "color:#fff" in cell

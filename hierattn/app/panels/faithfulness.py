@@ -9,15 +9,11 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import compare as comparing
 from hierattn.analysis import faithfulness
-from hierattn.analysis.attribution import (
-    EXACT_SENTENCES,
-    IG_STEPS,
-    SHAP_SAMPLES,
-    sentence_table,
-    supports_gradients,
-)
+from hierattn.analysis.attribution import IG_STEPS, supports_gradients
+from hierattn.analysis.attribution_methods import INTEGRATED
 from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.explain import Explanation
+from hierattn.analysis.shapley import EXACT_SENTENCES, SHAP_SAMPLES, sentence_table
 from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
 from hierattn.app.panels.shading import Shading
@@ -38,12 +34,12 @@ def offered(classifier: Classifier, ex: Explanation, shading: Shading) -> bool:
 def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shading: Shading, doc_key: str,
                      figures: dict):
     """Explore's "Test the shading": the document's erasure curves, computed in the background, and
-    the gradient × input or leave-one-out shading beside the attention's. Returns the curves (None
-    while they are computed)."""
+    an attribution method's shading beside the attention's. Returns the curves (None while they are
+    computed)."""
     methods = faithfulness.interactive_methods(ex.document.num_tokens)
-    if "leave-one-out" not in methods:
-        st.caption(f"Leave-one-out is left out: it needs one forward pass per word, and this document has "
-                   f"{ex.document.num_tokens:,} (the limit here is {faithfulness.LEAVE_ONE_OUT_MAX_WORDS:,}). "
+    for left_out in (m for m in faithfulness.WORD_METHODS if m.name not in methods):
+        st.caption(f"{left_out.name.capitalize()} is left out: it needs {left_out.cost}, and this document has "
+                   f"{ex.document.num_tokens:,} (the limit here is {left_out.most_units:,}). "
                    "`hierattn.analysis.faithfulness.erasure_curves(classifier, explanation)` runs it on any length.")
     curves = computed(("erasure", *checkpoint_key(path), doc_key, methods),
                       lambda progress: faithfulness.erasure_curves(classifier, ex, methods=methods, progress=progress),
@@ -65,24 +61,27 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
             rho = curves.agreement.get(method)
             received = None if shading.painted else comparing.importance(ex)
             left, right = st.columns(2)
+            text = ex.text_view()
             if alone:
                 left.markdown(f"**{method}**")
-                left.html(viz.shaded_document_html(ex, faithfulness.by_sentence(curves.scores[method], ex.document),
-                                                   None, part=shading.part))
+                left.html(viz.shaded_document_html(**text, part=shading.part, sentences=None,
+                                                   words=faithfulness.by_sentence(curves.scores[method], ex.document)))
                 right.info(f"{viz.md_text(classifier.display_name)} has no attention: the attribution shows where "
                            "the prediction comes from without one to compare it with.")
             elif shading.painted:
                 left.markdown("**Attention**")
-                left.html(viz.shaded_document_html(ex, **shading.options()))
+                left.html(viz.shaded_document_html(**text, **shading.options()))
             else:  # self-attention only: the attention each word receives, the ranking the curves use
                 left.markdown(f"**Attention** ({viz.md_text(received.source)})")
-                left.html(viz.shaded_document_html(ex, comparing.shading(ex, received), None, part=shading.part))
+                left.html(viz.shaded_document_html(**text, words=comparing.shading(ex, received), sentences=None,
+                                                   part=shading.part))
             if shading.painted or received is not None:
                 right.markdown(f"**{method}** · Spearman ρ with attention: "
                                + ("n/a" if rho is None else f"{rho:+.2f}"))
                 attribution = faithfulness.by_sentence(curves.scores[method], ex.document)
-                right.html(viz.shaded_document_html(ex, attribution, None, shading.scale, shading.part, legend=False))
-            if method == faithfulness.IG and curves.convergence is not None:
+                right.html(viz.shaded_document_html(**text, words=attribution, sentences=None, scale=shading.scale,
+                                                    part=shading.part, legend=False))
+            if method == INTEGRATED.name and curves.convergence is not None:
                 converged = curves.convergence <= CONVERGED
                 (right.caption if converged else right.warning)(
                     f"Convergence delta: the words' scores add up to the logit's change from the baseline within "
@@ -136,11 +135,12 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
                "needs one forward pass per word: slow on long articles.")
     left, middle, right = st.columns([2, 3, 3])  # the toggle's label whole at 1024 px
     count = documents_count(left, "erasure", len(texts))
-    with_occlusion = middle.toggle("Include leave-one-out", value=classifier.text_config.max_sentences <= 10,
+    slow = [m.name for m in faithfulness.WORD_METHODS if m.most_units is not None]  # a forward pass per word
+    with_occlusion = middle.toggle(f"Include {' and '.join(slow)}", value=classifier.text_config.max_sentences <= 10,
                                    key="erasure_occlusion")
     if not asked_for(right, "erasure", "Compute the erasure curves", (name, dataset, split, count, with_occlusion)):
         return
-    methods = faithfulness.METHODS if with_occlusion else tuple(m for m in faithfulness.METHODS if m != "leave-one-out")
+    methods = faithfulness.METHODS if with_occlusion else tuple(m for m in faithfulness.METHODS if m not in slow)
     part = evenly_spaced(texts, count)  # a split may be sorted by class: its head is not a sample
     erasure = computed(("split-erasure", *checkpoint_key(path), dataset, split, count, methods),
                        lambda progress: faithfulness.split_erasure(classifier, part, methods=methods,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis.explain import METRIC_LABELS, Explanation, head_axis, map_title, metrics_view
-from hierattn.analysis.metrics import GROUP_AXES
+from hierattn.analysis.explain import Explanation, head_axis, map_title, metrics_view
+from hierattn.analysis.metrics import GROUP_AXES, column_labels
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.url_state import pending_view
 from hierattn.app.widgets import head_picker, keep_valid, opening
@@ -100,9 +100,9 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                + " Beside each diagonality (even): what attention spread evenly over the same n words gives; a "
                "short sentence is mostly 'diagonal' by construction, so only the excess says the model looks near. "
                "An even spread has Gini 0.")
-    readable = table.assign(map=table["map"].map(map_title)).rename(columns=METRIC_LABELS)
-    st.dataframe(readable.style.format(dict.fromkeys([METRIC_LABELS[c] for c in table if c in METRIC_LABELS],
-                                                     "{:.1%}")),
+    labels = column_labels()
+    readable = table.assign(map=table["map"].map(map_title)).rename(columns=labels)
+    st.dataframe(readable.style.format(dict.fromkeys([labels[c] for c in table if c in labels], "{:.1%}")),
                  hide_index=True, width="stretch")
     table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
     return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,

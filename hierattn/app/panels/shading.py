@@ -110,7 +110,7 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
                                    key=f"page_{doc_key}")
             shading.part = slice((page - 1) * PAGE, page * PAGE)
         shading.slot = st.empty()  # the shading alone, or beside an attribution's once one is computed
-        shading.slot.html(viz.shaded_document_html(ex, **shading.options()))
+        shading.slot.html(viz.shaded_document_html(**ex.text_view(), **shading.options()))
     return shading
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis.explain import Explanation
+from hierattn.analysis.explain import Explanation, map_title, metrics_table
 from hierattn.app import documents
 from hierattn.app.panels.shading import Shading
 from hierattn.app.url_state import document_id, mirror_view
@@ -35,14 +35,19 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
                "metrics.")
     stem = f"{name}-{doc_key}"
     options = {**shading.options(), "part": slice(None)}  # the report holds the whole document, not the page
-    document_view = viz.shaded_document_html(ex, **options) if shading.painted else None
+    document_view = viz.shaded_document_html(**ex.text_view(), **options) if shading.painted else None
+
+    def report() -> bytes:  # on the click: the report reads every map's metrics
+        table = export.report_table(metrics_table(ex), {n: map_title(n) for n in ex.attentions})
+        return export.report_html(ex.classifier_name, dict(zip(ex.labels, ex.probabilities)), table, dict(figures),
+                                  document_view, notes, ex.document.truncation.message)
+
     buttons = st.columns(4)
-    buttons[0].download_button("Report (HTML)", lambda: export.report_html(ex, dict(figures), document_view, notes),
-                               f"{stem}-report.html", "text/html", key="export_report", type="primary",
-                               on_click="ignore")
-    buttons[1].download_button("Explanation (JSON)", lambda: export.explanation_json(ex), f"{stem}.json",
+    buttons[0].download_button("Report (HTML)", report, f"{stem}-report.html", "text/html", key="export_report",
+                               type="primary", on_click="ignore")
+    buttons[1].download_button("Explanation (JSON)", lambda: export.explanation_json(ex.to_dict()), f"{stem}.json",
                                "application/json", key="export_json", on_click="ignore")
-    buttons[2].download_button("Attention maps (CSV)", lambda: export.attention_csv(ex), f"{stem}-attention.csv",
-                               "text/csv", key="export_attention", on_click="ignore")
-    buttons[3].download_button("Metrics (CSV)", lambda: export.metrics_csv(ex), f"{stem}-metrics.csv", "text/csv",
-                               key="export_metrics", on_click="ignore")
+    buttons[2].download_button("Attention maps (CSV)", lambda: export.attention_csv(ex.attentions, ex.sentence_words),
+                               f"{stem}-attention.csv", "text/csv", key="export_attention", on_click="ignore")
+    buttons[3].download_button("Metrics (CSV)", lambda: export.metrics_csv(metrics_table(ex)), f"{stem}-metrics.csv",
+                               "text/csv", key="export_metrics", on_click="ignore")

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis import stats
+from hierattn.analysis import metrics, stats
 from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.loading import checkpoint_key, load, loadable
@@ -55,7 +55,7 @@ def table(rows: pd.DataFrame, seconds: float, name: str, dataset: str, split: st
     excess = [c for c in table2.columns if c.endswith("excess")]
     if len(count_part) > 3:  # many groups: one row each (HCAN's maps x heads made 48 columns)
         compact = stats.table2_by_group(table2)
-        st.dataframe(compact.style.format("{:.2f}", subset=["Gini"])
+        st.dataframe(compact.style.format("{:.2f}", subset=[m.short for m in metrics.METRICS if not m.even_varies])
                      .format("{:+.2f}", subset=[c for c in compact.columns if c.endswith("excess")]), width="stretch")
         st.caption("One row per group: the measured Gini (an even spread's is 0, so its excess is the Gini itself) "
                    "and each diagonality's excess over an even spread, in points. The measured and even-spread "
@@ -70,8 +70,9 @@ def table(rows: pd.DataFrame, seconds: float, name: str, dataset: str, split: st
                "1,000 words under 1%, so raw diagonality mostly measures length. Matrices: "
                + ", ".join(f"{c.removesuffix(' · measured') if c != 'measured' else 'all'} {int(v):,}"
                            for c, v in count_part.items()) + ".")
-    metric = st.selectbox("Distribution of", stats.METRICS, key="stats_metric", format_func=stats.METRIC_NAMES.get)
-    chart(viz.metric_boxes(stats.metric_groups(rows, by, metric), stats.METRIC_NAMES[metric]),
+    labels = {m.name: m.label for m in metrics.METRICS}
+    metric = st.selectbox("Distribution of", list(labels), key="stats_metric", format_func=labels.get)
+    chart(viz.metric_boxes(stats.metric_groups(rows, by, metric), labels[metric]),
           f"{metric} {name} {dataset} {split}")
     left, right = st.columns(2)
     left.download_button("Download every matrix's metrics (CSV)", csv_bytes(rows),

@@ -32,10 +32,12 @@ def draw(checkpoints: dict[str, Path]) -> None:
     hcan = loading.explain_cached(checkpoints["tweets-hcan"], docs[pick][1])
     left, right = st.columns(2)
     left.markdown(f"**HAN** ({viz.md_text(han.label)})")
-    left.html(viz.shaded_document_html(han, han.target_attention("word"), han.target_attention("sentence")))
+    left.html(viz.shaded_document_html(**han.text_view(), words=han.target_attention("word"),
+                                        sentences=han.target_attention("sentence")))
     right.markdown(f"**HCAN** ({viz.md_text(hcan.label)})")
     st.caption("**What to notice.** Is HAN's shading darker on fewer words than HCAN's?")
-    right.html(viz.shaded_document_html(hcan, hcan.target_attention("word"), hcan.target_attention("sentence")))
+    right.html(viz.shaded_document_html(**hcan.text_view(), words=hcan.target_attention("word"),
+                                         sentences=hcan.target_attention("sentence")))
     c_han, c_hcan = concentration(han), concentration(hcan)
     shown, verdict = han_hcan_verdict(c_han, c_hcan)
     show_verdict(shown, viz.md_text(verdict), "“HAN is more focused”")

@@ -39,4 +39,5 @@ def draw(checkpoints: dict[str, Path]) -> None:
     st.caption(f"Shaded: head {head + 1}, the first where the claim holds, on its own scale." if head is not None
                else "Shaded: the heads averaged (no head holds the claim here).")
     with st.container(height=460):  # a long article scrolls inside, the step's layout stays on screen
-        st.html(viz.shaded_document_html(ex, ex.target_attention("word", head), ex.target_attention("sentence", head)))
+        st.html(viz.shaded_document_html(**ex.text_view(), words=ex.target_attention("word", head),
+                                         sentences=ex.target_attention("sentence", head)))
