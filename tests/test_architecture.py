@@ -328,7 +328,7 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     write("hierattn/models/toy.py", "from ..data.dataset import Dataset\nfrom hierattn.data.text import Vocab\n"
                                     "toy = Dataset, Vocab\n")
     write("hierattn/viz/figures.py", "import torch\nimport plotly\n")
-    write("hierattn/viz/html.py", "from hierattn.analysis.explain import Explanation\n")
+    write("hierattn/viz/html.py", "from hierattn.analysis.explain import Explanation\n\nExplanation()\n")
     write("hierattn/analysis/tour.py", "from hierattn.analysis.metrics import _private, public\n"
                                        "import streamlit\nx = _private, public\n" + "x = 1\n" * (MAX_MODULE_LINES - 1))
     write("hierattn/app/loading.py", "from hierattn.cli import main\nrun = main\n")
