@@ -44,7 +44,7 @@ from hierattn.analysis.faithfulness import (
     sentence_even_scores,
     sentence_even_weights,
 )
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
 
 LEVELS = (WORD, SENTENCE)

@@ -38,7 +38,7 @@ from hierattn.analysis.attribution import integrated_gradients, occlusion
 from hierattn.analysis.compare import importance, spearman
 from hierattn.analysis.eraser import output_distributions
 from hierattn.analysis.explain import Explanation
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
 from hierattn.models.intervention import ObservedEmbedding, attention_override, embedding_lookups

@@ -35,7 +35,7 @@ import torch
 
 from hierattn.analysis.explain import map_title
 from hierattn.analysis.metrics import BANDWIDTHS, EVEN, METRICS, even_spread, metric_columns
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import AttentionMap
 from hierattn.data.batches import streamed_batches
 
