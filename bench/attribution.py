@@ -12,7 +12,8 @@ from bench.inference import document_of
 from hierattn.analysis import attribution
 from hierattn.analysis.explain import explain
 from hierattn.analysis.shapley import sentence_shap
-from hierattn.checkpoint import best_device, load_classifier
+from hierattn.checkpoint.classifier import best_device
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
 from hierattn.home import list_checkpoints

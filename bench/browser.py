@@ -15,7 +15,7 @@ def app_memory_mb(checkpoints: str | Path) -> float:
     import subprocess
 
     code = ("import streamlit, plotly, pandas, torch\n"
-            "from hierattn.checkpoint import load_classifier\n"
+            "from hierattn.checkpoint.reading import load_classifier\n"
             "from hierattn.home import list_checkpoints\n"
             "from hierattn.analysis.explain import explain\n"
             f"models = [load_classifier(p) for p in list_checkpoints({str(checkpoints)!r})]\n"

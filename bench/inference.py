@@ -8,7 +8,8 @@ from pathlib import Path
 import torch
 
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import Classifier, load_classifier
+from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.text import TextConfig, Vocab, tokenize_many
 from hierattn.home import list_checkpoints
 from hierattn.models import build_model, model_config_dict, sized_for_text, text_problem

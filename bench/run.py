@@ -23,7 +23,8 @@ from bench.inference import (
     trust_two_tabs,
 )
 from bench.training import han_paths_gap, matmul_peak, training_throughput
-from hierattn.checkpoint import best_device, load_classifier
+from hierattn.checkpoint.classifier import best_device
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
 from hierattn.data.text import Vocab, tokenize_many

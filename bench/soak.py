@@ -117,7 +117,7 @@ def _over_budget(out: Path) -> None:
     hold 512 million attention cells (1.95 GB). Saved directly, as a page's run could before."""
     import torch
 
-    from hierattn.checkpoint import save_checkpoint
+    from hierattn.checkpoint.writing import save_checkpoint
     from hierattn.data.text import TextConfig, Vocab
     from hierattn.models import build_model, sized_for_text
 

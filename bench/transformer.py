@@ -8,7 +8,8 @@ from pathlib import Path
 
 from bench.inference import document_of, explain_latency
 from bench.training import training_throughput
-from hierattn.checkpoint import best_device, load_classifier
+from hierattn.checkpoint.classifier import best_device
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
 from hierattn.data.text import tokenize_many
@@ -78,7 +79,7 @@ def record_long_document(quick: bool = False) -> dict | None:
     if folder is None:
         return None
     text = _long_article()
-    code = (f"import json, time, torch\nfrom hierattn.checkpoint import load_classifier\n"
+    code = (f"import json, time, torch\nfrom hierattn.checkpoint.reading import load_classifier\n"
             f"from hierattn.analysis.explain import explain\n"
             f"c = load_classifier({str(folder)!r}, device='cpu')\nexplain(c, 'Warm up. A short one.').metrics\n"
             "status = lambda key: next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith(key))\n"

@@ -24,7 +24,9 @@ from hierattn import viz
 from hierattn.analysis import compare as comparing
 from hierattn.analysis.explain import Explanation, metrics_table
 from hierattn.analysis.explain import explain as _explain
-from hierattn.checkpoint import CheckpointError, Classifier, load_classifier
+from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.home import checkpoint_roots, find_checkpoint
 
 MAX_POSITIONS = 120  # rows and columns of a heatmap, as on the Explore page

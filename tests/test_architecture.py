@@ -332,20 +332,24 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     write("hierattn/analysis/tour.py", "from hierattn.analysis.metrics import _private, public\n"
                                        "import streamlit\nx = _private, public\n" + "x = 1\n" * (MAX_MODULE_LINES - 1))
     write("hierattn/app/loading.py", "from hierattn.cli import main\nrun = main\n")
-    # re-exports: checkpoint.py passes on `inside` and `fsync`; the package's __init__.py may gather
-    # names, and a name imported inside a function is no module attribute
+    # re-exports: checkpoint/writing.py passes on `inside` and `fsync`; the package's __init__.py may
+    # gather names, and a name imported inside a function is no module attribute
     write("hierattn/data/files.py", "def fsync(path):\n    pass\n")
     write("hierattn/data/__init__.py", "from hierattn.data.files import fsync\n")
-    write("hierattn/checkpoint.py", "from hierattn.data.files import fsync\nfrom hierattn.home import inside\n\n\n"
-                                    "def save(path):\n    from hierattn.data.files import fsync as unused\n"
-                                    "    fsync(path)\n")
-    write("hierattn/training/corpus.py", "from hierattn.checkpoint import fsync\nfrom hierattn.data import fsync as f\n"
-                                         "written = fsync, f\n")
+    write("hierattn/checkpoint/__init__.py", '"""A package: its modules are the layer checkpoint."""\n')
+    write("hierattn/checkpoint/writing.py", "from hierattn.data.files import fsync\n"
+                                            "from hierattn.home import inside\n\n\n"
+                                            "def save(path):\n    from hierattn.data.files import fsync as unused\n"
+                                            "    fsync(path)\n")
+    write("hierattn/checkpoint/reading.py", "from hierattn.analysis import explain\nx = explain\n")
+    write("hierattn/training/corpus.py", "from hierattn.checkpoint.writing import fsync\n"
+                                         "from hierattn.data import fsync as f\nwritten = fsync, f\n")
     write("pages/explore.py", "import torch\nkind = 'toy'\nif kind == 'word.maxpool':\n    pass\n")
     write("hierattn/app/tasks.py", "def f():\n    from hierattn.app import visitors\n")  # inside a function
     write("hierattn/app/visitors.py", "from hierattn.app.tasks import f\n\nf()\n")
 
     assert layer_violations(tmp_path) == ["hierattn/app/loading.py:1: app imports hierattn.cli",
+                                          "hierattn/checkpoint/reading.py:1: checkpoint imports hierattn.analysis",
                                           "hierattn/models/toy.py:1: models imports hierattn.data.dataset",
                                           "hierattn/viz/html.py:1: viz imports hierattn.analysis.explain"]
     assert library_violations(tmp_path) == [
@@ -356,12 +360,23 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     too_long = MAX_MODULE_LINES + 2
     assert size_violations(tmp_path) == [f"hierattn/analysis/tour.py: {too_long} lines > {MAX_MODULE_LINES}"]
     assert reexport_violations(tmp_path) == [
-        "hierattn/checkpoint.py:2: hierattn.home.inside is imported and never used (a re-export)"]
+        "hierattn/checkpoint/writing.py:2: hierattn.home.inside is imported and never used (a re-export)"]
     assert imported_through_violations(tmp_path) == [
-        "hierattn/training/corpus.py:1: hierattn.checkpoint.fsync lives in hierattn.data.files"]
+        "hierattn/training/corpus.py:1: hierattn.checkpoint.writing.fsync lives in hierattn.data.files"]
     assert model_name_violations(tmp_path, {"toy"}) == ["pages/explore.py:2: 'toy'"]
     assert map_name_violations(tmp_path) == ["pages/explore.py:3: 'word.maxpool'"]
     assert import_cycle_violations(tmp_path) == ["hierattn.app.tasks -> hierattn.app.visitors -> hierattn.app.tasks"]
+
+
+def test_a_layer_that_is_a_package_is_every_module_in_it():
+    """hierattn/checkpoint/ is one layer, its __init__.py and each of its modules alike; a module at
+    the top of hierattn is its own layer, and hierattn's own __init__.py and __main__.py none."""
+    root = Path("/repo")
+    assert [layer_of(root, root / "hierattn" / p) for p in (
+        "checkpoint/__init__.py", "checkpoint/reading.py", "checkpoint/writing.py", "analysis/tour/rates.py",
+        "budget.py", "__init__.py", "__main__.py")] == [
+        "checkpoint", "checkpoint", "checkpoint", "analysis", "budget", "hierattn", "hierattn"]
+    assert layer_of(root, root / "pages" / "explore.py") == "pages"
 
 
 def test_no_page_file_shadows_a_standard_library_module():

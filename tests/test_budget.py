@@ -10,9 +10,11 @@ import shutil
 import pytest
 import torch
 
-from hierattn import checkpoint
 from hierattn.budget import model_problem, typed_metrics
-from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
+from hierattn.checkpoint import reading
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.text import TextConfig
 from hierattn.models import REGISTRY, build_model, sized_for_text
 from hierattn.models.footprint import _cells, attention_cells, config_problems, parameter_count
@@ -105,8 +107,8 @@ def test_config_values_are_checked_before_anything_is_built(checkpoint_dir, tmp_
     path = tmp_path / "han"
     shutil.copytree(checkpoint_dir / "tiny-han", path)
     edit_config(path, edit)
-    monkeypatch.setattr(checkpoint, "build_model", lambda *a: pytest.fail("the model was built"))
-    monkeypatch.setattr(checkpoint, "safe_open", lambda *a: pytest.fail("the weights were read"))
+    monkeypatch.setattr(reading, "build_model", lambda *a: pytest.fail("the model was built"))
+    monkeypatch.setattr(reading, "safe_open", lambda *a: pytest.fail("the weights were read"))
     with pytest.raises(CheckpointError, match=message):
         load_classifier(path, device="cpu")
 
@@ -157,7 +159,7 @@ def test_a_refusal_is_remembered_for_the_version_of_its_files(checkpoint_dir, tm
     good = (path / "config.json").read_text()
     edit_config(path, lambda c: c["model_config"].update(embed_dim=-1))
     calls = []
-    real = checkpoint.load_classifier
+    real = load_classifier
     monkeypatch.setattr("hierattn.app.loading.load_classifier", lambda p: calls.append(p) or real(p))
     models = _Models()
     for _ in range(3):

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from hierattn.card import model_card
-from hierattn.checkpoint import card, described, write_card
+from hierattn.checkpoint.reading import described
+from hierattn.checkpoint.writing import card, write_card
 from hierattn.home import list_checkpoints
 from tests.conftest import REPO
 
@@ -86,7 +87,7 @@ def test_every_save_writes_a_card(saved_checkpoint):
 
 @pytest.fixture
 def saved_checkpoint(tmp_path, tiny_vocab):
-    from hierattn.checkpoint import save_checkpoint
+    from hierattn.checkpoint.writing import save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model
 

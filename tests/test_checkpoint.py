@@ -4,7 +4,9 @@ import shutil
 import pytest
 import torch
 
-from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import TextConfig, tokenize
 from hierattn.home import list_checkpoints

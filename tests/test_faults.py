@@ -13,9 +13,11 @@ import time
 import pytest
 import torch
 
-import hierattn.checkpoint as checkpoint
-from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
-from hierattn.data.text import TextConfig
+from hierattn.checkpoint import writing
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
+from hierattn.data.text import TextConfig, Vocab
 from hierattn.home import list_checkpoints
 from hierattn.models import build_model
 from tests.conftest import CORPUS
@@ -94,9 +96,9 @@ def test_a_full_disk_during_a_save_is_a_clear_error_and_loses_nothing(tmp_path, 
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     if failing == "safetensors":
-        monkeypatch.setattr(checkpoint, "save_file", disk_full)
+        monkeypatch.setattr(writing, "save_file", disk_full)
     else:
-        monkeypatch.setattr(checkpoint.Vocab, "save", disk_full)
+        monkeypatch.setattr(Vocab, "save", disk_full)
     with pytest.raises(CheckpointError, match="the disk is full; the previous checkpoint is unchanged"):
         _save(path, _tiny_model(tiny_vocab, seed=1), tiny_vocab, 2)
     assert {f.name: f.read_bytes() for f in path.iterdir()} == before
@@ -119,8 +121,6 @@ def test_a_really_full_disk(tmp_path, tiny_vocab):
         pytest.skip("this container may not mount a tmpfs (no CAP_SYS_ADMIN); the injected full-disk test ran")
     try:
         model = build_model("hcan", {"vocab_size": 2000, "num_classes": 4, "d": 32, "heads": 2})
-        from hierattn.data.text import Vocab
-
         vocab = Vocab(["<pad>", "<unk>"] + [f"w{i}" for i in range(1998)])
         with pytest.raises(CheckpointError, match="the disk is full; nothing was written"):
             save_checkpoint(mount / "run", model, "hcan", vocab, LABELS, TextConfig(), {})

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from tests.models.tiny_transformers import save_tiny
 
 

@@ -13,7 +13,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.cli import main
 from hierattn.data.dataset import DataError
 from hierattn.data.formats import csv_bytes, read_rows

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.models import build_model
 from tests.conftest import edit_config
@@ -15,10 +17,10 @@ from tests.tiny import LABELS
 
 def _never_read(monkeypatch):
     """Fail the test if the vocabulary or the weights are read."""
-    import hierattn.checkpoint as checkpoint
+    from hierattn.checkpoint import reading
 
     monkeypatch.setattr(Vocab, "load", classmethod(lambda cls, path: pytest.fail("vocab.json was read")))
-    monkeypatch.setattr(checkpoint, "safe_open", lambda *a: pytest.fail("model.safetensors was read"))
+    monkeypatch.setattr(reading, "safe_open", lambda *a: pytest.fail("model.safetensors was read"))
 
 
 @pytest.fixture

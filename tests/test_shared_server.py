@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from bench.soak import _hashes as _digest  # the soak's own check of checkpoint bytes
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.dataset import DataError
 from hierattn.data.files import NotAFile, open_text, read_bytes
 from hierattn.data.formats import read_rows
@@ -166,7 +166,7 @@ def test_a_checkpoint_file_that_is_a_fifo_is_refused_not_waited_on(checkpoint_di
     shutil.copytree(checkpoint_dir / "tiny-han", path)
     (path / "metrics.json").unlink()
     os.mkfifo(path / "metrics.json")
-    from hierattn.checkpoint import CheckpointError
+    from hierattn.checkpoint.format import CheckpointError
 
     with pytest.raises(CheckpointError, match="is a named pipe, not a file"):
         load_classifier(path, device="cpu")
@@ -174,7 +174,8 @@ def test_a_checkpoint_file_that_is_a_fifo_is_refused_not_waited_on(checkpoint_di
 
 # ---- 9. names a checkpoint gives of its plug-in ------------------------------------------------
 def test_a_checkpoints_plugin_names_are_names_and_never_an_install_command(checkpoint_dir, tmp_path):
-    from hierattn.checkpoint import CheckpointError, card
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.writing import card
 
     path = tmp_path / "evil"
     shutil.copytree(checkpoint_dir / "tiny-han", path)
@@ -258,7 +259,8 @@ def test_kept_explanations_are_measured_again_as_what_they_hold_grows(monkeypatc
 def test_low_findings(checkpoint_dir, tmp_path, capsys, tiny_vocab):
     import torch
 
-    from hierattn.checkpoint import CheckpointError, save_checkpoint
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.writing import save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model
     from tests.test_hostile_input import cli_fails

@@ -10,7 +10,7 @@ import torch
 from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.evaluation import evaluate_split, label_map
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.builtin import load_builtin, sample_documents
 from hierattn.data.split import stratified_split
 from hierattn.home import list_checkpoints

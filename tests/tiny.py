@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from hierattn.checkpoint import save_checkpoint
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.models import build_model, sized_for_text
 from tests.models.tiny_transformers import save_tiny

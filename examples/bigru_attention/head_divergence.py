@@ -17,7 +17,7 @@ import random
 import torch
 
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
 

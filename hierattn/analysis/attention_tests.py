@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from hierattn.analysis.eraser import output_distributions
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import ATTENTION
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import torch
 
 from hierattn.analysis.eraser import WORD_UNITS, keeping, output_distributions, unit_count
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document
 from hierattn.models.intervention import (

@@ -25,7 +25,7 @@ from hierattn.analysis.attribution import (
 )
 from hierattn.analysis.eraser import SENTENCE_UNITS, WORD_UNITS
 from hierattn.analysis.shapley import EXACT_SENTENCES, SHAP_MAX_PASSES, sentence_shap
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.text import Document
 
 # Leave-one-out costs one forward pass per word: 14 s for a 1,073-word document with bbc-news-hcan

@@ -46,7 +46,7 @@ from hierattn.analysis.attribution_methods import (
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import Explanation
 from hierattn.analysis.faithfulness import STRUCTURAL, sentence_even_scores, sentence_even_weights
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import ATTENTION, SENTENCE, WORD
 
 LEVELS = (WORD, SENTENCE)

@@ -16,7 +16,7 @@ import numpy as np
 
 from hierattn.analysis.battery import LEVELS, divergence_from_even, document_battery
 from hierattn.analysis.explain import explained
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import ATTENTION
 
 

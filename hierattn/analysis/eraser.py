@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, Sentence
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import torch
 
 from hierattn.card import recorded_hardware
-from hierattn.checkpoint import Classifier, load_classifier
+from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.batches import streamed_batches
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import SEED, stratified_split

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from hierattn.analysis.metrics import GROUP_AXES, attention_metrics, real_matrices, shown_columns
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize

@@ -35,7 +35,7 @@ from hierattn.analysis.attribution_methods import methods_of
 from hierattn.analysis.compare import importance, spearman
 from hierattn.analysis.eraser import WORD_UNITS, output_distributions
 from hierattn.analysis.explain import Explanation
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.text import Document, Sentence
 
 STRUCTURAL = "sentence attention × even words"  # the two-level ranking with the word level spread evenly

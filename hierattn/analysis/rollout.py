@@ -21,7 +21,7 @@ from dataclasses import replace
 import torch
 
 from hierattn.analysis.explain import Explanation
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import AttentionMap
 from hierattn.data.batches import encode_documents
 from hierattn.models.intervention import attention_override

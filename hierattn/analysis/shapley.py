@@ -25,7 +25,7 @@ import torch
 
 from hierattn.analysis.attribution import PER_PASS, Attribution, occlusion, removal_output
 from hierattn.analysis.eraser import SENTENCE_UNITS, unit_count
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.text import Document
 
 SHAP = "KernelSHAP"

@@ -36,7 +36,7 @@ import torch
 from hierattn.analysis import metrics
 from hierattn.analysis.explain import map_title
 from hierattn.analysis.metrics import BANDWIDTHS, even_spread, metric_columns, named, names
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import AttentionMap
 from hierattn.data.batches import streamed_batches
 

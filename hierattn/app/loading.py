@@ -9,7 +9,9 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import Explanation, explain
 from hierattn.app.process import process_wide
-from hierattn.checkpoint import CheckpointError, Classifier, load_classifier
+from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.home import all_checkpoints, checkpoint_roots
 from hierattn.limits import EXPLANATION_MEMORY_MB, MODEL_MEMORY_MB
 

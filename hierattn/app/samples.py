@@ -6,7 +6,8 @@ import json
 
 import streamlit as st
 
-from hierattn.checkpoint import Classifier, read_heldout
+from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.reading import read_heldout
 from hierattn.data.builtin import BUILTIN, sample_documents
 from hierattn.data.dataset import DataError
 from hierattn.home import checkpoint_root

@@ -113,7 +113,7 @@ def suggest_run_name(dataset_name: str, model_type: str) -> str:
 
 
 def device_label() -> str:
-    from hierattn.checkpoint import best_device
+    from hierattn.checkpoint.classifier import best_device
     from hierattn.training.loop import hardware
 
     device = best_device()

@@ -52,7 +52,8 @@ def add_erasure(commands) -> None:
 
 def run(args) -> int:
     from hierattn.analysis.battery_split import evenly_spaced, split_battery
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
     from hierattn.home import find_checkpoint
@@ -93,7 +94,8 @@ def run(args) -> int:
 
 def spread(args) -> int:
     from hierattn.analysis.battery_split import pooling_spread
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
     from hierattn.home import find_checkpoint
@@ -130,7 +132,8 @@ def spread(args) -> int:
 def erasure(args) -> int:
     from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.faithfulness import split_erasure
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
     from hierattn.home import find_checkpoint

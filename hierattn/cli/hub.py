@@ -29,7 +29,9 @@ def add_fetch(commands) -> None:
 
 
 def fetch(args) -> int:
-    from hierattn.checkpoint import CheckpointError, load_classifier, refuse_to_replace, write_card
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import load_classifier
+    from hierattn.checkpoint.writing import refuse_to_replace, write_card
     from hierattn.home import checkpoint_root
 
     name = args.name or args.repo.rstrip("/").split("/")[-1]

@@ -42,7 +42,8 @@ def add_card(commands) -> None:
 
 def cards(args) -> int:
     from hierattn.analysis.evaluation import expand
-    from hierattn.checkpoint import CheckpointError, write_card
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.writing import write_card
 
     paths = expand(args.checkpoints)
     if not paths:
@@ -75,7 +76,8 @@ def add_explain(commands) -> None:
 
 def explain(args) -> int:
     from hierattn.analysis.explain import ExplainError, explain
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.home import find_checkpoint
 
     try:
@@ -110,7 +112,7 @@ def add_evaluate(commands) -> None:
 
 def evaluate(args) -> int:
     from hierattn.analysis.evaluation import evaluate_checkpoints, expand, markdown
-    from hierattn.checkpoint import CheckpointError
+    from hierattn.checkpoint.format import CheckpointError
     from hierattn.data.builtin import load_builtin
     from hierattn.data.dataset import DataError
     from hierattn.data.tables import load_table
@@ -142,7 +144,7 @@ def _split_statistics(checkpoint: str, dataset: str | None, split: str, document
     """(classifier, data set name, statistics rows) for ``documents`` spread through a split."""
     from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.stats import split_statistics
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
     from hierattn.home import find_checkpoint
@@ -180,7 +182,7 @@ def add_stats(commands) -> None:
 
 def stats(args) -> int:
     from hierattn.analysis.stats import summary, versus
-    from hierattn.checkpoint import CheckpointError
+    from hierattn.checkpoint.format import CheckpointError
     from hierattn.data.dataset import DataError
 
     level = None if args.level == "all" else args.level
@@ -310,7 +312,8 @@ def tour_rates(args) -> int:
     from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.tour import record
     from hierattn.analysis.tour.steps import STEPS
-    from hierattn.checkpoint import CheckpointError, load_classifier
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.data.builtin import load_builtin
     from hierattn.data.split import stratified_split
     from hierattn.home import checkpoint_root

@@ -109,7 +109,8 @@ def train(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     dataset = PRESETS[args.preset].dataset if args.preset else args.dataset
-    from hierattn.checkpoint import CheckpointError, refuse_to_replace
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.writing import refuse_to_replace
     from hierattn.home import checkpoint_root
     from hierattn.training.run_names import JobError, validate_run_name
 
@@ -227,7 +228,8 @@ def _cache_for(args, text_config, main: bool = True):
 
 
 def train_corpus(args) -> int:
-    from hierattn.checkpoint import CheckpointError, refuse_to_replace
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.writing import refuse_to_replace
     from hierattn.data.dataset import DataError
     from hierattn.home import checkpoint_root
     from hierattn.training.corpus import init_world, train_corpus
@@ -325,7 +327,9 @@ def record_baselines(args) -> int:
     import os
 
     from hierattn.analysis.evaluation import expand
-    from hierattn.checkpoint import CheckpointError, load_classifier, write_card
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import load_classifier
+    from hierattn.checkpoint.writing import write_card
     from hierattn.data.builtin import BUILTIN, load_builtin
     from hierattn.data.files import read_bytes
     from hierattn.data.split import prepare

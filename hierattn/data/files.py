@@ -1,5 +1,5 @@
 """Reading a file named by a user or a checkpoint, never more than a limit and never blocking; and
-the file-system steps of writing a checkpoint folder atomically (``checkpoint.save_checkpoint``).
+the file-system steps of writing a checkpoint folder atomically (``checkpoint.writing.save_checkpoint``).
 
 A path can name a device (``/dev/zero`` never ends), a FIFO (a read waits forever, and holds every
 lock its reader holds), a directory, or a huge file. Every file the app or the command line reads

@@ -31,7 +31,7 @@ from hierattn.analysis.battery_split import bootstrap, evenly_spaced, pooling_sp
 from hierattn.analysis.compare import importance
 from hierattn.analysis.eraser import WORD_UNITS
 from hierattn.analysis.explain import explained
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 
 RANKED_DOCUMENTS = {"tweets": 200, "bbc-news": 50}  # documents spread through the test split for the taus
 MAX_LOO_WORDS = 100  # leave-one-out over a random sample of this many words in a longer document

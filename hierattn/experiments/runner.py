@@ -43,7 +43,7 @@ def run_seed(experiment: Experiment, seed: int, results: Path = RESULTS, runs: P
              budget: str = "full") -> SeedResult:
     """Train, test and record one seed of ``experiment``; returns what was recorded."""
     from hierattn.analysis.evaluation import evaluate_split
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.training.in_memory import train
 
     data = _prepared(experiment.dataset, experiment.text)

@@ -37,7 +37,7 @@ import torch
 import torch.distributed as dist
 from safetensors.torch import load_file, save_file
 
-from hierattn.checkpoint import save_checkpoint
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.files import fsync
 from hierattn.data.split import stratified_split
 from hierattn.models import REGISTRY, build_model, sized_for_text

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import torch
 
-from hierattn.checkpoint import HELDOUT_MB, best_device, save_checkpoint
+from hierattn.checkpoint.classifier import best_device
+from hierattn.checkpoint.format import HELDOUT_MB
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.contract import Batch
 from hierattn.data.batches import bucketed_batches
 from hierattn.data.builtin import BUILTIN
@@ -127,7 +129,7 @@ def _base_model(start_from: str) -> dict:
 def started_from(folder: str, model_type: str, labels: list[str]):
     """(model, vocabulary) to fine-tune: the checkpoint at ``folder`` opened as the app opens one
     (within its limits, nothing in it run), with a head for ``labels`` (``ModelSpec.relabel``)."""
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
 
     base = load_classifier(folder, device="cpu")
     relabel = REGISTRY[base.model_type].relabel

@@ -14,7 +14,7 @@ import torch
 from hierattn.analysis import attribution, shapley
 from hierattn.analysis.eraser import keeping
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.batches import encode_documents
 from hierattn.models.intervention import embedding_lookups, embedding_replaced
 from tests.conftest import REPO

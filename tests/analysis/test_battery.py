@@ -23,7 +23,8 @@ from hierattn.analysis.battery_split import bootstrap, evenly_spaced, split_batt
 from hierattn.analysis.compare import importance
 from hierattn.analysis.explain import explain
 from hierattn.analysis.rollout import GRADIENT_WEIGHTED, beside_raw, rollout
-from hierattn.checkpoint import Classifier, load_classifier
+from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.contract import WORD, AttentionMap
 from hierattn.data.text import TextConfig, Vocab, tokenize
 from hierattn.models.common import classification_output, flatten_words

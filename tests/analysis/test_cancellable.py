@@ -8,7 +8,7 @@ import pytest
 from hierattn.analysis.explain import explain
 from hierattn.analysis.faithfulness import erasure_curves
 from hierattn.analysis.shapley import sentence_table
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 
 TEXT = ("The striker scored twice in the final. The crowd sang until midnight. "
         "The coach praised the defence. Fans queued for tickets all week.")

@@ -81,7 +81,7 @@ def _planted(previous_at: tuple[int, int], sink_at: tuple[int, int]):
 
 def test_planted_heads_are_read_as_the_loops_read_them(tmp_path):
     from hierattn.analysis.heads import layered_map
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from tests.models.tiny_transformers import save_tiny
 
     classifier = load_classifier(save_tiny("bert", tmp_path / "bert", layers=3), device="cpu")
@@ -112,7 +112,7 @@ def test_planted_heads_are_read_as_the_loops_read_them(tmp_path):
 def test_special_tokens_kept_as_columns_and_left_out_agree(tmp_path):
     """The word map with its special tokens as columns sums to 1 a row; leaving those columns out
     and renormalising each row gives the word map the model reports (``subword_maps.aggregate``)."""
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from tests.models.tiny_transformers import save_tiny
 
     classifier = load_classifier(save_tiny("bert", tmp_path / "bert", layers=2, heads=2), device="cpu")

@@ -12,7 +12,7 @@ from hierattn.analysis.compare import (
     word_self_attention,
 )
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.text import TextConfig
 
 DOC = "The market rallied today. Shares in the bank rose sharply! Investors cheered the results."

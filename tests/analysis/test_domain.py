@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from hierattn.analysis import domain
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.builtin import load_builtin
 from hierattn.data.split import stratified_split
 from hierattn.data.text import tokenize

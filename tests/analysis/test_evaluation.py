@@ -112,7 +112,7 @@ def test_per_class_report_and_confusion_by_hand():
 
 def test_evaluate_split_predicts_every_document_of_the_split(toy_checkpoints):
     from hierattn.analysis.evaluation import evaluate_split
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from hierattn.data.split import stratified_split
 
     root, data = toy_checkpoints
@@ -133,7 +133,7 @@ def test_evaluate_split_refuses_other_classes(toy_checkpoints):
     from dataclasses import replace
 
     from hierattn.analysis.evaluation import LabelMismatch, evaluate_split
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
 
     root, data = toy_checkpoints
     other = replace(data.dataset, label_names=["spam", "ham"])

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from hierattn.analysis.explain import ExplainError, explain, metrics_table
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.cli import main
 
 

@@ -11,7 +11,7 @@ from hierattn.analysis.faithfulness import (
     split_erasure,
     without,
 )
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import tokenize
 

@@ -7,7 +7,8 @@ import torch
 
 from hierattn.analysis import heads
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import load_classifier, save_checkpoint
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.subwords import SubwordVocab
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model

@@ -10,7 +10,7 @@ from hierattn.analysis import battery, rollout
 from hierattn.analysis.attribution import gradient_times_input
 from hierattn.analysis.explain import explain
 from hierattn.analysis.faithfulness import erasure_curves
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 
 TEXTS = [
     "I loved this film. The acting was great and the story moved me!",

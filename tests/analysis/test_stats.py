@@ -19,7 +19,8 @@ from hierattn.analysis.stats import (
     versus,
     with_even_spread,
 )
-from hierattn.checkpoint import load_classifier, save_checkpoint
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.cli import main
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model
@@ -250,7 +251,7 @@ def test_many_groups_read_one_row_each(checkpoint_dir):
     """The statistics table gives each map and head one row of seven columns (with a column per map
     and head, HCAN's ran 48 columns wide)."""
     from hierattn.analysis.stats import split_statistics, table2, table2_by_group
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
 
     classifier = load_classifier(checkpoint_dir / "tiny-hcan", device="cpu")
     rows = split_statistics(classifier, ["The team won the cup final. Fans sang all night long.",

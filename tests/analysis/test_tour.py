@@ -11,7 +11,7 @@ from hierattn.analysis.tour.diagonal_or_columnar import MatrixShape, matrix_shap
 from hierattn.analysis.tour.han_and_hcan import han_hcan_verdict
 from hierattn.analysis.tour.target_attention import Concentration, concentration, concentration_verdict
 from hierattn.analysis.tour.two_self_attentions import branch_contrast, branch_verdict
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 
 TEXT = "The striker scored twice today. The team won the cup final on Sunday! Fans cheered and sang."
 LONG = ("The market rallied today after the bank reported its results for the year. Shares in the bank rose "
@@ -136,7 +136,7 @@ def _claims_it(text: str) -> bool:
 def _four_head_hcan(tmp_path, tiny_vocab):
     """An untrained HCAN with 4 heads a branch: 35 splits of its heads, so step 2 can reach p <= 0.05
     (with 2 heads a branch there are 3 splits, and no p-value below 1/3)."""
-    from hierattn.checkpoint import save_checkpoint
+    from hierattn.checkpoint.writing import save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model
     from tests.tiny import LABELS

@@ -123,7 +123,7 @@ def test_step_1_judges_each_head_so_averaging_cannot_hide_a_focused_one(tmp_path
     """One head puts its weight on one word, three spread evenly: averaged, the top tenth holds a
     quarter and no more; judged per head, head 2 holds it. Even heads never do."""
     from hierattn.analysis.explain import explain
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from tests.analysis.test_tour import LONG, _four_head_hcan
 
     ex = explain(load_classifier(_four_head_hcan(tmp_path, tiny_vocab) / "hcan-4", device="cpu"), LONG)
@@ -172,7 +172,7 @@ def test_on_the_shipped_maps_permuted_as_each_null_permutes_them():
     from hierattn.analysis.battery_split import evenly_spaced
     from hierattn.analysis.explain import explain, head_axis
     from hierattn.app.samples import split_part
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from tests.conftest import REPO
 
     texts = evenly_spaced(split_part("tweets", "test")[0], 150)

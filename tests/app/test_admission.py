@@ -7,7 +7,7 @@ import threading
 import time
 
 from hierattn.app.admission import FLOOR, PEAK_PER_CELL, Admission, PageRuns, predicted_bytes
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.home import checkpoint_root
 from hierattn.models.footprint import attention_cells
 

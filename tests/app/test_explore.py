@@ -327,7 +327,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
 
     import torch
 
-    from hierattn.checkpoint import save_checkpoint
+    from hierattn.checkpoint.writing import save_checkpoint
     from hierattn.data.text import TextConfig
     from hierattn.models import build_model, sized_for_text
     from tests.tiny import LABELS
@@ -476,7 +476,7 @@ def test_a_model_read_far_beyond_the_lengths_its_paper_tested_says_so(checkpoint
     import shutil
 
     from hierattn.app.loading import untested_length
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
     from tests.conftest import edit_config
 
     root = tmp_path / "checkpoints"

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from hierattn.app import loading, process, tasks, train_form
-from hierattn.checkpoint import CheckpointError
+from hierattn.checkpoint.format import CheckpointError
 
 
 def _clear_cache_message() -> None:

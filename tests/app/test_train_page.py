@@ -6,7 +6,7 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.home import list_checkpoints
 from hierattn.training.run_names import JobError, validate_run_name
 from tests.app.test_explore import APP

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from hierattn.checkpoint import CheckpointError, load_classifier
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.tokenizer_rules import tokenizer_problem
 from hierattn.home import checkpoint_root
 from tests.models.tiny_transformers import FAMILIES, save_tiny

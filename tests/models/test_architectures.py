@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import TextConfig, Vocab, tokenize
 from hierattn.models import build_model, display_name, sized_for_text

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hierattn.checkpoint import load_classifier, save_checkpoint
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.contract import Batch
 from hierattn.data.text import TextConfig
 from hierattn.models import REGISTRY, build_model, display_name, model_config_dict

@@ -7,7 +7,8 @@ import math
 
 import torch
 
-from hierattn.checkpoint import load_classifier, save_checkpoint
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.text import TextConfig
 from hierattn.models import build_model, model_config_dict
 from hierattn.models.layers import ConvMultiHeadTargetAttention

@@ -7,7 +7,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.home import checkpoint_root
 from tests.conftest import REPO, shown
 from tests.models.tiny_transformers import wordpiece

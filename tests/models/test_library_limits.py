@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import CheckpointError, card, load_classifier
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import card
 from hierattn.limits import EXPLANATION_CELLS
 from hierattn.models.library_limits import config_number_problem, fitting_window
 from tests.models.tiny_transformers import save_tiny

@@ -11,7 +11,9 @@ import textwrap
 
 import pytest
 
-from hierattn.checkpoint import CheckpointError, load_classifier, save_checkpoint
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import save_checkpoint
 from hierattn.data.text import TextConfig
 from hierattn.models import BUILT_IN, REGISTRY, build_from_spec, plugins
 from hierattn.models.plugins import PluginError, specs_in_file

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.models import pretrained
 
 

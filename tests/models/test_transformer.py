@@ -11,7 +11,9 @@ import torch
 from hierattn.analysis.attribution import gradient_times_input
 from hierattn.analysis.battery import document_battery
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import CheckpointError, card, load_classifier
+from hierattn.checkpoint.format import CheckpointError
+from hierattn.checkpoint.reading import load_classifier
+from hierattn.checkpoint.writing import card
 from hierattn.contract import Pieces
 from hierattn.models.intervention import attention_override
 from hierattn.models.subword_maps import aggregate, maps

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from hierattn.checkpoint import HELDOUT, read_heldout
+from hierattn.checkpoint.format import HELDOUT
+from hierattn.checkpoint.reading import read_heldout
 from hierattn.data.dataset import Dataset
 from hierattn.data.formats import decode_markup
 from hierattn.data.split import prepare

@@ -27,7 +27,7 @@ def _train_in_process(cache, out, batch_size=8, **kwargs):
 
 def test_corpus_training_validates_every_n_documents_and_the_checkpoint_explains(cache_root, tmp_path):
     from hierattn.analysis.explain import explain
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
 
     cache = CachedCorpus(build_cache(open_corpus(CORPORA / "ag_news_csv"), TextConfig(), processes=1).path)
     metrics = _train_in_process(cache, tmp_path / "ag", validate_every=40)
@@ -113,7 +113,7 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(cache_r
     assert two.stdout.count("validation 1 after") == 1  # rank 0 alone logs
     assert not (tmp_path / "two").with_name(".two.resume.safetensors").exists()
     from hierattn.analysis.explain import explain
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
 
     explained = explain(load_classifier(tmp_path / "two"), "The striker scored.\nThe coach smiled.")
     assert explained.label in ["World", "Sports", "Business", "Sci/Tech"] and len(explained.document.sentences) == 2

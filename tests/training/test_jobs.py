@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.dataset import Dataset
 from hierattn.data.text import TextConfig
 from hierattn.training.jobs import make_job, stop_all

@@ -2,7 +2,7 @@ import threading
 
 import pytest
 
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig

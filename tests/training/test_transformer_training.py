@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from tests.models.tiny_transformers import save_tiny
 from tests.training.test_training import _toy
 

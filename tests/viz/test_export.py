@@ -12,7 +12,7 @@ import pytest
 
 from hierattn import viz
 from hierattn.analysis.explain import explain, map_title, metrics_table
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.viz import export
 
 TEXT = "The striker scored twice. <b>The team</b> won the cup final on Sunday! Fans cheered."

@@ -6,7 +6,7 @@ import plotly.colors
 
 from hierattn import viz
 from hierattn.analysis.explain import explain
-from hierattn.checkpoint import load_classifier
+from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.text import TextConfig, tokenize
 from hierattn.viz.html import even_word_weight
 from tests.conftest import REPO
@@ -90,7 +90,7 @@ def test_unknown_words_read_on_any_shade_and_the_heaviest_unknown_word_is_named(
     at every shade; when the heaviest word is one the model read as <unk>, Explore says so."""
     from hierattn.analysis.explain import explain
     from hierattn.app.panels.shading import Shading, _heaviest_unknown
-    from hierattn.checkpoint import load_classifier
+    from hierattn.checkpoint.reading import load_classifier
 
     ex = explain(load_classifier(checkpoint_dir / "tiny-han", device="cpu"), "The zzqx team won. Fans cheered!")
     flags = [f for fs in ex.unknown for f in fs]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hierattn.analysis.explain import ExplainError, explain
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 
 PICKS = ("strongest", "typical", "weakest")
 MAX_UNKNOWN = 0.1  # a showcase document: at most this share of its words unknown to the model(s)

@@ -9,7 +9,7 @@ from hierattn.analysis import compare
 from hierattn.analysis.explain import Explanation
 from hierattn.app.downloads import chart, table_downloads
 from hierattn.app.widgets import head_picker
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 
 
 def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Classifier]) -> None:

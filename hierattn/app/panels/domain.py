@@ -7,7 +7,7 @@ from pathlib import Path
 from hierattn import viz
 from hierattn.analysis import domain
 from hierattn.analysis.explain import Explanation
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.builtin import BUILTIN
 from hierattn.data.split import stratified_split
 

@@ -19,7 +19,7 @@ from hierattn.app.loading import checkpoint_key
 from hierattn.app.panels.shading import Shading
 from hierattn.app.tasks import computed
 from hierattn.app.widgets import asked_for, documents_count, keep_valid
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 
 CONVERGED = 0.05  # Integrated Gradients' relative delta under which its scores are read as complete
 

@@ -159,7 +159,8 @@ def _start_from(where, model_type: str) -> str:
     fine-tune (its tokenizer and weights kept, a new head for your labels), or none."""
     if REGISTRY[model_type].relabel is None:
         return ""
-    from hierattn.checkpoint import CheckpointError, described
+    from hierattn.checkpoint.format import CheckpointError
+    from hierattn.checkpoint.reading import described
     from hierattn.home import all_checkpoints
 
     def of_this_type(path) -> bool:

@@ -14,7 +14,7 @@ from hierattn.app.downloads import chart
 from hierattn.app.loading import checkpoint_key
 from hierattn.app.tasks import computed
 from hierattn.app.widgets import asked_for, documents_count
-from hierattn.checkpoint import Classifier
+from hierattn.checkpoint.classifier import Classifier
 
 
 def _figure(value) -> str:

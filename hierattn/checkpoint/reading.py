@@ -1,218 +1,30 @@
-"""Checkpoints: ``config.json`` + ``model.safetensors`` + ``vocab.json`` + ``metrics.json``.
-
-Written atomically (a temporary sibling directory, then a rename, or on Linux an atomic exchange
-with the old directory) and read with safetensors only: a checkpoint can never execute code, a
-half-written one is never seen, and a process killed at any instant of a save leaves either the
-old checkpoint or the new one in place. Other files in a checkpoint directory (a ``.pt`` pickle,
-say) are never opened. See docs/RELIABILITY.md.
+"""Reading a checkpoint folder into a ready ``Classifier``: ours, or another library's (a Hugging
+Face classifier's), every file judged within the limits (``hierattn.limits``, ``hierattn.budget``)
+before it is trusted: the JSON files by size and type, the model by its config before it is built at
+size, the weights by their header before a tensor is read, and no link that leads out of the folder.
+Every failure is a ``CheckpointError`` naming the checkpoint.
 """
 from __future__ import annotations
 
-import errno
 import json
-import math
-import os
-import shutil
-import tempfile
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
 
 from hierattn import budget, limits
-from hierattn.card import model_card
-from hierattn.data.files import NotAFile, exchange, fsync, is_replaceable, read_bytes, remove_stale_temporaries
+from hierattn.checkpoint.classifier import Classifier, best_device
+from hierattn.checkpoint.format import FILES, FORMAT_VERSION, HELDOUT, CheckpointError
+from hierattn.data.files import NotAFile, read_bytes
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.home import inside
 from hierattn.limits import LimitExceeded
-from hierattn.models import (
-    BUILT_IN,
-    REGISTRY,
-    build_model,
-    display_name,
-    legacy_config,
-    model_config_dict,
-    plugins,
-    text_problem,
-)
+from hierattn.models import BUILT_IN, REGISTRY, build_model, legacy_config, plugins, text_problem
 from hierattn.models.footprint import parameter_count
-from hierattn.models.intervention import observe_embedding
 from hierattn.models.spec import ModelSpec
 
-FORMAT_VERSION = 1
-FILES = ("config.json", "model.safetensors", "vocab.json", "metrics.json", "README.md")  # README.md: the card
-HELDOUT = "heldout.json"  # optional: the held-out documents of a model trained on your own data
-HELDOUT_MB = 4.0  # what a checkpoint keeps of them (validation and test together)
 
-
-class CheckpointError(ValueError):
-    """A checkpoint is missing, corrupted or does not match its config; the message says which."""
-
-
-def best_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-@dataclass
-class Classifier:
-    """A loaded model in eval mode with everything needed to read raw text."""
-
-    name: str
-    model: torch.nn.Module
-    model_type: str
-    vocab: Vocab
-    labels: list[str]
-    text_config: TextConfig
-    metrics: dict
-    dataset: str | None
-    device: torch.device
-
-    def __post_init__(self):  # before it is shared: gradient × input reads its lookups per call
-        observe_embedding(self.model)
-
-    @property
-    def spec(self):
-        """The model type's ``ModelSpec`` (its paper name, knobs, what its maps mean)."""
-        return REGISTRY[self.model_type]
-
-    @property
-    def display_name(self) -> str:
-        """The papers' name for this model and config ("HCAN (flat)", "MahNN-rv")."""
-        return display_name(self.model_type, model_config_dict(self.model))
-
-    @property
-    def plugin(self) -> str | None:
-        """Where a plug-in's model type comes from ("plug-in file x.py"); None for a built-in one."""
-        return plugins.describe(self.spec) if self.spec.plugin is not None else None
-
-    @property
-    def memory_bytes(self) -> int:
-        """What holding it costs, roughly: its parameters and buffers, and its vocabulary as a Python
-        list and dict (about 150 bytes a word)."""
-        tensors = list(self.model.parameters()) + list(self.model.buffers())
-        return sum(t.numel() * t.element_size() for t in tensors) + 150 * len(self.vocab)
-
-    @property
-    def window(self) -> int | None:  # the most subword tokens a model of its own tokenizer reads at once
-        return getattr(self.vocab, "window", None)
-
-    @property
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
-
-
-def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: str, vocab: Vocab,
-                    labels: list[str], text_config: TextConfig, metrics: dict, dataset: str | None = None,
-                    dtype: torch.dtype = torch.float16, heldout: dict | None = None) -> Path:
-    """Write a checkpoint directory atomically. Weights are stored as ``dtype`` (fp16 keeps it small).
-    ``heldout``: {"validation" | "test": [[text, label], ...]}, held-out documents of a data set of
-    your own, kept as ``heldout.json`` so the pages can sample, evaluate and describe it."""
-    directory = Path(directory)
-    try:
-        directory.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CheckpointError(f"cannot create {directory.parent}: {exc.strerror or exc}") from None
-    refuse_to_replace(directory)
-    remove_stale_temporaries(directory)
-    config = {
-        "format_version": FORMAT_VERSION,
-        "model_type": model_type,
-        "model_config": model_config_dict(model),
-        "labels": list(labels),
-        "text": asdict(text_config),
-        "dataset": dataset,
-    }
-    if model_type in REGISTRY and REGISTRY[model_type].plugin is not None:
-        config["plugin"] = plugins.checkpoint_record(REGISTRY[model_type])  # named, never imported, on load
-    form = REGISTRY[model_type].folder if model_type in REGISTRY else None
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    try:
-        if form is not None:  # another library's folder (a Hugging Face classifier's)
-            form.write(tmp, model, vocab, labels, asdict(text_config), dataset, dtype)
-        else:
-            tensors = {k: v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
-                       for k, v in model.state_dict().items()}
-            save_file(tensors, tmp / "model.safetensors")
-            (tmp / "config.json").write_text(json.dumps(config, indent=2))
-            vocab.save(tmp / "vocab.json")
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2))
-        (tmp / "README.md").write_text(card(tmp, directory.name))
-        if heldout:
-            (tmp / HELDOUT).write_text(json.dumps(heldout, ensure_ascii=False))
-        # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
-        for f in tmp.iterdir():
-            os.chmod(f, 0o644)
-            fsync(f)
-        os.chmod(tmp, 0o755)
-        if directory.exists():
-            if exchange(tmp, directory):  # one atomic step: the old checkpoint is now at tmp
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:  # no atomic exchange here: move the old one aside, then the new one in
-                old = directory.with_name(f".{directory.name}.old")
-                shutil.rmtree(old, ignore_errors=True)
-                os.replace(directory, old)
-                os.replace(tmp, directory)
-                shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, directory)
-    except (OSError, SafetensorError) as exc:  # safetensors reports its I/O errors as its own type
-        shutil.rmtree(tmp, ignore_errors=True)
-        disk_full = getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
-        reason = "the disk is full" if disk_full else (getattr(exc, "strerror", None) or str(exc))
-        left = "the previous checkpoint is unchanged" if directory.exists() else "nothing was written"
-        raise CheckpointError(f"could not write {directory.name}: {reason}; {left}") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return directory
-
-
-def card(directory: Path, name: str | None = None) -> str:
-    """The checkpoint card (``hierattn.card``) of a checkpoint folder, from its config.json and
-    metrics.json, the weights' file size and, where metrics.json lacks it, the parameter count in
-    the safetensors header (the weights and the vocabulary are not read)."""
-    directory = Path(directory)
-    config = _read_json(directory / "config.json")
-    metrics = _read_json(directory / "metrics.json") if (directory / "metrics.json").exists() else {}
-    if not isinstance(config, dict) or not isinstance(metrics, dict):
-        raise CheckpointError(f"{directory.name}: config.json or metrics.json is not a JSON object")
-    metrics = budget.typed_metrics(metrics)
-    config = described(directory, config)
-    weights = directory / "model.safetensors"
-    if "num_parameters" not in metrics and weights.is_file():
-        with safe_open(weights, "pt") as f:
-            metrics = {**metrics, "num_parameters": sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())}
-    model_type, model_config = config.get("model_type"), config.get("model_config") or {}
-    spec = REGISTRY.get(model_type)
-    return model_card(name or directory.name, config, metrics, display_name(model_type, model_config),
-                      spec.label if spec else f"model type {model_type}", spec.maps if spec else "",
-                      plugins.valid_record(config.get("plugin")), weights.stat().st_size if weights.is_file() else None)
-
-
-def write_card(directory: str | Path) -> Path:
-    """(Re)write a checkpoint's README.md from its other files, atomically; returns its path."""
-    directory = Path(directory)
-    if not (directory / "config.json").is_file() or directory.is_symlink():
-        raise CheckpointError(f"{directory} is not a checkpoint directory")
-    text = card(directory)
-    tmp = directory / ".README.md.tmp"
-    tmp.write_text(text)
-    os.chmod(tmp, 0o644)
-    fsync(tmp)
-    os.replace(tmp, directory / "README.md")
-    return directory / "README.md"
-
-
-def refuse_to_replace(directory: Path) -> None:
-    """CheckpointError unless ``directory`` is new or one of our checkpoints."""
-    directory = Path(directory)
-    if directory.is_symlink() or (directory.exists() and not is_replaceable(directory)):
-        raise CheckpointError(f"{directory} exists and is not a checkpoint directory; refusing to replace it")
-
-
-def _read_json(path: Path):
+def read_json(path: Path):
     """A checkpoint's JSON file, read within ``limits.JSON_MB`` and only if it is a regular file
     (a FIFO or a device named metrics.json is refused, never waited on)."""
     try:
@@ -239,12 +51,12 @@ def check_budget(directory: Path, config: dict) -> None:
 
 def described(directory: Path, config: dict | None = None) -> dict:
     """A checkpoint's config.json in our terms: ours as it is, another library's as its spec says."""
-    config = _read_json(Path(directory) / "config.json") if config is None else config
+    config = read_json(Path(directory) / "config.json") if config is None else config
     spec = folder_spec(config)
     if spec is None:
         return config
     try:
-        return spec.folder.describe(Path(directory), config, _read_json)
+        return spec.folder.describe(Path(directory), config, read_json)
     except CheckpointError:
         raise
     except ValueError as exc:  # a config.json beyond the limits, said before the library read it
@@ -262,7 +74,7 @@ def folder_spec(config) -> ModelSpec | None:
 def _load_folder(directory: Path, config: dict, spec: ModelSpec, device) -> Classifier:
     """A folder another library wrote, within the limits of ours; nothing in it is imported or run."""
     form = spec.folder
-    ours = form.ours(directory, _read_json)
+    ours = form.ours(directory, read_json)
     text = ours.get("text") if isinstance(ours, dict) and isinstance(ours.get("text"), dict) else {}
     problem = form.problem(directory, config) or budget.files_problem(directory) or budget.text_problem(text)
     if problem:
@@ -274,7 +86,7 @@ def _load_folder(directory: Path, config: dict, spec: ModelSpec, device) -> Clas
     prefix, optional = form.layout(directory, model)
     _load_weights(directory, model, prefix, optional)
     model.untrained_head = form.untrained_head(model, bool(optional))
-    metrics = budget.typed_metrics(_read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
+    metrics = budget.typed_metrics(read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
         else {}
     device = torch.device(device) if device is not None else best_device()
     model.to(device).eval()
@@ -298,7 +110,7 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
     if not directory.is_dir():
         raise CheckpointError(f"{directory} is not a checkpoint directory")
     _refuse_links_out(directory)
-    config = _read_json(directory / "config.json")
+    config = read_json(directory / "config.json")
     if (spec := folder_spec(config)) is not None:
         return _load_folder(directory, config, spec, device)
     if not isinstance(config, dict) or config.get("format_version") != FORMAT_VERSION:
@@ -314,7 +126,7 @@ def _load(directory: Path, device: str | torch.device | None) -> Classifier:
         raise CheckpointError(f"{directory.name}: vocab.json is missing") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{directory.name}: vocab.json is invalid ({exc})") from None
-    metrics = budget.typed_metrics(_read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
+    metrics = budget.typed_metrics(read_json(directory / "metrics.json")) if (directory / "metrics.json").exists() \
         else {}
     try:
         model_config = {**legacy_config(config["model_type"]), **config["model_config"]}
@@ -350,6 +162,8 @@ def _load_weights(directory: Path, model: torch.nn.Module, prefix: str = "", opt
         raise CheckpointError(problem)
     expected = model.state_dict()
     try:
+        # names and shapes from the header first: a file of a million empty tensors, or of the wrong
+        # model, is refused before any tensor is read (load_file reads them all: 35 s and 1.8 GB)
         with safe_open(path, "pt") as f:
             names = {prefix + k: k for k in f.keys() if not optional or prefix + k in expected}
             shapes = {k: tuple(f.get_slice(stored).get_shape()) for k, stored in names.items() if k in expected}
@@ -389,10 +203,11 @@ def _refuse_links_out(directory: Path) -> None:
 
 
 def read_heldout(directory: str | Path) -> dict[str, list[tuple[str, str]]]:
-    """{split: [(text, label), ...]} kept with a checkpoint (within ``limits.JSON_MB``, inside its folder)."""
+    """{split: [(text, label), ...]} kept with a checkpoint (within ``limits.JSON_MB``, from inside its
+    folder only); {} when it has none, or a malformed one."""
     path = Path(directory) / HELDOUT
     try:
-        raw = _read_json(path) if path.is_file() and inside(path, path.parent) else {}
+        raw = read_json(path) if path.is_file() and inside(path, path.parent) else {}
     except CheckpointError:
         return {}
     lists = {k: raw.get(k) for k in ("validation", "test")} if isinstance(raw, dict) else {}
