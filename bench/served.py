@@ -108,10 +108,12 @@ def settled(page, limit: float = 240) -> None:
     raise AssertionError(f"the page never settled in {limit:.0f} s; still showing: {shown!r}")
 
 
-def running(page, limit: float = 60) -> None:
-    """Wait until ``page``'s script is running: a click or a key was received and acted on."""
-    page.wait_for_function("() => document.querySelector('[data-testid=stApp]')?.getAttribute("
-                           "'data-test-script-state') === 'running'", timeout=limit * 1000)
+def choose(page, label: str, option: str, limit: float = 120) -> None:
+    """Pick ``option`` in the select box labelled ``label``, typed into its filter as a visitor with
+    many models does: the open list draws only the options in view."""
+    page.locator("[data-testid=stSelectbox]").filter(has_text=label).first.click(timeout=limit * 1000)
+    page.keyboard.type(option)
+    page.get_by_role("option", name=option, exact=True).first.click(timeout=limit * 1000)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from bench.served import ARRIVE, Served, rss_mb, seconds_to_idle, settled, start_server
+from bench.served import ARRIVE, Served, choose, rss_mb, seconds_to_idle, settled, start_server
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -126,12 +126,6 @@ def _over_budget(out: Path) -> None:
                                      "d": 64}, 80, 50)
     torch.manual_seed(0)
     save_checkpoint(out, build_model("hcan", config), "hcan", vocab, ["a", "b"], TextConfig(80, 50), {})
-
-
-def _choose(page, label: str, option: str) -> None:
-    """Pick ``option`` in the select box labelled ``label``."""
-    page.locator("[data-testid=stSelectbox]").filter(has_text=label).first.click(timeout=120_000)
-    page.get_by_role("option", name=option, exact=True).first.click()
 
 
 def _upload(page, name: str, raw: bytes) -> None:
@@ -398,7 +392,7 @@ def _round(browser, served: Served, models: SoakModels, stays, figures: dict) ->
         leaving.append(page)
     stats = browser.new_context().new_page()
     stats.goto(f"{url}/statistics", **ARRIVE)
-    _choose(stats, "Model", models.hcan)  # starts its split's metrics in the background
+    choose(stats, "Model", models.hcan)  # starts its split's metrics in the background
     progress = stats.get_by_text(re.compile(r"[\d,]+ / [\d,]+ documents"))
     finished = stats.get_by_text(re.compile(r"[\d,]+ matrices, computed in"))  # cached from an earlier round
     try:  # waiting on the bar alone cost a round the whole timeout once the result was cached

@@ -71,6 +71,7 @@ def test_the_train_page_previews_a_bounded_width(train_env):
 
 
 # ---- 4. replacing a checkpoint from the page ---------------------------------------------------
+@pytest.mark.slow  # trains
 def test_a_visitor_never_replaces_a_shipped_or_anothers_checkpoint(train_env):
     """On the previous code, "Replace a checkpoint with this name" turned tweets-han into a
     visitor's 2-epoch Kim CNN. Shipped checkpoints and other visitors' are now never replaced from

@@ -48,6 +48,7 @@ def test_word2vec_initialises_the_known_rows():
         cos(vectors[a] - vectors[found].mean(), vectors[b] - vectors[found].mean(), 0).item(), abs=1e-4)
 
 
+@pytest.mark.slow  # trains
 def test_training_with_word2vec_records_it(tmp_path):
     data = prepare(_toy(), TEXT)
     metrics = train("han", {"embed_dim": 8, "hidden": 4, "attention_dim": 8}, data, TEXT,
@@ -55,6 +56,7 @@ def test_training_with_word2vec_records_it(tmp_path):
     assert metrics["pretrained_words"] > 0 and metrics["train_config"]["embeddings"] == "word2vec"
 
 
+@pytest.mark.slow  # trains
 def test_evaluate_remeasures_test_accuracy(toy_checkpoints):
     root, data = toy_checkpoints
     rows = {r.checkpoint: r for r in evaluate_checkpoints(data.dataset, [root / "cnn", root / "nb"], device="cpu")}
@@ -64,6 +66,7 @@ def test_evaluate_remeasures_test_accuracy(toy_checkpoints):
     assert rows["cnn"].num_parameters > 0 and rows["cnn"].train_ms_per_document > 0
 
 
+@pytest.mark.slow  # trains
 def test_evaluate_command_writes_the_table(toy_checkpoints, tmp_path, monkeypatch, capsys):
     root, data = toy_checkpoints
     csv = tmp_path / "toy.csv"
@@ -110,6 +113,7 @@ def test_per_class_report_and_confusion_by_hand():
     assert wrong["P(true class)"].tolist() == pytest.approx([0.3, 0.2])
 
 
+@pytest.mark.slow  # trains
 def test_evaluate_split_predicts_every_document_of_the_split(toy_checkpoints):
     from hierattn.analysis.evaluation import evaluate_split
     from hierattn.checkpoint.reading import load_classifier
@@ -129,6 +133,7 @@ def test_evaluate_split_predicts_every_document_of_the_split(toy_checkpoints):
     assert [names[t] for t in result.true] == [dataset.label_names[dataset.labels[d]] for d in result.documents]
 
 
+@pytest.mark.slow  # trains
 def test_evaluate_split_refuses_other_classes(toy_checkpoints):
     from dataclasses import replace
 

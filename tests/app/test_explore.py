@@ -39,7 +39,7 @@ def test_explore_hcan_shows_everything(app_env):
     assert at.title[0].value == "Explore attention"
     assert at.selectbox(key="model").options == [
         "tiny-halstm", "tiny-han", "tiny-han-cached", "tiny-hcan", "tiny-hcan-flat-max", "tiny-kimcnn", "tiny-mahnn",
-        "tiny-onlstm", "tiny-sanet", "tiny-tfidf"]
+        "tiny-onlstm", "tiny-sanet", "tiny-tfidf", "tiny-transformer"]
     assert "Prediction" in texts(at)
     assert len(at.get("plotly_chart")) >= 4  # probabilities, heatmap, two distributions
     html = html_blocks(at)[0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from hierattn.app import samples, train_form, visitors
 from hierattn.app.run_policy import JobManager
 from hierattn.data.dataset import Dataset
@@ -32,6 +34,7 @@ def _trained(manager: JobManager, tmp_path, name: str, session: str | None, shar
     return tmp_path / name
 
 
+@pytest.mark.slow  # trains
 def test_a_visitors_held_out_documents_are_shown_to_that_visitor_only(tmp_path, monkeypatch):
     manager = JobManager(present=lambda session: True)
     monkeypatch.setattr(train_form, "job_manager", lambda: manager)

@@ -89,6 +89,7 @@ def test_a_run_marked_to_keep_going_outlives_its_visitor(tmp_path, monkeypatch):
     assert job.stop.is_set() and "visitor left" in job.stopped_because
 
 
+@pytest.mark.slow  # trains
 def test_one_visitor_keeps_at_most_its_share_of_checkpoints(tmp_path, monkeypatch):
     """Visitors' checkpoints had no cap: each one is in every visitor's pickers, and one 20 MB upload
     wrote 51 MB."""

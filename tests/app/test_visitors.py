@@ -6,6 +6,7 @@ from __future__ import annotations
 import secrets
 import time
 
+import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 from streamlit.testing.v1 import AppTest
@@ -55,6 +56,7 @@ def test_a_visitor_is_present_while_any_of_its_tabs_is_open(monkeypatch):
     assert not visitors.present("browser-a") and not visitors.present("browser-b")
 
 
+@pytest.mark.slow  # trains
 def test_a_runs_link_opened_by_another_visitor_watches_and_cannot_cancel(train_env):
     jobs = train_form.job_manager()
     job = jobs.start(_job(train_env, "teachers-run", epochs=200), session="browser-teacher")

@@ -34,6 +34,7 @@ def own_model(train_env):
     return train_env
 
 
+@pytest.mark.slow  # trains
 def test_explore_samples_its_own_held_out_documents(own_model):
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.selectbox(key="model").set_value("mine").run()
@@ -42,6 +43,7 @@ def test_explore_samples_its_own_held_out_documents(own_model):
     assert {o.split(" · ")[1] for o in options[1:5]} == {"pos", "neg"}  # both classes, first
 
 
+@pytest.mark.slow  # trains
 def test_evaluation_runs_on_its_own_data_beside_the_baselines(own_model):
     at = AppTest.from_file(str(REPO / "pages/evaluation.py"), default_timeout=120)
     at.session_state["eval_model"] = "mine"
@@ -54,6 +56,7 @@ def test_evaluation_runs_on_its_own_data_beside_the_baselines(own_model):
     assert [m.value for m in at.metric if m.label == "Documents"] == ["9"]
 
 
+@pytest.mark.slow  # trains
 def test_dataset_statistics_offers_its_own_data(own_model):
     at = AppTest.from_file(str(REPO / "pages/1_statistics.py"), default_timeout=120)
     at.session_state["stats_model"] = "mine"

@@ -178,6 +178,7 @@ def test_the_cli_warns_about_a_broken_plugin_and_goes_on(tmp_path):
     assert len(warnings) == 1 and "ImportError: needs a library this machine lacks" in warnings[0]
 
 
+@pytest.mark.slow  # trains
 def test_the_cli_trains_with_a_plugin_model_it_is_pointed_at(tmp_path):
     rows = [(f"The film was {['great fun', 'a bore'][i % 2]}. Day {i}.", ["pos", "neg"][i % 2]) for i in range(40)]
     csv = tmp_path / "films.csv"

@@ -293,10 +293,10 @@ def test_compare_sets_a_transformer_beside_han(classifier, checkpoint_dir):
 
 
 def test_a_folder_over_the_limits_is_refused_before_its_weights_are_read(folder, monkeypatch):
-    import hierattn.checkpoint as checkpoint
+    from hierattn.checkpoint import reading
 
     monkeypatch.setenv("HIERATTN_MAX_PARAMETERS", "1000")
-    monkeypatch.setattr(checkpoint, "safe_open", lambda *a: pytest.fail("the weights were read"))
+    monkeypatch.setattr(reading, "safe_open", lambda *a: pytest.fail("the weights were read"))
     with pytest.raises(CheckpointError, match="parameters and buffers is .* over the limit of 1,000"):
         load_classifier(folder, device="cpu")
     monkeypatch.delenv("HIERATTN_MAX_PARAMETERS")

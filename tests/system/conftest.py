@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import served
 from bench.served import Served, settled, start_server
 from bench.soak import hostile_folders
 from tests.conftest import CHROMIUM, REPO, require_browser
@@ -53,8 +54,7 @@ def served_app(checkpoint_dir, tiny_vocab, tmp_path_factory) -> Served:
         process, url = start_server(env, log=log, limit=300)
     except RuntimeError as exc:
         pytest.fail(str(exc))
-    served = Served(process, url, root, log)
-    yield served
+    yield Served(process, url, root, log)
     process.send_signal(signal.SIGINT)  # Ctrl-C, as a teacher ends the lecture
     try:
         process.wait(EXIT_WITHIN_S)
@@ -109,8 +109,7 @@ def no_exception(page) -> None:
 
 def choose(page, label: str, option: str) -> None:
     """Pick ``option`` in the select box labelled ``label``, and wait for the page to settle."""
-    page.locator("[data-testid=stSelectbox]").filter(has_text=label).first.click()
-    page.get_by_role("option", name=option, exact=True).first.click()
+    served.choose(page, label, option)
     settle(page)
 
 

@@ -62,6 +62,7 @@ def test_baselines_are_the_largest_class_and_tfidf_on_the_same_split():
     assert "always answering 'pos' scores" in baselines.sentence(0.9, recorded)
 
 
+@pytest.mark.slow  # trains
 def test_a_model_trained_on_your_file_keeps_its_held_out_documents_and_baselines(tmp_path):
     data = prepare(_reviews(), TextConfig(4, 12))
     metrics = train("han", {"embed_dim": 16, "hidden": 8, "attention_dim": 8}, data, TextConfig(4, 12),
@@ -98,6 +99,7 @@ def test_a_malformed_or_linked_heldout_file_reads_as_none(tmp_path):
     assert read_heldout(folder) == {}
 
 
+@pytest.mark.slow  # trains
 def test_the_command_skips_a_checkpoint_of_your_own_data(tmp_path, capsys):
     from hierattn.cli import main
 

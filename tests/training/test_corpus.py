@@ -25,6 +25,7 @@ def _train_in_process(cache, out, batch_size=8, **kwargs):
                         log=lambda *a: None, **kwargs)
 
 
+@pytest.mark.slow  # trains
 def test_corpus_training_validates_every_n_documents_and_the_checkpoint_explains(cache_root, tmp_path):
     from hierattn.analysis.explain import explain
     from hierattn.checkpoint.reading import load_classifier
@@ -43,6 +44,7 @@ def test_corpus_training_validates_every_n_documents_and_the_checkpoint_explains
     assert not list(tmp_path.glob(".ag.resume*"))  # the resume state goes once the checkpoint is written
 
 
+@pytest.mark.slow  # trains
 def test_an_interrupted_run_resumes_to_the_same_weights(cache_root, tmp_path):
     cache = CachedCorpus(build_cache(open_corpus(CORPORA / "ag_news_csv"), TextConfig(), processes=1).path)
     _train_in_process(cache, tmp_path / "whole")

@@ -81,6 +81,7 @@ def test_a_killed_training_process_is_reported_and_loses_nothing(tmp_path):
     assert load_classifier(tmp_path / "keep", device="cpu").metrics["epochs_run"] == 1
 
 
+@pytest.mark.slow  # trains
 def test_data_that_cannot_reach_the_training_process_fails_clearly(tmp_path):
     job = _job(tmp_path, "odd")
     job.dataset = Dataset("odd", [lambda: None] * 40, list(range(2)) * 20, ["a", "b"])  # not picklable

@@ -41,6 +41,7 @@ def other_process(tmp_path, monkeypatch):
     process.kill()
 
 
+@pytest.mark.slow  # trains
 def test_another_processs_runs_count_toward_the_apps_cap_and_its_checkpoints(tmp_path, other_process):
     process, folder, claim = other_process
     claim("j1", tmp_path / "theirs")

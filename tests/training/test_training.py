@@ -21,6 +21,7 @@ def _toy() -> Dataset:
     return Dataset("toy", texts, labels, ["pos", "neg"])
 
 
+@pytest.mark.slow  # trains
 def test_training_learns_saves_and_reports(tmp_path):
     data = prepare(_toy(), TextConfig(4, 12))
     events = []
@@ -36,6 +37,7 @@ def test_training_learns_saves_and_reports(tmp_path):
     assert c.labels == ["pos", "neg"] and c.metrics["best_epoch"] == metrics["best_epoch"]
 
 
+@pytest.mark.slow  # trains
 def test_stop_before_an_epoch_finishes_writes_nothing(tmp_path):
     stop = threading.Event()
     stop.set()
@@ -45,6 +47,7 @@ def test_stop_before_an_epoch_finishes_writes_nothing(tmp_path):
     assert metrics == {} and not (tmp_path / "none").exists()
 
 
+@pytest.mark.slow  # trains
 def test_cli_trains_from_a_users_csv(tmp_path, capsys):
     from hierattn.cli import main
 
@@ -99,6 +102,7 @@ def test_word_dropout_replaces_only_real_words_with_unk():
     assert torch.equal(word_dropout(batch, 0.0).word_ids, batch.word_ids)
 
 
+@pytest.mark.slow  # trains
 def test_bf16_training_runs_and_is_recorded():
     data = prepare(_toy(), TextConfig(4, 12))
     metrics = train("hcan", {"d": 16, "heads": 2}, data, TextConfig(4, 12),

@@ -17,6 +17,7 @@ def _csv(tmp_path):
     return csv, data
 
 
+@pytest.mark.slow  # trains
 def test_a_transformer_trains_from_scratch_with_its_own_tokenizer(tmp_path):
     from hierattn.cli import main
 
@@ -36,6 +37,7 @@ def test_a_transformer_trains_from_scratch_with_its_own_tokenizer(tmp_path):
     assert c.dataset == "mine" and "test_accuracy" in c.metrics
 
 
+@pytest.mark.slow  # trains
 def test_fine_tuning_keeps_the_folders_encoder_and_gives_it_the_users_labels(tmp_path):
     from hierattn.cli import main
 
