@@ -110,10 +110,14 @@ def settled(page, limit: float = 240) -> None:
 
 def choose(page, label: str, option: str, limit: float = 120) -> None:
     """Pick ``option`` in the select box labelled ``label``, typed into its filter as a visitor with
-    many models does: the open list draws only the options in view."""
+    many models does: the open list draws only the options in view. An option may be shown with a
+    description after it ("tiny-hcan · HCAN")."""
+    import re
+
     page.locator("[data-testid=stSelectbox]").filter(has_text=label).first.click(timeout=limit * 1000)
     page.keyboard.type(option)
-    page.get_by_role("option", name=option, exact=True).first.click(timeout=limit * 1000)
+    shown = re.compile(rf"^{re.escape(option)}( · .*)?$")
+    page.get_by_role("option", name=shown).first.click(timeout=limit * 1000)
 
 
 @dataclass
