@@ -24,7 +24,7 @@ import time
 import urllib.request
 from http.cookies import SimpleCookie
 
-from bench.soak import cpu_seconds, rss_mb, seconds_to_idle, start_server
+from bench.served import cpu_seconds, rss_mb, seconds_to_idle, start_server
 
 MODEL = "bbc-news-han"
 MARKER = b"Where the model looks"

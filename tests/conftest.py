@@ -24,7 +24,7 @@ from tests.tiers import (  # noqa: F401  the suite's tiers and their guard, as p
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
-from tests.tiny import tour_names, tour_stand_ins, write_tiny_checkpoints
+from tests.tiny import stand_in_names, write_stand_ins, write_tiny_checkpoints
 
 CORPUS = [
     "The market rallied today. Shares in the bank rose sharply! Investors cheered the results.",
@@ -57,9 +57,17 @@ def checkpoint_dir(tmp_path_factory, tiny_vocab) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tour_checkpoints(tmp_path_factory, tiny_vocab) -> Path:
-    """Tiny stand-ins for the shipped checkpoints the Tour names (``tests/tiny.py``)."""
-    return tour_stand_ins(tmp_path_factory.mktemp("tour"), tiny_vocab, tour_names())
+def stand_in_checkpoints(tmp_path_factory, tiny_vocab) -> Path:
+    """Tiny stand-ins for the shipped checkpoints the Tour names (``tests/tiny.py``): a HAN, an HCAN
+    and a SANet of each data set, and the two transformers of the tweets."""
+    return write_stand_ins(tmp_path_factory.mktemp("tour"), tiny_vocab, stand_in_names())
+
+
+@pytest.fixture
+def stand_ins(stand_in_checkpoints, monkeypatch) -> Path:
+    """The app's checkpoints are the tiny stand-ins, under the shipped checkpoints' names."""
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(stand_in_checkpoints))
+    return stand_in_checkpoints
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@ served app does depends on a model's type and its maps' axes, which a model of 1
 a trained one does, at a thousandth of the cost. What the shipped checkpoints themselves do (their
 accuracy, their recorded predictions) is tests/test_shipped_checkpoints.py's to check.
 
-``tour_stand_ins`` writes a tiny model under each name the Tour asks for, of the same type, data set,
-labels and structure (heads, branches, levels) as the shipped one, so the Tour's pages run on them."""
+``write_stand_ins`` writes a tiny model under each name the Tour asks for (and a HAN, an HCAN and a
+SANet of each data set), of the same type, data set, labels and structure (heads, branches, levels)
+as the shipped one, so the Tour's pages, Evaluation and Dataset statistics run on them."""
 from __future__ import annotations
 
 import json
@@ -68,14 +69,17 @@ def hostile_checkpoint(root: Path, vocab: Vocab) -> Path:
                            dataset="[click](javascript:alert(3)) **ds**")
 
 
-def tour_names() -> list[str]:
-    """The shipped checkpoints the Tour's steps are checked on."""
+def stand_in_names() -> list[str]:
+    """The shipped checkpoints the tiny stand-ins stand in for: those the Tour's steps are checked on,
+    and a HAN, an HCAN and a SANet of each built-in data set (what Evaluation and Dataset statistics
+    compare)."""
     from hierattn.analysis.tour.steps import STEPS
 
-    return sorted({name for step in STEPS.values() for name in step.checkpoints})
+    toured = {name for step in STEPS.values() for name in step.checkpoints}
+    return sorted(toured | {f"{data}-{model}" for data in ("bbc-news", "tweets") for model in ("han", "hcan", "sanet")})
 
 
-def tour_stand_ins(root: Path, vocab: Vocab, names) -> Path:
+def write_stand_ins(root: Path, vocab: Vocab, names) -> Path:
     """A tiny model under each shipped checkpoint name in ``names``, of its type, data set, labels,
     caps and structure; a Hugging Face folder stands in for a Hugging Face folder."""
     torch.manual_seed(0)

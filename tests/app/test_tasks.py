@@ -32,11 +32,10 @@ def _wait(task, limit: float = 10.0) -> None:
 def test_a_computation_no_session_claims_any_more_stops(monkeypatch):
     monkeypatch.setattr(tasks, "LEASE", 0.3)
     store = tasks._ResultStore()
-    started = time.monotonic()
     task = store.task(("k",), _slow())  # claimed once, when asked; 300 steps would take 15 s
     _wait(task)
-    assert task.finished and task.cancelled and time.monotonic() - started < 5
-    assert 0 < task.done < 300
+    assert task.finished and task.cancelled
+    assert 0 < task.done < 300  # stopped at a progress report, long before its last step
     again = store.task(("k",), _slow(steps=3))  # asked again: it starts afresh
     assert again is not task
     _wait(again)

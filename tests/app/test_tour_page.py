@@ -10,11 +10,6 @@ from tests.app.test_pages import html_blocks, open_page
 from tests.conftest import shown
 
 
-@pytest.fixture
-def stand_ins(tour_checkpoints, monkeypatch):
-    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(tour_checkpoints))
-
-
 def _tour_verdicts(at) -> list[str]:
     """The step's checks as a reader sees them: green where the claim holds, a warning where not."""
     return [shown(s.value) for s in at.success] + [shown(w.value) for w in at.warning]

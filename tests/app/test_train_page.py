@@ -182,8 +182,8 @@ def test_fine_tune_a_hugging_face_folder_from_the_page(train_env):
     save_tiny("bert", train_env / "tiny-bert")
     at = upload(open_train_page(), toy_csv())
     at.selectbox(key="model_type").set_value("transformer").run()
-    assert at.selectbox(key="start_from_transformer").options == ["a new model, from scratch", "tiny-bert",
-                                                                  "all-MiniLM-L6-v2 (pretrained)"]  # installed
+    assert at.selectbox(key="start_from_transformer").options == [  # every folder, and the installed encoder
+        "a new model, from scratch", "tiny-bert", "tiny-transformer", "all-MiniLM-L6-v2 (pretrained)"]
     assert [n.key for n in at.number_input if n.key.startswith("hp_transformer_")]  # from scratch: its sizes
     at.selectbox(key="start_from_transformer").set_value("tiny-bert").run()
     # a pre-trained start: none of the sizes (the checkpoint's), a small learning rate and few epochs

@@ -44,10 +44,10 @@ def _hostile(folder, **changes):
 def test_a_tokenizer_that_could_freeze_the_server_is_refused_before_it_is_read(tmp_path, changes, message):
     folder = save_tiny("bert", tmp_path / "bert")
     _hostile(folder, **changes)
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU time: a busy machine does not inflate it
     with pytest.raises(CheckpointError, match=message):
         load_classifier(folder, device="cpu")
-    assert time.perf_counter() - started < 10
+    assert time.thread_time() - started < 10
 
 
 def test_known_regexes_and_short_replacements_are_read(tmp_path):

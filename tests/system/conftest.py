@@ -25,15 +25,17 @@ from bench import served
 from bench.served import Served, settled, start_server
 from bench.soak import hostile_folders
 from tests.conftest import CHROMIUM, REPO, require_browser
-from tests.tiny import hostile_checkpoint, tour_names, tour_stand_ins
+from tests.tiny import hostile_checkpoint, stand_in_names, write_stand_ins
 
 ARTIFACTS = Path(os.environ.get("HIERATTN_ARTIFACTS", REPO / "test-artifacts"))
 EXIT_WITHIN_S = 60  # Ctrl-C: a liveness bound (measured 1-3 s on 2 idle cores)
 
 
-# Each module here sets ``pytestmark = SYSTEM``: a browser against a served app is slow, and the
-# README's test command runs this tier beside the quick one.
+# Each module here sets one of these as its ``pytestmark``: a browser against a served app is slow;
+# SYSTEM modules run with the quick tier (the README's test command), END_TO_END ones in the full
+# command with every other slow test.
 SYSTEM = [pytest.mark.system, pytest.mark.slow, pytest.mark.browser]
+END_TO_END = [pytest.mark.slow, pytest.mark.browser]
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +46,7 @@ def served_app(checkpoint_dir, tiny_vocab, tmp_path_factory) -> Served:
     root = work / "checkpoints"
     shutil.copytree(checkpoint_dir, root)
     hostile_checkpoint(root, tiny_vocab)
-    tour_stand_ins(root, tiny_vocab, tour_names())
+    write_stand_ins(root, tiny_vocab, stand_in_names())
     hostile_folders(root, root / "tiny-han")
     env = {**os.environ, "HIERATTN_CHECKPOINTS": str(root), "HIERATTN_SHIPPED": "0",
            "HIERATTN_RUNTIME": str(work / "census"), "HIERATTN_DOCUMENTS": str(work / "documents"),
@@ -74,7 +76,8 @@ def server_log(served_app):
 
 
 @pytest.fixture(scope="session")
-def browser(served_app):
+def browser():
+    require_browser("system tier")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

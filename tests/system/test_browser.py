@@ -1,14 +1,11 @@
-"""End to end in a real browser: the shared served app (``conftest.served_app``, tiny checkpoints)
-driven by Playwright through Debian's Chromium, as a visitor clicks. What the pages compute is
-checked headless (tests/app); here, what only a browser shows: escaping, links, downloads, two tabs
-at once, what the page fetches."""
-import re
-from pathlib import Path
+"""End to end in a real browser, with the quick tier: the shared served app (``conftest.served_app``,
+tiny checkpoints) driven by Playwright through Debian's Chromium, as a visitor clicks. What the
+pages compute is checked headless (tests/app); here, what only a browser shows: escaping, links,
+downloads, two tabs at once, what the page fetches."""
 
 import pytest
 
-from bench.served import start_server
-from tests.system.conftest import ARTIFACTS, EXIT_WITHIN_S, SYSTEM, choose, no_exception, settle, toggle
+from tests.system.conftest import ARTIFACTS, SYSTEM, choose, no_exception, settle, toggle
 from tests.tiny import HOSTILE_LABELS
 
 pytestmark = SYSTEM
@@ -127,44 +124,6 @@ def test_a_shared_link_opens_the_same_view(served_app, page, browser):
     other.close()
 
 
-def test_erasure_what_if_and_a_long_document(served_app, page):
-    page.goto(f"{served_app.url}/?model=tiny-hcan")
-    settle(page)
-    paste(page, "The match was great. The fans loved every minute! But the referee was awful.")
-    charts = page.locator(".js-plotly-plot").count()
-    toggle(page, "Test the shading")  # the welcome names it too
-    settle(page)
-    assert page.locator(".js-plotly-plot").count() == charts + 1  # the erasure curves
-    assert page.get_by_text("random: removing random words").count() == 1
-    assert page.get_by_text("Spearman ρ with attention").count() == 1  # the attribution's shading beside it
-    shaded = page.locator("[data-testid=stHtml]").count()
-    page.get_by_text("What if? Drop or reorder").click()
-    settle(page)
-    page.get_by_role("button", name="Drop", exact=True).first.click()  # "drop this sentence" on S1
-    settle(page)
-    assert page.get_by_text("Edit: dropped S1").count() == 1
-    assert page.locator("[data-testid=stHtml] div[style*='line-through']").count() >= 1
-    assert page.locator("[data-testid=stHtml]").count() == shaded + 2  # before and after
-    word = re.findall(r"[A-Za-z]{3,}", page.get_by_role("textbox", name="Document", exact=True).input_value())[0]
-    page.get_by_label("Replace the word").fill(word)
-    page.get_by_label("Replace the word").press("Enter")
-    page.get_by_label("with").fill("terrible")
-    page.get_by_label("with").press("Enter")
-    settle(page)
-    assert page.locator("[data-testid=stHtml] span[style*='outline']").count() >= 1  # the replaced word, marked
-    no_exception(page)
-    long_text = " ".join(f"Sentence {i} says the market rose again today." for i in range(1200))  # 9,600 words
-    page.goto(f"{served_app.url}/?model=bbc-news-sanet")  # reads 25 x 40 words
-    settle(page)
-    box = page.get_by_role("textbox", name="Document", exact=True)
-    box.fill(long_text)
-    box.press("Control+Enter")
-    settle(page)
-    assert page.get_by_text("Long document").count() >= 1
-    assert page.get_by_text("positions in blocks of").count() >= 1  # the overview of a 1,000-word matrix
-    no_exception(page)
-
-
 def test_three_analyses_toggled_at_once_in_two_tabs(served_app, browser, server_log):
     """The trust panel, its adversarial search and "Test the shading", switched on one after another
     in one tab while another tab does the same on the same cached model: the gradient capture of one
@@ -221,51 +180,6 @@ def test_nothing_is_fetched_from_outside_the_server(served_app, browser):
     assert not outside, outside
 
 
-def _exported_title(fmt: str, data: bytes) -> bool:
-    """Whether ``data`` is a valid file of ``fmt`` (a slide: PNG at 2x, an SVG with its title, a PDF)."""
-    if fmt == "PNG":
-        return data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 20_000
-    if fmt == "PDF":
-        return data.startswith(b"%PDF") and b"%%EOF" in data[-1024:]
-    import xml.etree.ElementTree as ET
-
-    titles = [e for e in ET.fromstring(data).iter() if e.get("class") == "gtitle"]
-    return bool(titles) and bool("".join(titles[0].itertext()).strip())
-
-
-@pytest.mark.parametrize("path,ready", [("?model=tiny-hcan", "Prediction"), ("compare", "Agreement"),
-                                        ("tour", "What to notice"), ("statistics", "Topic versus sentiment")])
-def test_every_figure_exports_as_png_svg_and_pdf(served_app, page, path, ready):
-    """Each Export popover of the page, each slide format, downloaded and opened: a valid file with its
-    title (the heatmap's once failed without a word)."""
-    page.goto(f"{served_app.url}/{path}")
-    page.get_by_text(ready).first.wait_for(timeout=240_000)
-    settle(page)
-    if path == "tour":  # step 1 is text; step 3 draws the self-attention heatmaps
-        page.get_by_text("3 · Diagonal or columnar", exact=True).click()
-        settle(page)
-    popovers = page.get_by_role("button", name="Export")
-    count = popovers.count()
-    assert count >= 1
-    bad = []
-    for i in range(count):
-        popovers.nth(i).scroll_into_view_if_needed()
-        popovers.nth(i).click()
-        body = page.locator("[data-testid=stPopoverBody]").last
-        body.wait_for(timeout=60_000)
-        assert body.get_by_text("cannot be drawn as a slide").count() == 0
-        for fmt in ("PNG", "SVG", "PDF"):
-            with page.expect_download(timeout=120_000) as download:
-                body.get_by_role("button", name=fmt, exact=True).click()
-            data = Path(download.value.path()).read_bytes()
-            if not _exported_title(fmt, data):
-                bad.append((i, fmt, download.value.suggested_filename, len(data)))
-        page.keyboard.press("Escape")
-        body.wait_for(state="hidden", timeout=60_000)
-    no_exception(page)
-    assert not bad, bad
-
-
 def test_no_label_becomes_a_link_or_an_image_in_a_real_browser(served_app, page):
     """Labels are a checkpoint's (another visitor's model, a Hub download): bare URLs, a markdown
     link and an image among them. Streamlit's markdown autolinks bare URLs in the browser, which an
@@ -283,36 +197,3 @@ def test_no_label_becomes_a_link_or_an_image_in_a_real_browser(served_app, page)
     assert not [link for link in links if "127.0.0.1:9" in link or "evil" in link or "javascript:" in link], links
     assert not fetched, fetched
     no_exception(page)
-
-
-def test_a_fresh_servers_first_visitor_opens_a_shared_link_and_ctrl_c_stops_it(served_app, browser):
-    """A shared link to Dataset statistics, opened by a fresh server's first visitor, once showed
-    "Page not found" before the page: that first run is served in the pages-folder mode
-    (app/routing.py), which knows a page by its file's name. Every page's file name is now its URL
-    path. Then Ctrl-C while the page computes a split's statistics: the server stops, its threads
-    with it. Its own server, on the shared app's folder: the first visit is the point."""
-    import os
-    import signal
-    import subprocess
-
-    env = {**os.environ, "HIERATTN_CHECKPOINTS": str(served_app.checkpoints), "HIERATTN_SHIPPED": "0"}
-    server, url = start_server(env, limit=300)
-    try:
-        page = browser.new_page(viewport={"width": 1024, "height": 900})
-        page.goto(f"{url}/statistics")
-        page.get_by_role("heading", name="Attention statistics over a data set").wait_for(timeout=240_000)
-        assert "Page not found" not in page.content()
-        # the page starts the default model's statistics over its test split at once
-        page.locator("[data-testid=stProgress]").first.wait_for(timeout=240_000)
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(EXIT_WITHIN_S)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the server did not stop within {EXIT_WITHIN_S} s of Ctrl-C while it computed")
-        page.close()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-    log = server.stderr.read().decode(errors="replace")
-    assert "Traceback" not in log and "terminate called" not in log, log[-3000:]

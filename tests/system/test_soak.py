@@ -1,4 +1,4 @@
-"""One round of the soak (``bench/soak.py``) on the shared server: sessions paste a document of
+"""One round of the soak (``bench/soak.py``) on the shared server, in the full suite: sessions paste a document of
 200,000 one-word lines, a hostile one and a run of 60,000 punctuation marks and emoji, start the
 Dataset statistics, open a checkpoint beyond the limits and one whose explanation would exceed its
 budget, upload a table 300,000 columns wide, try to replace a checkpoint their session did not train
@@ -10,9 +10,9 @@ report (it runs three rounds on a server of its own)."""
 from __future__ import annotations
 
 from bench.soak import SoakModels, run_soak
-from tests.system.conftest import SYSTEM
+from tests.system.conftest import END_TO_END
 
-pytestmark = SYSTEM
+pytestmark = END_TO_END
 RSS_GROWTH_MB = 500  # the server's resident memory stays within this of its start (measured: 110-300 MB)
 
 
