@@ -134,8 +134,13 @@ def _upload(page, name: str, raw: bytes) -> None:
 
 
 def _shown(page, text: str, timeout: float = 180) -> bool:
+    return _shown_at(page.get_by_text(text), timeout)
+
+
+def _shown_at(locator, timeout: float = 180) -> bool:
+    """Whether ``locator`` is on the page within ``timeout`` seconds (a liveness bound)."""
     try:
-        page.get_by_text(text).first.wait_for(timeout=timeout * 1000)
+        locator.first.wait_for(timeout=timeout * 1000)
         return True
     except Exception:  # noqa: BLE001  a timeout
         return False
@@ -213,11 +218,11 @@ def _address_after(page, before: str | None, timeout: float = 120) -> str:
     return _address(page)
 
 
-def _link_held(browser, url: str, model: str) -> bool:
+def _link_held(browser, url: str, model: str, kept: int) -> bool:
     """The collision attack on shared links, replayed: a teacher pastes a text and shares its link;
     another visitor pastes the look-alike of it (the same words, trailing spaces: under the old
     48-bit keys, a crafted pair shared a key) and then a run of documents to evict the class's
-    links (18 documents, the store holding 16 here); a student opening the teacher's link must read
+    links (``kept`` + 2 documents, the store holding ``kept``); a student opening the teacher's link must read
     the teacher's text."""
     teacher = browser.new_context().new_page()
     teacher.goto(f"{url}/?model={model}", **ARRIVE)
@@ -231,7 +236,7 @@ def _link_held(browser, url: str, model: str) -> bool:
     attacker = browser.new_context().new_page()  # another browser: another visitor
     attacker.goto(f"{url}/?model={model}", **ARRIVE)
     _answered(attacker, 120) and _settled(attacker)
-    for text in [TEACHER + "   ", ATTACKER] + [f"{ATTACKER} Number {i}." for i in range(16)]:  # > the store
+    for text in [TEACHER + "   ", ATTACKER] + [f"{ATTACKER} Number {i}." for i in range(kept)]:  # > the store
         before = _address(attacker)
         _paste(attacker, text)
         _address_after(attacker, before)  # kept: its own link
@@ -275,11 +280,13 @@ def _training(workdir: Path, epochs: int) -> subprocess.Popen:
 
 
 def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None, models: SoakModels = SHIPPED,
-             training_epochs: int = 30, browser=None) -> dict:
+             training_epochs: int = 30, browser=None, kept_documents: int = 16) -> dict:
     """The soak, in ``workdir`` (created); returns its figures. ``served``: the app to soak, already
     serving a folder that holds ``models`` and ``hostile_folders``; by default a server of its own over
     copies of the shipped checkpoints, stopped with Ctrl-C at the end (``server_exit_seconds``).
-    ``browser``: a Playwright Chromium to open the visitors' contexts in (by default one of its own)."""
+    ``browser``: a Playwright Chromium to open the visitors' contexts in (by default one of its own).
+    ``kept_documents``: how many pasted documents the server keeps for links (its
+    ``HIERATTN_KEPT_DOCUMENTS``; a visitor's share is an eighth): the link attack pastes two more."""
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -290,7 +297,7 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
         server, url = start_server({**os.environ, "HIERATTN_CHECKPOINTS": str(root),
                                     "HIERATTN_RUNTIME": str(workdir / "census"),
                                     "HIERATTN_DOCUMENTS": str(workdir / "documents"),
-                                    "HIERATTN_KEPT_DOCUMENTS": "16"}, log=log)  # a visitor's share: 2 links
+                                    "HIERATTN_KEPT_DOCUMENTS": str(kept_documents)}, log=log)
         served = Served(server, url, root, log)
     log_from = served.log_size()
     before = _hashes(served.checkpoints)
@@ -298,7 +305,7 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
     training = None
     try:
         with _chromium(browser) as chromium:
-            stays = _before_the_rounds(chromium, served.url, models, figures)
+            stays = _before_the_rounds(chromium, served.url, models, figures, kept_documents)
             figures["rss_start_mb"] = rss_mb(served.process.pid)
             training = _training(workdir, training_epochs)
             for _ in range(rounds):
@@ -306,7 +313,8 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
             stays.context.close()
         rounds_idle = figures.get("seconds_to_idle_each_round", [])
         figures["seconds_to_idle"] = None if None in rounds_idle or not rounds_idle else max(rounds_idle)
-        figures["training_exit_code"] = training.wait(timeout=600)
+        with _phase(figures, "training run's end"):
+            figures["training_exit_code"] = training.wait(timeout=600)
         figures["rss_end_mb"] = rss_mb(served.process.pid)
         figures["rss_growth_mb"] = figures["rss_end_mb"] - figures["rss_start_mb"]
         figures["answered"] = all(figures.get("answers", [])) and bool(figures.get("answers"))
@@ -332,6 +340,18 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
 
 
 @contextmanager
+def _phase(figures: dict, name: str):
+    """Adds the seconds the block takes to ``figures["phase_seconds"][name]``: where a soak spends
+    its time, for the bench's report."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        phases = figures.setdefault("phase_seconds", {})
+        phases[name] = round(phases.get(name, 0.0) + time.monotonic() - start, 1)
+
+
+@contextmanager
 def _chromium(browser):
     """``browser``, or a headless Chromium of the soak's own, closed at the end."""
     if browser is not None:
@@ -345,33 +365,38 @@ def _chromium(browser):
         own.close()
 
 
-def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict):
+def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict, kept: int):
     """The attacks made once: the pathological paste, the link collision, a long window, a hostile
     tokenizer. Returns the page of the visitor who stays through the rounds."""
     stays = browser.new_context().new_page()
     stays.goto(f"{url}/?model={models.han}", **ARRIVE)
     figures["warm"] = _answered(stays, 120)
     stays.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
-    start = time.monotonic()  # the pathological paste, answered (it froze the server for minutes)
-    _paste(stays, PATHOLOGICAL)
-    figures["pathological_answered"] = _shown(stays, "Breaking", 120) and _answered(stays, 120)
-    figures["pathological_seconds"] = time.monotonic() - start
-    figures["link_held"] = _link_held(browser, url, models.han)
-    long = browser.new_context().new_page()  # a 4,096-token window, a 3,000-word paste
-    long.goto(f"{url}/?model=long-bert", **ARRIVE)
-    long.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
-    start = time.monotonic()
-    _paste(long, " ".join(["The movie was great and fun."] * 500))
-    from hierattn.models.library_limits import fitting_window
+    with _phase(figures, "pathological paste"):
+        start = time.monotonic()  # the pathological paste, answered (it froze the server for minutes)
+        _paste(stays, PATHOLOGICAL)
+        shaded = stays.locator("[data-testid=stHtml]").filter(has_text="Breaking")  # its own explanation
+        figures["pathological_answered"] = _shown_at(shaded, 120) and _answered(stays, 120)
+        figures["pathological_seconds"] = time.monotonic() - start
+    with _phase(figures, "link collision"):
+        figures["link_held"] = _link_held(browser, url, models.han, kept)
+    with _phase(figures, "long window"):
+        long = browser.new_context().new_page()  # a 4,096-token window, a 3,000-word paste
+        long.goto(f"{url}/?model=long-bert", **ARRIVE)
+        long.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
+        start = time.monotonic()
+        _paste(long, " ".join(["The movie was great and fun."] * 500))
+        from hierattn.models.library_limits import fitting_window
 
-    window = figures["long_window"] = fitting_window(layers=4, heads=4)  # the folder's 4 x 4 heads
-    figures["long_window_answered"] = _shown(long, f"it reads {window:,} here", 180) and _answered(long, 180)
-    figures["long_window_seconds"] = time.monotonic() - start
-    long.context.close()
-    hostile = browser.new_context().new_page()
-    hostile.goto(f"{url}/?model=hostile-tokenizer", **ARRIVE)
-    figures["refused_the_hostile_tokenizer"] = _shown(hostile, "is not one a known tokenizer family uses")
-    hostile.context.close()
+        window = figures["long_window"] = fitting_window(layers=4, heads=4)  # the folder's 4 x 4 heads
+        figures["long_window_answered"] = _shown(long, f"it reads {window:,} here", 180) and _answered(long, 180)
+        figures["long_window_seconds"] = time.monotonic() - start
+        long.context.close()
+    with _phase(figures, "hostile tokenizer"):
+        hostile = browser.new_context().new_page()
+        hostile.goto(f"{url}/?model=hostile-tokenizer", **ARRIVE)
+        figures["refused_the_hostile_tokenizer"] = _shown(hostile, "is not one a known tokenizer family uses")
+        hostile.context.close()
     _settled(stays)
     return stays
 
@@ -383,53 +408,62 @@ def _round(browser, served: Served, models: SoakModels, stays, figures: dict) ->
     stays be answered on two other models."""
     url = served.url
     leaving = []
-    for path, text in ((f"/?model={models.hcan}", "w\n" * 200_000), (f"/?model={models.han}", HOSTILE),
-                       (f"/?model={models.han}", PATHOLOGICAL)):
-        page = browser.new_context().new_page()
-        page.goto(url + path, **ARRIVE)
-        page.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
-        _paste(page, text)
-        leaving.append(page)
-    stats = browser.new_context().new_page()
-    stats.goto(f"{url}/statistics", **ARRIVE)
-    choose(stats, "Model", models.hcan)  # starts its split's metrics in the background
-    progress = stats.get_by_text(re.compile(r"[\d,]+ / [\d,]+ documents"))
-    finished = stats.get_by_text(re.compile(r"[\d,]+ matrices, computed in"))  # cached from an earlier round
-    try:  # waiting on the bar alone cost a round the whole timeout once the result was cached
-        progress.or_(finished).first.wait_for(timeout=120_000)
-        if progress.count():
-            figures["statistics_started"] = figures.get("statistics_started", 0) + 1
-    except Exception:  # noqa: BLE001
-        pass
+    with _phase(figures, "pastes that cost the most"):
+        for path, text in ((f"/?model={models.hcan}", "w\n" * 200_000), (f"/?model={models.han}", HOSTILE),
+                           (f"/?model={models.han}", PATHOLOGICAL)):
+            page = browser.new_context().new_page()
+            page.goto(url + path, **ARRIVE)
+            page.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
+            _paste(page, text)
+            leaving.append(page)
+    with _phase(figures, "statistics started"):
+        stats = browser.new_context().new_page()
+        stats.goto(f"{url}/statistics", **ARRIVE)
+        choose(stats, "Model", models.hcan)  # starts its split's metrics in the background
+        progress = stats.get_by_text(re.compile(r"[\d,]+ / [\d,]+ documents"))
+        finished = stats.get_by_text(re.compile(r"[\d,]+ matrices, computed in"))  # cached from an earlier round
+        try:  # waiting on the bar alone cost a round the whole timeout once the result was cached
+            progress.or_(finished).first.wait_for(timeout=120_000)
+            if progress.count():
+                figures["statistics_started"] = figures.get("statistics_started", 0) + 1
+        except Exception:  # noqa: BLE001
+            pass
     leaving.append(stats)
     huge = browser.new_context().new_page()
     huge.goto(f"{url}/?model=huge-caps", **ARRIVE)
     # a liveness bound: under the whole suite's load, with every page's out-of-domain reference
     # computing, the refusal took up to 2-4 minutes
-    figures.setdefault("refused_the_huge_checkpoint", []).append(_shown(huge, "HIERATTN_MAX_WORDS_READ", 240))
+    with _phase(figures, "checkpoint beyond the limits"):
+        figures.setdefault("refused_the_huge_checkpoint", []).append(_shown(huge, "HIERATTN_MAX_WORDS_READ", 240))
     leaving.append(huge)
     over = browser.new_context().new_page()  # the model whose explanation would hold 1.95 GB
     over.goto(f"{url}/?model=flat-16", **ARRIVE)
-    figures.setdefault("refused_the_over_budget_model", []).append(_shown(over, "HIERATTN_MAX_EXPLANATION_CELLS"))
+    with _phase(figures, "model over its budget"):
+        figures.setdefault("refused_the_over_budget_model", []).append(_shown(over, "HIERATTN_MAX_EXPLANATION_CELLS"))
     leaving.append(over)
     wide = browser.new_context().new_page()
     wide.goto(f"{url}/train", **ARRIVE)
     _upload(wide, "wide.csv", _wide_table())
-    figures.setdefault("refused_the_wide_table", []).append(_shown(wide, "HIERATTN_MAX_HEADER_KB"))
+    with _phase(figures, "wide table"):
+        figures.setdefault("refused_the_wide_table", []).append(_shown(wide, "HIERATTN_MAX_HEADER_KB"))
     leaving.append(wide)
     replacing = browser.new_context().new_page()
-    figures.setdefault("refused_the_replacement", []).append(_replace_attempt(replacing, url, models.han))
+    with _phase(figures, "replacement"):
+        figures.setdefault("refused_the_replacement", []).append(_replace_attempt(replacing, url, models.han))
     leaving.append(replacing)
-    figures.setdefault("cleared_caches", []).append(_clear_cache(browser, url, models.han))  # any visitor may
+    with _phase(figures, "cleared caches"):
+        figures.setdefault("cleared_caches", []).append(_clear_cache(browser, url, models.han))  # any visitor may
     for page in leaving:  # they leave, some of them mid-computation
         page.context.close()
     # what they started should end with them (the training run is another process)
-    figures.setdefault("seconds_to_idle_each_round", []).append(seconds_to_idle(served.process.pid, 120))
-    for model in (models.hcan, models.sanet):  # the one who stays switches models
-        stays.goto(f"{url}/?model={model}", **ARRIVE)
-        stays.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
-        _paste(stays, NORMAL)
-        figures.setdefault("answers", []).append(_answered(stays, 120))
+    with _phase(figures, "back to idle"):
+        figures.setdefault("seconds_to_idle_each_round", []).append(seconds_to_idle(served.process.pid, 120))
+    with _phase(figures, "switching models"):
+        for model in (models.hcan, models.sanet):  # the one who stays switches models
+            stays.goto(f"{url}/?model={model}", **ARRIVE)
+            stays.get_by_role("textbox", name="Document").wait_for(timeout=60_000)
+            _paste(stays, NORMAL)
+            figures.setdefault("answers", []).append(_answered(stays, 120))
 
 
 if __name__ == "__main__":

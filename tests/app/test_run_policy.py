@@ -95,14 +95,14 @@ def test_one_visitor_keeps_at_most_its_share_of_checkpoints(tmp_path, monkeypatc
     wrote 51 MB."""
     monkeypatch.setenv("HIERATTN_CHECKPOINTS_PER_VISITOR", "2")
     manager = JobManager(max_running=2)
-    for name in ("a", "b"):
+    for name in ("a", "b"):  # one at a time: a visitor trains one run at a time
         job = manager.start(_job(tmp_path, name, epochs=1), session="visitor")
         _wait(job, 120)
         assert job.status == "finished", job.message
     with pytest.raises(JobError, match="you have 2 checkpoints on this server already"):
         manager.start(_job(tmp_path, "c", epochs=1), session="visitor")
     again = manager.start(_job(tmp_path, "a", epochs=1, replace_existing=True), session="visitor")  # one of its own
+    other = manager.start(_job(tmp_path, "d", epochs=1), session="another visitor")  # another's share, meanwhile
     _wait(again, 120)
-    other = manager.start(_job(tmp_path, "d", epochs=1), session="another visitor")  # another visitor's share
     _wait(other, 120)
     assert again.status == other.status == "finished"

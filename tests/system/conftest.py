@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -29,6 +30,7 @@ from tests.tiny import hostile_checkpoint, stand_in_names, write_stand_ins
 
 ARTIFACTS = Path(os.environ.get("HIERATTN_ARTIFACTS", REPO / "test-artifacts"))
 EXIT_WITHIN_S = 60  # Ctrl-C: a liveness bound (measured 1-3 s on 2 idle cores)
+KEPT_DOCUMENTS = 8  # pasted documents kept for links: the soak's link attack pastes two more
 
 
 # Each module here sets one of these as its ``pytestmark``: a browser against a served app is slow;
@@ -50,7 +52,7 @@ def served_app(checkpoint_dir, tiny_vocab, tmp_path_factory) -> Served:
     hostile_folders(root, root / "tiny-han")
     env = {**os.environ, "HIERATTN_CHECKPOINTS": str(root), "HIERATTN_SHIPPED": "0",
            "HIERATTN_RUNTIME": str(work / "census"), "HIERATTN_DOCUMENTS": str(work / "documents"),
-           "HIERATTN_KEPT_DOCUMENTS": "16"}  # the soak's link attack evicts a store of 16
+           "HIERATTN_KEPT_DOCUMENTS": str(KEPT_DOCUMENTS)}
     log = work / "server.log"
     try:
         process, url = start_server(env, log=log, limit=300)
@@ -89,16 +91,21 @@ def browser():
 
 @pytest.fixture
 def page(browser, request, server_log):
-    """A tab of 1400 x 1800 px; its screenshot is kept, and a JavaScript error fails the test."""
+    """A tab of 1400 x 1800 px; its screenshot is kept. A JavaScript error fails the test, and so does
+    anything the page fetches from outside the server (the page icon once came from a font server,
+    which an offline classroom cannot reach)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1800})
-    errors = []
+    errors, outside = [], []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("request", lambda r: outside.append(r.url) if urlparse(r.url).hostname not in (
+        "127.0.0.1", "localhost", None) and not r.url.startswith(("data:", "blob:")) else None)
     yield page
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', request.node.name)}.png"),
                     full_page=True)
     page.close()
     assert not errors, f"JavaScript errors in the page: {errors}"
+    assert not outside, f"fetched from outside the server: {outside}"
 
 
 def settle(page, limit: float = 240) -> None:

@@ -10,7 +10,7 @@ report (it runs three rounds on a server of its own)."""
 from __future__ import annotations
 
 from bench.soak import SoakModels, run_soak
-from tests.system.conftest import END_TO_END
+from tests.system.conftest import END_TO_END, KEPT_DOCUMENTS
 
 pytestmark = END_TO_END
 RSS_GROWTH_MB = 500  # the server's resident memory stays within this of its start (measured: 110-300 MB)
@@ -18,8 +18,9 @@ RSS_GROWTH_MB = 500  # the server's resident memory stays within this of its sta
 
 def test_the_server_holds_up_and_comes_back_to_rest(served_app, browser, tmp_path):
     figures = run_soak(tmp_path, rounds=1, served=served_app, models=SoakModels("tiny-han", "tiny-hcan", "tiny-sanet"),
-                       training_epochs=3, browser=browser)
+                       training_epochs=1, browser=browser, kept_documents=KEPT_DOCUMENTS)
     log = figures.pop("server_log_tail")
+    print("soak phases (s):", figures.get("phase_seconds"))
     assert figures["warm"] and figures["answered"], figures  # every session that stayed got its answer
     assert figures["refused_the_huge_checkpoint"], figures
     # a paste that froze the server, a model whose explanation held 1.95 GB, a table of 300,000
