@@ -20,9 +20,11 @@ import asyncio
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from http.cookies import SimpleCookie
+from pathlib import Path
 
 from bench.served import cpu_seconds, rss_mb, seconds_to_idle, start_server
 
@@ -170,11 +172,22 @@ async def _probe_health(url: str, stop: asyncio.Event, slowest: list[float]) -> 
         await asyncio.sleep(1)
 
 
-async def _class(url: str, documents: list[list[str]], seconds: float, think: float, processes: list[int]) -> dict:
+def _workers(runtime: Path) -> list[dict]:
+    """The supervisor's record of its workers (index, port, pid, cookie, restarts)."""
+    import json
+
+    return json.loads(next(runtime.glob("app-*/workers.json")).read_text())["workers"]
+
+
+async def _class(url: str, documents: list[list[str]], seconds: float, think: float, processes: list[int],
+                 kill: Path | None = None) -> dict:
+    """``kill``: the runtime folder of ``hierattn app --workers``; worker 0 is killed (SIGKILL, as an
+    out-of-memory kill would) half-way through, and its students open the page again and paste on."""
     import random
+    import signal
 
     sessions = [Session(url) for _ in documents]
-    record = {"latency": [], "failed": 0, "health": []}
+    record = {"latency": [], "failed": 0, "health": [], "failed_live": 0, "back_s": []}
     await asyncio.gather(*(s.open() for s in sessions))
     await asyncio.gather(*(s.paste(f"A warm-up note from student {i}. It is short.") for i, s in enumerate(sessions)))
     # each worker's first explanation starts its once-per-model background work (the out-of-domain
@@ -186,14 +199,31 @@ async def _class(url: str, documents: list[list[str]], seconds: float, think: fl
     started = time.monotonic()
     last = [started]
 
-    async def student(session: Session, mine: list[str], rng: random.Random) -> None:
+    killed: dict = {}
+    victims = set()
+    if kill is not None:
+        doomed = _workers(kill)[0]
+        victims = {i for i, s in enumerate(sessions) if s.cookies.get("hierattn_worker") == doomed["cookie"]}
+
+        async def killer() -> None:
+            await asyncio.sleep(seconds / 2)
+            os.kill(doomed["pid"], signal.SIGKILL)
+            killed["at"] = time.monotonic()
+        asyncio.create_task(killer())
+
+    async def student(index: int, session: Session, mine: list[str], rng: random.Random) -> None:
         if think:
             await asyncio.sleep(rng.uniform(0, think))  # students start within one reading time
+        lost = False
         for text in mine:
             if time.monotonic() - started > seconds:
                 return
             begin = time.monotonic()
             try:
+                if lost:  # its worker was killed: the student reloads the page
+                    session = Session(url)
+                    session.cookies = dict(sessions[index].cookies)
+                    await asyncio.wait_for(session.open(), 120)
                 shown = await asyncio.wait_for(session.paste(text), 600)
             except Exception:  # noqa: BLE001  an unanswered paste, counted
                 shown = False
@@ -201,13 +231,22 @@ async def _class(url: str, documents: list[list[str]], seconds: float, think: fl
                 record["latency"].append(time.monotonic() - begin)
                 record.setdefault("trace", []).append((round(begin - started, 1), round(time.monotonic() - begin, 2)))
                 last[0] = time.monotonic()
+                if lost:
+                    record["back_s"].append(time.monotonic() - killed["at"])
+                    lost = False
             else:
                 record["failed"] += 1
+                if index in victims and "at" in killed:
+                    lost = True
+                    await asyncio.sleep(0.5)
+                else:
+                    record["failed_live"] += 1
             if think:
                 await asyncio.sleep(rng.uniform(think / 2, think * 1.5))  # reading the answer
 
-    await asyncio.gather(*(student(s, d, random.Random(i)) for i, (s, d) in enumerate(zip(sessions, documents,
-                                                                                         strict=True))))
+    await asyncio.gather(*(student(i, s, d, random.Random(i)) for i, (s, d) in enumerate(zip(sessions, documents,
+                                                                                            strict=True))))
+    record["victims"] = len(victims)
     stop.set()
     await probe
     await asyncio.gather(*(s.close() for s in sessions))
@@ -223,20 +262,23 @@ def _percentile(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))], 2)
 
 
-def run_load(workers: int, sessions: int, kind: str, seconds: float = 60.0, think: float = 0.0) -> dict:
+def run_load(workers: int, sessions: int, kind: str, seconds: float = 60.0, think: float = 0.0,
+             kill: bool = False) -> dict:
     """``sessions`` students pasting ``kind`` documents ("article": ~500 words; "200kb") into one
     fresh server of ``workers`` processes for ``seconds``; the figures. ``think``: 0, each pastes
     again as soon as it is answered (the server saturated: its throughput); else a lecture, where a
     student reads each answer for 0.5-1.5 x ``think`` seconds before the next paste, and the class
-    starts within ``think`` seconds."""
+    starts within ``think`` seconds. ``kill``: worker 0 is killed half-way (see ``_class``)."""
     pool = articles() if kind == "article" else long_documents(sessions * 8)
     per = max(1, len(pool) // sessions)
     documents = [pool[i * per:(i + 1) * per] or pool[i % len(pool):][:1] for i in range(sessions)]
     env = {k: v for k, v in os.environ.items() if k not in ("HIERATTN_CHECKPOINTS", "HIERATTN_THREADS")}
+    runtime = Path(tempfile.mkdtemp(prefix="hierattn-load-"))
+    env["HIERATTN_RUNTIME"] = str(runtime)
     server, url = _start(workers, env)
     try:
         processes = _tree(server.pid)
-        record = asyncio.run(_class(url, documents, seconds, think, processes))
+        record = asyncio.run(_class(url, documents, seconds, think, processes, runtime if kill else None))
         memory = sum(rss_mb(p) for p in _tree(server.pid))
     finally:
         os.killpg(server.pid, 15)
@@ -253,6 +295,8 @@ def run_load(workers: int, sessions: int, kind: str, seconds: float = 60.0, thin
             "p50_s": _percentile(record["latency"], 50), "p95_s": _percentile(record["latency"], 95),
             "health_slowest_s": round(max(record["health"], default=0), 2),
             "server_cores_busy": round(record["cores_busy"], 2), "server_rss_mb": round(memory),
+            **({"killed_worker": {"its_students": record["victims"], "failed_on_live_workers": record["failed_live"],
+                                  "served_again_s": sorted(round(b, 1) for b in record["back_s"])}} if kill else {}),
             "trace": sorted(record.get("trace", []))}
 
 
@@ -266,8 +310,10 @@ def record_load(quick: bool = False) -> list[dict]:
     """Every case of ``CASES`` for 30 sessions and 60 s (quick: 6 sessions, 15 s, fewer cases)."""
     cases = [(1, "article", 0.0), (2, "article", 0.0)] if quick else CASES
     out = []
-    for workers, kind, think in cases:
-        figures = run_load(workers, 6 if quick else 30, kind, 15.0 if quick else 60.0, think)
+    for workers, kind, think in [*cases, (2, "article", 10.0)]:
+        kill = len(out) == len(cases)  # the last: a lecture on 2 workers, worker 0 killed half-way
+        figures = run_load(workers, 6 if quick else 30, kind, 30.0 if quick and kill else 15.0 if quick else 60.0,
+                           think, kill=kill)
         figures.pop("trace", None)
         out.append(figures)
     return out
@@ -283,6 +329,13 @@ def format_load(rows: list[dict]) -> list[str]:
                      f"{r['answered']} ({r['failed']} failed) | {r['pastes_per_s']} | {r['p50_s']} s | "
                      f"{r['p95_s']} s | {r['health_slowest_s']} s | {r['server_cores_busy']} | "
                      f"{r['server_rss_mb']:,} MB |")
+    for r in rows:
+        if k := r.get("killed_worker"):
+            back = k["served_again_s"]
+            lines.append(f"\nWorker 0 of 2 killed half-way through the lecture row's run: {k['its_students']} of its "
+                         f"{r['sessions']} students reloaded the page and pasted on, "
+                         f"{len(back)} of them served again, the last after {max(back, default=0):g} s; "
+                         f"{k['failed_on_live_workers']} failed pastes on the live worker.")
     return lines
 
 

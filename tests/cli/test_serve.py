@@ -1,136 +1,90 @@
-"""``hierattn app --workers N``: the proxy keeps each visitor on one worker and answers the health
-check at once, whatever the workers are doing (``hierattn/cli/serve.py``)."""
-import asyncio
+"""``hierattn app --workers N``: Caddy keeps each visitor on one worker, sends the visitors of a dead
+or frozen worker to a live one, cannot be steered by one client, and the supervisor starts a worker
+that exits again (``hierattn/cli/serve.py``). Most tests run the real supervisor and the real Caddy
+in front of stand-in workers (``stub_worker.py``); the last one runs the app."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
 
-from hierattn.cli.serve import COOKIE, Proxy, worker_environment
+from hierattn.cli.serve import (
+    COOKIE,
+    Supervisor,
+    _free_port,
+    caddy_binary,
+    caddyfile,
+    worker_cookie,
+    worker_environment,
+)
 from hierattn.limits import EXPLAINING_MB, MODEL_MEMORY_MB
 
-
-async def _worker(index: int, slow: asyncio.Event):
-    """A stand-in for a Streamlit server: answers with its index, the request's path, body and
-    cookies; ``/_stcore/health`` is slow while ``slow`` is set; a websocket upgrade echoes."""
-    async def handle(reader, writer):
-        head = await reader.readuntil(b"\r\n\r\n")
-        first, *lines = head.decode("latin-1").split("\r\n")
-        fields = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines if line)}
-        if fields.get("upgrade") == "websocket":
-            writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-            while data := await reader.read(100):
-                writer.write(b"worker%d:" % index + data)
-                await writer.drain()
-            writer.close()
-            return
-        body = await reader.readexactly(int(fields.get("content-length", 0)))
-        if "/_stcore/health" in first and slow.is_set():
-            await asyncio.sleep(5)
-        extra = "Set-Cookie: _streamlit_xsrf=token\r\n" if "/_stcore/health" in first else ""
-        text = f"worker {index} {first.split()[1]} body={body.decode()} cookie={fields.get('cookie', '')}".encode()
-        writer.write(f"HTTP/1.1 200 OK\r\nContent-Length: {len(text)}\r\n{extra}Connection: close\r\n\r\n".encode()
-                     + text)
-        await writer.drain()
-        writer.close()
-    return await asyncio.start_server(handle, "127.0.0.1", 0)
+STUB = Path(__file__).with_name("stub_worker.py")
+LIVENESS_S = 60  # every wait below ends on what the proxy answers; this bounds a stuck one
 
 
-async def _request(reader, writer, line: str, cookie: str = "", body: bytes = b"") -> tuple[dict, str]:
-    head = f"{line} HTTP/1.1\r\nHost: x\r\n" + (f"Cookie: {cookie}\r\n" if cookie else "") + \
-        (f"Content-Length: {len(body)}\r\n" if body else "") + "\r\n"
-    writer.write(head.encode() + body)
-    await writer.drain()
-    response = await reader.readuntil(b"\r\n\r\n")
-    fields = {}
-    for line_ in response.decode().split("\r\n")[1:]:
-        if ":" in line_:
-            k, _, v = line_.partition(":")
-            fields.setdefault(k.strip().lower(), []).append(v.strip())
-    text = await reader.readexactly(int(fields["content-length"][0]))
-    return fields, text.decode()
+class StubSupervisor(Supervisor):
+    def worker_command(self, worker):
+        return [sys.executable, str(STUB), str(worker.port), str(worker.index)]
 
 
 @pytest.fixture
-def proxied():
-    async def start():
-        slow = asyncio.Event()
-        workers = [await _worker(i, slow) for i in range(2)]
-        proxy = Proxy([w.sockets[0].getsockname()[1] for w in workers])
-        front = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
-        return proxy, front, slow, workers
-    return start
+def served(tmp_path, monkeypatch):
+    """The supervisor and Caddy in front of two stand-in workers, in a thread of this process."""
+    monkeypatch.setenv("HIERATTN_RUNTIME", str(tmp_path))
+    supervisor = StubSupervisor(Path("app.py"), [], dict(os.environ), 2, "127.0.0.1", _free_port())
+    supervisor.start()
+    runner = threading.Thread(target=supervisor.run, daemon=True)
+    runner.start()
+    yield supervisor
+    supervisor.stop.set()
+    runner.join(10)
+    supervisor.shutdown()
 
 
-def test_a_visitor_stays_on_its_worker_request_by_request(proxied):
-    async def main():
-        proxy, front, _, _ = await proxied()
-        port = front.sockets[0].getsockname()[1]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        fields, text = await _request(reader, writer, "GET /compare?model=x")  # a page: a worker is chosen
-        worker = int(text.split()[1])
-        assert fields["set-cookie"] == [f"{COOKIE}={worker}; Path=/; HttpOnly; SameSite=Lax"]
-        assert fields["connection"] == ["keep-alive"]  # the worker closed its side; the visitor's stays open
-        fields, text = await _request(reader, writer, "GET /static/app.js")  # a file without a cookie: any
-        assert "set-cookie" not in fields
-        for chosen in (1, 0, 1):  # one keep-alive connection, each request to its own cookie's worker
-            _, text = await _request(reader, writer, "PUT /_stcore/upload_file/s/f", f"{COOKIE}={chosen}",
-                                     body=b"a file's bytes")
-            assert text.startswith(f"worker {chosen} /_stcore/upload_file/s/f body=a file's bytes")
-        writer.close()
-        r2, w2 = await asyncio.open_connection("127.0.0.1", port)
-        _, text = await _request(r2, w2, "GET /")  # the next new visitor: the other worker (fewest sessions, in turn)
-        assert int(text.split()[1]) == 1 - worker
-        w2.close()
-        front.close()
-    asyncio.run(main())
+def _get(supervisor, path: str = "/", cookie: str | None = None) -> tuple[int, str, str | None]:
+    """(status, body, the worker cookie set) of a GET through the proxy."""
+    request = urllib.request.Request(f"http://127.0.0.1:{supervisor.port}{path}",
+                                     headers={"Cookie": f"{COOKIE}={cookie}"} if cookie else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            status, body, headers = answer.status, answer.read().decode(), answer.headers
+    except urllib.error.HTTPError as error:
+        status, body, headers = error.code, error.read().decode(), error.headers
+    set_cookie = next((h.split(";")[0].split("=", 1)[1] for h in headers.get_all("Set-Cookie") or []
+                       if h.startswith(COOKIE + "=")), None)
+    return status, body, set_cookie
 
 
-def test_the_health_check_answers_at_once_while_the_workers_are_slow(proxied):
-    async def main():
-        proxy, front, slow, _ = await proxied()
-        port = front.sockets[0].getsockname()[1]
-        slow.set()
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        start = time.monotonic()
-        fields, text = await _request(reader, writer, "GET /_stcore/health")
-        assert text == "ok" and time.monotonic() - start < 4  # the proxy's own answer, not the slow worker's 5 s
-        # a browser's first check (the proxy's cookie, no XSRF cookie yet) goes to its worker for that cookie
-        fields, text = await _request(reader, writer, "GET /_stcore/health", f"{COOKIE}=1")
-        assert text.startswith("worker 1 /_stcore/health") and fields["set-cookie"] == ["_streamlit_xsrf=token"]
-        proxy.alive[0] = False  # a worker that died
-        _, text = await _request(reader, writer, "GET /_stcore/health")
-        assert text == "workers not answering: 0"
-        proxy.alive[0], proxy.answered[1] = True, time.monotonic() - 120  # one that stopped answering
-        _, text = await _request(reader, writer, "GET /_stcore/health")
-        assert text == "workers not answering: 1"
-        writer.close()
-        front.close()
-    asyncio.run(main())
+def _until(condition, what: str):
+    deadline = time.monotonic() + LIVENESS_S
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"not within {LIVENESS_S} s: {what}")
 
 
-def test_a_websocket_is_piped_to_its_workers_and_counted(proxied):
-    async def main():
-        proxy, front, _, _ = await proxied()
-        port = front.sockets[0].getsockname()[1]
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(f"GET /_stcore/stream HTTP/1.1\r\nHost: x\r\nCookie: {COOKIE}=1\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\n\r\n".encode())
-        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 101")
-        writer.write(b"hello")
-        assert await reader.readexactly(len(b"worker1:hello")) == b"worker1:hello"
-        assert proxy.sessions == [0, 1]
-        writer.close()
-        for _ in range(50):
-            if proxy.sessions == [0, 0]:
-                break
-            await asyncio.sleep(0.02)
-        assert proxy.sessions == [0, 0]
-        r2, w2 = await asyncio.open_connection("127.0.0.1", port)
-        w2.write(b"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-        assert (await r2.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 411")
-        w2.close()
-        front.close()
-    asyncio.run(main())
+def _websocket(supervisor, path: str, cookie: str | None) -> tuple[socket.socket, bytes]:
+    s = socket.create_connection(("127.0.0.1", supervisor.port), timeout=10)
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+              + (f"Cookie: {COOKIE}={cookie}\r\n" if cookie else "") + "\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return s, head
 
 
 def test_each_worker_gets_its_part_of_the_servers_memory():
@@ -141,29 +95,165 @@ def test_each_worker_gets_its_part_of_the_servers_memory():
     assert EXPLAINING_MB.variable == "HIERATTN_EXPLAINING_MB"
 
 
+def test_caddy_reads_the_configuration(tmp_path):
+    """Caddy itself adapts the written configuration, bound to the address asked for."""
+    path = tmp_path / "Caddyfile"
+    path.write_text(caddyfile([9101, 9102], "127.0.0.1", 9100, "secret", 50))
+    adapted = subprocess.run([caddy_binary(), "adapt", "--config", str(path), "--adapter", "caddyfile"],
+                             capture_output=True, text=True, env={**os.environ, "HOME": str(tmp_path)})
+    assert adapted.returncode == 0, adapted.stderr
+    config = json.loads(adapted.stdout)
+    server, = config["apps"]["http"]["servers"].values()
+    assert server["listen"] == ["127.0.0.1:9100"]
+    text = json.dumps(config)
+    assert '"fallback": {"policy": "round_robin"}' in text and "least_conn" not in text
+    assert config["admin"]["disabled"] is True
+
+
+def test_a_visitor_stays_on_its_worker_and_new_visitors_take_turns(served):
+    visitors = [_get(served) for _ in range(4)]
+    bodies = [body for _, body, _ in visitors]
+    assert sorted(b.split()[1] for b in bodies) == ["0", "0", "1", "1"]
+    for status, body, cookie in visitors:
+        worker = int(body.split()[1])
+        assert status == 200 and cookie == worker_cookie(served.routing_secret, served.workers[worker].port)
+        for path in ("/_stcore/host-config", "/media/x.png", "/?model=a"):
+            assert _get(served, path, cookie)[1] == f"worker {worker} {path}"
+
+
+def test_one_client_holding_forty_websockets_does_not_steer_new_visitors(served):
+    """Balancing on open connections sent 10 of 10 new visitors to the other worker."""
+    on_zero = worker_cookie(served.routing_secret, served.workers[0].port)
+    held = []
+    try:
+        for _ in range(40):
+            s, head = _websocket(served, "/_stcore/stream", on_zero)
+            assert head.startswith(b"HTTP/1.1 101"), head
+            held.append(s)
+        held[0].sendall(b"hello")
+        assert held[0].recv(100) == b"worker0:hello"
+        new = [_get(served)[1].split()[1] for _ in range(10)]
+        assert abs(new.count("0") - new.count("1")) <= 2, new
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_only_the_apps_stream_is_upgraded_and_metrics_are_not_served(served):
+    s, head = _websocket(served, "/anything/else", None)
+    s.close()
+    assert head.startswith(b"HTTP/1.1 400")
+    assert _get(served, "/_stcore/metrics")[0] == 404
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as s:  # a head over the limit
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000 + b"\r\n\r\n")
+        assert s.recv(100).split(b" ")[1] in (b"431", b"400")
+
+
+def test_a_killed_worker_comes_back_and_its_visitors_are_served_meanwhile(served):
+    status, body, cookie = _get(served)
+    worker = served.workers[int(body.split()[1])]
+    pid = worker.process.pid
+    os.kill(pid, signal.SIGKILL)
+    # its visitor's next request: answered by the live worker, pinned there by a new cookie
+    status, body, moved = _get(served, "/again", cookie)
+    assert status == 200 and body.split()[1] != str(worker.index) and moved not in (None, cookie)
+    assert _get(served, "/_stcore/health")[:2] == (200, "ok")
+    started = time.monotonic()
+    _until(lambda: worker.process.pid != pid and worker.process.poll() is None, "the worker was started again")
+    recorded = json.loads((served.folder / "workers.json").read_text())["workers"][worker.index]
+    assert recorded["pid"] == worker.process.pid and recorded["restarts"] == 1
+    _until(lambda: _get(served, "/back", cookie)[1] == f"worker {worker.index} /back", "its cookie reaches it again")
+    assert time.monotonic() - started < 30
+
+
+def test_the_health_check_is_503_only_when_no_worker_serves(served):
+    served.stop.set()  # no restarts
+    for worker in served.workers[1:]:
+        os.kill(worker.process.pid, signal.SIGKILL)
+    assert _get(served, "/_stcore/health")[:2] == (200, "ok")
+    os.kill(served.workers[0].process.pid, signal.SIGKILL)
+    assert _get(served, "/_stcore/health")[0] == 503
+
+
+@pytest.mark.slow  # waits out the frozen-worker timeout
+def test_a_frozen_worker_is_out_of_rotation_until_it_answers(served):
+    status, body, cookie = _get(served)
+    frozen = int(body.split()[1])
+    _get(served, "/freeze", cookie)
+    assert _get(served, "/_stcore/health", cookie)[:2] == (200, "ok")  # answered by the other within the bound
+    _until(lambda: _get(served, "/x", cookie)[1].split()[1] != str(frozen), "its visitor moved to a live worker")
+    assert {_get(served)[1].split()[1] for _ in range(4)} == {str(1 - frozen)}
+
+
 @pytest.mark.slow
-def test_two_workers_serve_two_visitors_each_its_own():
-    """The real thing: ``hierattn app --workers 2`` on the shipped checkpoints; two visitors paste
-    into Explore over Streamlit's websocket, each on its own worker, both answered."""
-    import os
+def test_two_workers_serve_their_visitors_and_one_killed_comes_back(tmp_path):
+    """The real thing: ``hierattn app --workers 2`` on the shipped checkpoints. Two visitors paste
+    into Explore over Streamlit's websocket, each on its own worker. Then one worker is killed as an
+    out-of-memory kill would: the other's visitor pastes on, the health check stays 200, the killed
+    worker's visitor opens the page again on the live worker at once, and the worker is back."""
+    import asyncio
 
     from bench.load import MODEL, Session, _start
 
     env = {k: v for k, v in os.environ.items() if k != "HIERATTN_CHECKPOINTS"}
+    env["HIERATTN_RUNTIME"] = str(tmp_path)
     server, url = _start(2, env)
+    health = []
+
+    def probe(stop: threading.Event):
+        while not stop.wait(0.25):
+            try:
+                health.append(urllib.request.urlopen(f"{url}/_stcore/health", timeout=30).status)
+            except urllib.error.HTTPError as error:
+                health.append(error.code)
+            except OSError:
+                health.append(0)
+
     try:
         async def main():
             visitors = [Session(url), Session(url)]
             await asyncio.gather(*(v.open() for v in visitors))
-            shown = await asyncio.gather(*(v.paste(f"The {MODEL} model reads this note {i}. The bank raised "
-                                                   "its rates again today.") for i, v in enumerate(visitors)))
-            await asyncio.gather(*(v.close() for v in visitors))
-            return shown, sorted(v.cookies[COOKIE] for v in visitors)
-        shown, workers = asyncio.run(main())
-        assert shown == [True, True] and workers == ["0", "1"]
-        import urllib.request
-        assert urllib.request.urlopen(f"{url}/_stcore/health", timeout=5).read() == b"ok"
+            note = f"The {MODEL} model reads this note. The bank raised its rates again today."
+            shown = await asyncio.gather(*(v.paste(f"{note} {i}") for i, v in enumerate(visitors)))
+            assert shown == [True, True] and len({v.cookies[COOKIE] for v in visitors}) == 2
+
+            record = json.loads(next(tmp_path.glob("app-*/workers.json")).read_text())["workers"]
+            killed = next(w for w in record if w["cookie"] == visitors[1].cookies[COOKIE])
+            stop = threading.Event()
+            prober = threading.Thread(target=probe, args=(stop,))
+            prober.start()
+            os.kill(killed["pid"], signal.SIGKILL)
+            started = time.monotonic()
+            again = Session(url)
+            again.cookies = dict(visitors[1].cookies)  # the killed worker's visitor reloads its page
+            await again.open()
+            assert await again.paste(f"{note} again") and again.cookies[COOKIE] != killed["cookie"]
+            assert await visitors[0].paste(f"{note} meanwhile")
+            reopened = time.monotonic() - started
+
+            def back():
+                now = json.loads(next(tmp_path.glob("app-*/workers.json")).read_text())["workers"]
+                row = now[killed["index"]]
+                if row["pid"] == killed["pid"]:
+                    return False
+                try:
+                    return urllib.request.urlopen(f"http://127.0.0.1:{row['port']}/_stcore/health",
+                                                  timeout=5).status == 200
+                except OSError:
+                    return False
+            _until(back, "the killed worker answers again")
+            restarted = time.monotonic() - started
+            stop.set()
+            prober.join()
+            await asyncio.gather(*(v.close() for v in (visitors[0], again)))
+            return reopened, restarted
+
+        reopened, restarted = asyncio.run(main())
+        print(f"killed worker: its visitor served again after {reopened:.1f} s, the worker back after "
+              f"{restarted:.1f} s; health checks {len(health)}, statuses {sorted(set(health))}")
+        assert reopened < 30 and restarted < 30
+        assert health and set(health) == {200}
     finally:
         os.killpg(server.pid, 15)
         server.wait(60)
-    assert server.returncode == 0  # the proxy stopped its workers and itself on SIGTERM
+    assert server.returncode == 0  # the supervisor stopped Caddy, its workers and itself on SIGTERM
