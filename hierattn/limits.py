@@ -66,6 +66,10 @@ UPLOAD_HEADER_KB = Limit("a table's header line", "HIERATTN_MAX_HEADER_KB", 64, 
 JSON_MB = Limit("a JSON file's size", "HIERATTN_MAX_JSON_MB", 10, " MB")
 VOCAB_MB = Limit("vocab.json's size", "HIERATTN_MAX_VOCAB_MB", 50, " MB")
 WEIGHTS_MB = Limit("model.safetensors' size", "HIERATTN_MAX_WEIGHTS_MB", 500, " MB")
+# a folder's tokenizer reads a paste in a child process of this address space and time
+# (data/tokenizer_process.py): an unforeseen component aborts or stalls the child, never the server
+TOKENIZER_MB = Limit("the tokenizer's memory", "HIERATTN_TOKENIZER_MB", 1024, " MB")
+TOKENIZER_SECONDS = Limit("the tokenizer's time per text in seconds", "HIERATTN_TOKENIZER_SECONDS", 10)
 # the tensor names and shapes before the weights (BERT-base: 16 KB); read before any tensor is
 WEIGHTS_HEADER_MB = Limit("model.safetensors' header", "HIERATTN_MAX_WEIGHTS_HEADER_MB", 4, " MB")
 # a Hugging Face config.json's numbers: transformers builds tables of num_labels or positions entries
@@ -94,6 +98,11 @@ EXPLANATION_MEMORY_MB = Limit("the memory of the explanations kept for reuse", "
 RUNS_PER_VISITOR = Limit("the runs one visitor trains at once", "HIERATTN_RUNS_PER_VISITOR", 1)
 # checkpoints one visitor's runs keep on the server (each in every visitor's pickers; one 20 MB upload wrote 51 MB)
 CHECKPOINTS_PER_VISITOR = Limit("the checkpoints one visitor keeps", "HIERATTN_CHECKPOINTS_PER_VISITOR", 5)
+# every visitor together, whatever identity each presents (app/app_store.py): a client that sends no
+# cookie is a new visitor per connection, so the per-visitor cap alone bounds nothing
+VISITOR_CHECKPOINTS = Limit("the checkpoints all visitors keep", "HIERATTN_VISITOR_CHECKPOINTS", 30)
+VISITOR_CHECKPOINTS_MB = Limit("the size of the checkpoints all visitors keep", "HIERATTN_VISITOR_CHECKPOINTS_MB",
+                               1024, " MB")
 RUN_SECONDS = Limit("a run's time in seconds", "HIERATTN_RUN_SECONDS", 7_200)
 RUN_AWAY_SECONDS = Limit("the seconds a run goes on after its visitor left", "HIERATTN_RUN_AWAY_SECONDS", 600)
 # Pasted documents kept by content for links and refreshes (hierattn/app/documents.py)

@@ -16,7 +16,7 @@ from hierattn.checkpoint.classifier import Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
-from hierattn.limits import EXPLANATION_CELLS
+from hierattn.limits import EXPLANATION_CELLS, LimitExceeded
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -306,10 +306,13 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     computed when first read (``Explanation.metrics``, ``metrics_of``)."""
     if not isinstance(text, str) or not text.strip():
         raise ExplainError("the text is empty: paste a document with at least one word")
-    document = classifier.vocab.within_window(tokenize(text, text_config or classifier.text_config))
-    if not document.sentences:
-        raise ExplainError("no words were found in the text (after dropping symbols and punctuation)")
-    batch = encode_documents([document], classifier.vocab).to(classifier.device)
+    try:
+        document = classifier.vocab.within_window(tokenize(text, text_config or classifier.text_config))
+        if not document.sentences:
+            raise ExplainError("no words were found in the text (after dropping symbols and punctuation)")
+        batch = encode_documents([document], classifier.vocab).to(classifier.device)
+    except LimitExceeded as error:  # a folder's tokenizer past its memory or time (data.tokenizer_process)
+        raise ExplainError(str(error)) from None
     with torch.inference_mode():
         output = classifier.model(batch)
         attentions = (output.attentions if isinstance(output.attentions, Maps) else Maps(output.attentions)).held()

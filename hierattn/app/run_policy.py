@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hierattn import limits
+from hierattn.app import app_store
 from hierattn.training import run_claims
 from hierattn.training.jobs import TrainingJob
 from hierattn.training.run_names import JobError
@@ -73,8 +74,9 @@ class JobManager:
 
     def made_by(self, out: Path, session: str | None) -> bool:
         """Whether a run of ``session`` on this server wrote the checkpoint at ``out``."""
-        return session is not None and any(
+        return session is not None and (any(
             session in self.owners(j) and j.out.resolve() == out.resolve() and j.metrics for j in self._jobs.values())
+            or app_store.owner_of(out) == session)  # another worker's run, or one before a restart
 
     def may_replace(self, out: Path, session: str | None) -> bool:
         """A visitor of the page replaces only a checkpoint a run of their own session wrote; the
@@ -100,12 +102,8 @@ class JobManager:
                 if not self.may_replace(job.out, session):
                     raise JobError(f"'{job.name}' is a checkpoint this session did not train (a shipped one, or "
                                    "another visitor's): the page never replaces it; choose another name")
-                kept = {j.out.resolve() for j in self._jobs.values()
-                        if session in self.owners(j) and j.metrics and j.out.exists()} - {job.out.resolve()}
-                if not single_user() and limits.CHECKPOINTS_PER_VISITOR.exceeded(len(kept) + 1):
-                    raise JobError(f"you have {len(kept)} checkpoints on this server already: "
-                                   + limits.CHECKPOINTS_PER_VISITOR.message(len(kept) + 1)
-                                   + "; replace one of yours (same name, 'Replace my checkpoint')")
+                if not single_user():
+                    self._check_kept(job.out, session)
                 mine = sum(session in self.owners(j) for j in running) + sum(session in c.owners for c in elsewhere)
                 if limits.RUNS_PER_VISITOR.exceeded(mine + 1):
                     raise JobError(f"you have {mine} run{'s' if mine > 1 else ''} training already: "
@@ -124,10 +122,34 @@ class JobManager:
         threading.Thread(target=self._run, args=(job,), name=f"train-{job.name}", daemon=True).start()
         return job
 
-    @staticmethod
-    def _run(job: TrainingJob) -> None:
+    def _check_kept(self, out: Path, session: str) -> None:
+        """The checkpoints a visitor keeps (``limits.CHECKPOINTS_PER_VISITOR``) and all visitors keep
+        (``VISITOR_CHECKPOINTS``, ``VISITOR_CHECKPOINTS_MB``), counted in the app-wide store: every
+        worker's runs and those before a restart. Replacing one's own checkpoint adds nothing."""
+        out = out.resolve()
+        rows = [(p, owner, mb) for p, owner, mb in app_store.visitor_checkpoints(out.parent) if p != out]
+        kept = {p for p, owner, _ in rows if owner == session} | {
+            j.out.resolve() for j in self._jobs.values()
+            if session in self.owners(j) and j.metrics and j.out.exists() and j.out.resolve() != out}
+        if limits.CHECKPOINTS_PER_VISITOR.exceeded(len(kept) + 1):
+            raise JobError(f"you have {len(kept)} checkpoints on this server already: "
+                           + limits.CHECKPOINTS_PER_VISITOR.message(len(kept) + 1)
+                           + "; replace one of yours (same name, 'Replace my checkpoint')")
+        if limits.VISITOR_CHECKPOINTS.exceeded(len(rows) + 1):
+            raise JobError(f"the visitors of this server keep {len(rows)} checkpoints already: "
+                           + limits.VISITOR_CHECKPOINTS.message(len(rows) + 1)
+                           + "; replace one of yours (same name, 'Replace my checkpoint') or ask the teacher")
+        if limits.VISITOR_CHECKPOINTS_MB.exceeded(total := sum(mb for _, _, mb in rows)):
+            raise JobError("the visitors' checkpoints fill this server's share: "
+                           + limits.VISITOR_CHECKPOINTS_MB.message(total)
+                           + "; replace one of yours (same name, 'Replace my checkpoint') or ask the teacher")
+
+    def _run(self, job: TrainingJob) -> None:
         try:
             job.run()
+            run = self._page_runs.get(job.id)
+            if run is not None and job.metrics and job.out.exists():  # a visitor's checkpoint, for every worker
+                app_store.record_checkpoint(job.out, sorted(run.owners)[0])
         finally:
             run_claims.release(job.id)
 

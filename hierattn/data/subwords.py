@@ -35,6 +35,7 @@ import torch
 from hierattn.contract import Pieces
 from hierattn.data.files import read_bytes
 from hierattn.data.text import Document, Sentence
+from hierattn.data.tokenizer_process import TokenizerProcess
 from hierattn.data.tokenizer_rules import tokenizer_problem
 from hierattn.limits import VOCAB_MB
 
@@ -83,6 +84,7 @@ class SubwordVocab:
 
     def __init__(self, tokenizer, window: int, pad_id: int):
         self.tokenizer = tokenizer
+        self.process: TokenizerProcess | None = None  # a folder's tokenizer reads pastes in a child (load)
         self.window = int(window)
         self.pad_id = int(pad_id)
         probe = tokenizer.encode("a", add_special_tokens=True)
@@ -111,7 +113,9 @@ class SubwordVocab:
         tokenizer = Tokenizer.from_str(text)
         tokenizer.no_truncation()
         tokenizer.no_padding()
-        return cls(tokenizer, window, pad_id)
+        vocab = cls(tokenizer, window, pad_id)
+        vocab.process = TokenizerProcess(text)
+        return vocab
 
     def save(self, directory: str | Path) -> None:
         """``tokenizer.json``, and ``tokenizer_config.json`` with the window as ``model_max_length``:
@@ -145,7 +149,8 @@ class SubwordVocab:
             text, runs = read_text(d)
             words = [t for s in d.sentences for t in s.tokens]
             starts = [t.start for t in words]
-            enc = self.tokenizer.encode(text, add_special_tokens=False)
+            enc = (self.process.encode(text) if self.process is not None
+                   else self.tokenizer.encode(text, add_special_tokens=False))
             owners, ends = [], []
             for a, b in enc.offsets:
                 first = a

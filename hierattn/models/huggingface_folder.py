@@ -80,7 +80,8 @@ class HuggingFaceFolder:
         if not (directory / TOKENIZER_FILE).is_file():
             return (f"{TOKENIZER_FILE} is missing: hierattn reads a fast tokenizer's file (save it with "
                     "AutoTokenizer.from_pretrained(folder).save_pretrained(folder))")
-        return file_problem(directory / TOKENIZER_FILE)  # before the model is built (data.tokenizer_rules)
+        vocab_size = config.get("vocab_size")  # the embedding rows every token id must be within
+        return file_problem(directory / TOKENIZER_FILE, vocab_size if type(vocab_size) is int else None)
 
     @staticmethod
     def named_code(config: dict) -> bool:

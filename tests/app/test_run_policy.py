@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from hierattn.app import app_store
 from hierattn.app.run_policy import JobManager, PageRun
 from hierattn.training.run_names import JobError
 from tests.training.test_jobs import _job
@@ -101,6 +102,13 @@ def test_one_visitor_keeps_at_most_its_share_of_checkpoints(tmp_path, monkeypatc
         assert job.status == "finished", job.message
     with pytest.raises(JobError, match="you have 2 checkpoints on this server already"):
         manager.start(_job(tmp_path, "c", epochs=1), session="visitor")
+    deadline = time.time() + 60  # recorded in the app-wide store as its run's thread ends
+    while len(app_store.visitor_checkpoints(tmp_path)) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    assert {(p.name, owner) for p, owner, _ in app_store.visitor_checkpoints(tmp_path)} == {
+        ("a", "visitor"), ("b", "visitor")}
+    with pytest.raises(JobError, match="you have 2 checkpoints on this server already"):  # another worker, a restart
+        JobManager().start(_job(tmp_path, "c", epochs=1), session="visitor")
     again = manager.start(_job(tmp_path, "a", epochs=1, replace_existing=True), session="visitor")  # one of its own
     other = manager.start(_job(tmp_path, "d", epochs=1), session="another visitor")  # another's share, meanwhile
     _wait(again, 120)

@@ -57,3 +57,55 @@ def test_known_regexes_and_short_replacements_are_read(tmp_path):
         {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}, {"type": "NFKC"}]}
     (folder / "tokenizer.json").write_text(json.dumps(spec))
     assert load_classifier(folder, device="cpu").window > 0
+
+
+def _replace_chain(count: int, pattern: str, content: str) -> dict:
+    return {"type": "Sequence", "normalizers": [
+        {"type": "Replace", "pattern": {"String": pattern}, "content": content} for _ in range(count)]}
+
+
+@pytest.mark.parametrize("changes,message", [
+    # fifteen Replaces within the per-step rule: a 23-character paste asked for 4 GB and aborted the server
+    ({"normalizer": _replace_chain(15, "qq", "q" * 16)}, "can make a text 35,184,372,088,832 times longer"),
+    ({"normalizer": _replace_chain(8, "qq", "qq" * 8)}, "can make a text 16,777,216 times longer"),
+    ({"model": "wordpiece 10**9"}, "WordPiece reads words of up to 1000000000 characters"),
+    ({"model": "id beyond"}, "emits token id 5000, outside the model's"),
+])
+def test_a_tokenizer_that_multiplies_its_work_is_refused_when_its_folder_opens(tmp_path, changes, message):
+    folder = save_tiny("bert", tmp_path / "bert")
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    if changes.get("model") == "wordpiece 10**9":
+        spec["model"]["max_input_chars_per_word"] = 10 ** 9
+    elif changes.get("model") == "id beyond":
+        spec["added_tokens"].append({**spec["added_tokens"][-1], "id": 5000, "content": "[BEYOND]"})
+    else:
+        spec.update(changes)
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    started = time.thread_time()
+    with pytest.raises(CheckpointError, match=message.replace("(", r"\(")):
+        load_classifier(folder, device="cpu")
+    assert time.thread_time() - started < 10
+
+
+def test_growth_is_a_product_and_shrinking_steps_do_not_pay_for_growing_ones():
+    from hierattn.data.tokenizer_rules import MAX_GROWTH, normalizer_growth
+
+    assert normalizer_growth(_replace_chain(2, "q", "qq")) == 4 <= MAX_GROWTH  # at the bound: read
+    assert normalizer_growth(_replace_chain(3, "q", "qq")) == 8 > MAX_GROWTH
+    shrink_then_grow = {"type": "Sequence", "normalizers": [
+        {"type": "Replace", "pattern": {"String": "qqqq"}, "content": "q"},
+        *_replace_chain(3, "q", "qq")["normalizers"]]}
+    assert normalizer_growth(shrink_then_grow) == 8  # a shrinking step is counted as 1, never below
+    assert normalizer_growth({"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}) == 1
+
+
+def test_every_id_the_shipped_tokenizers_emit_is_within_their_models_rows():
+    from hierattn.data.tokenizer_rules import token_ids
+
+    for name in ("bbc-news-transformer", "tweets-transformer", "tweets-minilm"):
+        folder = checkpoint_root() / name
+        spec = json.loads((folder / "tokenizer.json").read_text())
+        vocab_size = json.loads((folder / "config.json").read_text())["vocab_size"]
+        ids = token_ids(spec)
+        assert max(ids) < vocab_size and tokenizer_problem(spec, vocab_size) is None, name
+        assert max(ids) >= vocab_size * 0.9, name  # the ids read are the vocabulary's, not a few specials
