@@ -101,14 +101,16 @@ async def _get(url: str, cookies: dict) -> dict:
 class Session:
     """One student: a websocket to Explore, pasting documents."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, query: str = f"model={MODEL}"):
         self.url, self.cookies, self.socket, self.box = url, {}, None, None
+        self.query = query  # the page's address after "?", as a link gives it
+        self.last_run: list[bytes] = []  # the messages of the latest run, as sent
 
     async def open(self) -> None:
         import websockets
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
-        await _get(f"{self.url}/?model={MODEL}", self.cookies)
+        await _get(f"{self.url}/?{self.query}", self.cookies)
         await _get(f"{self.url}/_stcore/health", self.cookies)
         xsrf = self.cookies.get("_streamlit_xsrf", "")
         self.socket = await websockets.connect(
@@ -117,7 +119,7 @@ class Session:
                                 "Origin": self.url}, max_size=None, open_timeout=300,
             ping_interval=None)  # a busy server answers late; the latency is what is measured
         message = BackMsg()
-        message.rerun_script.query_string = f"model={MODEL}"
+        message.rerun_script.query_string = self.query
         await self.socket.send(message.SerializeToString())
         await self._until_finished(find_box=True)
         if self.box is None:
@@ -127,9 +129,10 @@ class Session:
         """Read until the run's end; whether the explanation was shown."""
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-        shown = False
+        shown, self.last_run = False, []
         while True:
             raw = await self.socket.recv()
+            self.last_run.append(raw)
             shown = shown or MARKER in raw
             message = ForwardMsg()
             message.ParseFromString(raw)

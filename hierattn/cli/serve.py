@@ -95,9 +95,12 @@ def caddy_binary() -> str:
     return found
 
 
-def caddyfile(ports: list[int], address: str, port: int, secret: str, upload_mb: float) -> str:
-    """Caddy's configuration for workers on ``ports`` (see the module for what each part is for)."""
-    upstreams = " ".join(f"127.0.0.1:{p}" for p in ports)
+def caddyfile(ports: list[int], address: str, port: int, secret: str, upload_mb: float, cookie: str = COOKIE,
+              host: str = "127.0.0.1") -> str:
+    """Caddy's configuration for workers on ``ports`` of ``host`` (see the module for what each part
+    is for). ``cookie``: the sticky cookie's name; a proxy in front of other hosts' proxies needs a
+    name of its own, or each answer's inner cookie replaces the outer one (bench/scaling.py)."""
+    upstreams = " ".join(f"{host}:{p}" for p in ports)
     bind = f"\n\tbind {address}" if address else ""  # a host in the site's address would match Host: headers
     return f"""{{
 	admin off
@@ -127,7 +130,7 @@ http://:{port} {{{bind}
 		respond @metrics "not served" 404
 		respond @foreign_upgrade "only the app's stream is a websocket" 400
 		reverse_proxy @health {upstreams} {{
-			lb_policy cookie {COOKIE} {secret} {{
+			lb_policy cookie {cookie} {secret} {{
 				fallback first
 			}}
 			lb_try_duration {FROZEN_S + 2}s
@@ -139,7 +142,7 @@ http://:{port} {{{bind}
 			}}
 		}}
 		reverse_proxy {upstreams} {{
-			lb_policy cookie {COOKIE} {secret} {{
+			lb_policy cookie {cookie} {secret} {{
 				fallback round_robin
 			}}
 			lb_try_duration 5s
