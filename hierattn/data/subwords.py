@@ -35,7 +35,7 @@ import torch
 from hierattn.contract import Pieces
 from hierattn.data.files import read_bytes
 from hierattn.data.text import Document, Sentence
-from hierattn.data.tokenizer_process import TokenizerProcess
+from hierattn.data.tokenizer_process import TokenizerProcess, shared
 from hierattn.data.tokenizer_rules import tokenizer_problem
 from hierattn.limits import VOCAB_MB
 
@@ -114,7 +114,7 @@ class SubwordVocab:
         tokenizer.no_truncation()
         tokenizer.no_padding()
         vocab = cls(tokenizer, window, pad_id)
-        vocab.process = TokenizerProcess(text)
+        vocab.process = shared(text)  # one child per tokenizer in this process
         return vocab
 
     def save(self, directory: str | Path) -> None:

@@ -7,8 +7,9 @@ server process (``memory allocation of 4294969984 bytes failed``: every session 
 works without bound holds every visitor's page. So the text a visitor pastes is tokenised in a small
 child process that caps its own address space (``limits.TOKENIZER_MB``) and is given
 ``limits.TOKENIZER_SECONDS`` per text: past either, the child is ended, the paste gets a message,
-and the next paste starts a fresh child. The child is kept across pastes (its start, about 0.3 s,
-is paid once per model and process), and what crosses the pipe is JSON, never a pickle.
+and the next paste starts a fresh child. The child is kept across pastes and shared by every model
+of one tokenizer in the process (:func:`shared`: its start, about 0.1 s, is paid once), and what
+crosses the pipe is JSON, never a pickle.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from hierattn.limits import TOKENIZER_MB, TOKENIZER_SECONDS, LimitExceeded
@@ -100,6 +102,26 @@ class TokenizerProcess:
             self.close()
         except Exception:  # noqa: BLE001  at interpreter exit the modules may be gone
             pass
+
+
+KEPT_CHILDREN = 8  # tokenizers with a child kept per process; the least recently used is ended past it
+_shared: OrderedDict[str, TokenizerProcess] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def shared(spec: str) -> TokenizerProcess:
+    """The process's one ``TokenizerProcess`` for the tokenizer.json ``spec``: a model opened again
+    (another checkpoint of the same tokenizer, or the same folder reloaded) reuses its child."""
+    import hashlib
+
+    key = hashlib.sha256(spec.encode("utf-8")).hexdigest()
+    with _shared_lock:
+        found = _shared.pop(key, None) or TokenizerProcess(spec)
+        _shared[key] = found
+        while len(_shared) > KEPT_CHILDREN:
+            _, old = _shared.popitem(last=False)
+            old.close()  # a later encode starts it again
+        return found
 
 
 def _child_main(memory_mb: int) -> None:

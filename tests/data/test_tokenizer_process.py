@@ -73,11 +73,24 @@ def test_a_paste_on_a_hostile_folder_gets_a_message_and_the_model_reads_on(tmp_p
     folder = save_tiny("bert", tmp_path / "bert")
     classifier = load_classifier(folder, device="cpu")
     monkeypatch.setenv("HIERATTN_TOKENIZER_MB", "300")
-    classifier.vocab.process.close()
     spec = json.loads(classifier.vocab.process.spec)
     spec["normalizer"] = {"type": "Sequence", "normalizers": [  # what no open-time rule saw: 2^30-fold
         {"type": "Replace", "pattern": {"String": "q"}, "content": "qq"}] * 30}
-    classifier.vocab.process.spec = json.dumps(spec)
+    monkeypatch.setattr(classifier.vocab, "process", TokenizerProcess(json.dumps(spec)))
     with pytest.raises(ExplainError, match="the tokenizer stopped while .* more than 300 MB"):
         explain(classifier, "I said q to the class.")
     assert explain(classifier, "A short note about the lecture.").probabilities  # no q: read as before
+    classifier.vocab.process.close()
+
+
+def test_models_of_one_tokenizer_share_one_child_and_few_are_kept(tmp_path, monkeypatch):
+    from hierattn.checkpoint.reading import load_classifier
+    from hierattn.data import tokenizer_process
+
+    folder = save_tiny("bert", tmp_path / "bert")
+    first, again = load_classifier(folder, device="cpu"), load_classifier(folder, device="cpu")
+    assert first.vocab.process is again.vocab.process
+    monkeypatch.setattr(tokenizer_process, "_shared", type(tokenizer_process._shared)())
+    monkeypatch.setattr(tokenizer_process, "KEPT_CHILDREN", 2)
+    kept = [tokenizer_process.shared(json.dumps({"model": {"n": i}})) for i in range(3)]
+    assert list(tokenizer_process._shared.values()) == kept[1:]  # the least recently used let go
