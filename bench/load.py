@@ -198,7 +198,7 @@ async def _class(url: str, documents: list[list[str]], seconds: float, think: fl
     await asyncio.get_running_loop().run_in_executor(None, lambda: [seconds_to_idle(p) for p in processes])
     stop = asyncio.Event()
     probe = asyncio.create_task(_probe_health(url, stop, record["health"]))
-    cpu_before = sum(cpu_seconds(p) for p in processes)
+    cpu_before = {p: cpu_seconds(p) for p in processes}
     started = time.monotonic()
     last = [started]
 
@@ -219,7 +219,7 @@ async def _class(url: str, documents: list[list[str]], seconds: float, think: fl
             await asyncio.sleep(rng.uniform(0, think))  # students start within one reading time
         lost = False
         for text in mine:
-            if time.monotonic() - started > seconds:
+            if time.monotonic() - started > seconds and not lost:  # a student who lost its worker tries on
                 return
             begin = time.monotonic()
             try:
@@ -242,6 +242,7 @@ async def _class(url: str, documents: list[list[str]], seconds: float, think: fl
                 if index in victims and "at" in killed:
                     lost = True
                     await asyncio.sleep(0.5)
+                    continue  # reloads at once, as a student whose page went blank would
                 else:
                     record["failed_live"] += 1
             if think:
@@ -254,7 +255,9 @@ async def _class(url: str, documents: list[list[str]], seconds: float, think: fl
     await probe
     await asyncio.gather(*(s.close() for s in sessions))
     record["seconds"] = last[0] - started
-    record["cores_busy"] = (sum(cpu_seconds(p) for p in processes) - cpu_before) / (time.monotonic() - started)
+    # a killed worker reads 0 at the end: its time up to the start is taken, its time after is lost
+    record["cores_busy"] = (sum(max(cpu_seconds(p), before) for p, before in cpu_before.items())
+                            - sum(cpu_before.values())) / (time.monotonic() - started)
     return record
 
 
