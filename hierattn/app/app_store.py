@@ -29,12 +29,13 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS visitor_checkpoints (
 
 
 def _connect() -> sqlite3.Connection:
-    folder = runtime_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(folder / FILE, timeout=30, isolation_level=None)  # autocommit; BEGIN by hand
-    connection.execute("PRAGMA journal_mode=WAL")
+    path = runtime_dir() / FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path, timeout=30, isolation_level=None)  # autocommit
     connection.execute("PRAGMA busy_timeout=30000")
-    connection.execute(SCHEMA)
+    connection.execute(SCHEMA)  # a no-op once the table exists, even if the file was removed meanwhile
+    if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # kept in the file: set once
+        connection.execute("PRAGMA journal_mode=WAL")
     return connection
 
 
@@ -59,6 +60,8 @@ def visitor_checkpoints(root: Path) -> list[tuple[Path, str, float]]:
 
 
 def owner_of(path: Path) -> str | None:
-    """The visitor whose run wrote the checkpoint at ``path``; None for any other."""
+    """The visitor whose run wrote the checkpoint at ``path`` (while it exists); None for any other."""
     resolved = Path(path).resolve()
-    return next((owner for p, owner, _ in visitor_checkpoints(resolved.parent) if p == resolved), None)
+    with closing(_connect()) as connection:
+        row = connection.execute("SELECT owner FROM visitor_checkpoints WHERE path = ?", (str(resolved),)).fetchone()
+    return row[0] if row is not None and resolved.is_dir() else None

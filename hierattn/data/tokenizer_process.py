@@ -13,6 +13,7 @@ crosses the pipe is JSON, never a pickle.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -112,8 +113,6 @@ _shared_lock = threading.Lock()
 def shared(spec: str) -> TokenizerProcess:
     """The process's one ``TokenizerProcess`` for the tokenizer.json ``spec``: a model opened again
     (another checkpoint of the same tokenizer, or the same folder reloaded) reuses its child."""
-    import hashlib
-
     key = hashlib.sha256(spec.encode("utf-8")).hexdigest()
     with _shared_lock:
         found = _shared.pop(key, None) or TokenizerProcess(spec)
