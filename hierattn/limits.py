@@ -110,6 +110,11 @@ KEPT_DOCUMENTS = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOC
 KEPT_DOCUMENTS_MB = Limit("the pasted documents kept for links", "HIERATTN_KEPT_DOCUMENTS_MB", 64, " MB")
 KEPT_DOCUMENT_KB = Limit("a pasted document kept for links", "HIERATTN_KEPT_DOCUMENT_KB", 512)
 KEPT_DOCUMENT_DAYS = Limit("the days a pasted document is kept for links", "HIERATTN_KEPT_DOCUMENT_DAYS", 30)
+# a document pasted or opened within this many minutes is never let go for another (a lecture's links
+# hold whatever any number of identities paste meanwhile): when every kept one is that recent, a new
+# paste is not kept, and its link says so
+KEPT_DOCUMENT_HOLD_MINUTES = Limit("the minutes a pasted document is kept whatever is pasted after it",
+                                   "HIERATTN_KEPT_DOCUMENT_HOLD_MINUTES", 180)
 
 
 

@@ -2,7 +2,9 @@
 SQLite database in WAL mode (the standard library's ``sqlite3``; its file locks serialise the
 workers' writes), ``app-store.sqlite3`` in the runtime folder (``threads.runtime_dir``).
 
-It holds the visitors' checkpoints: which visitor's run wrote each, and its size. Limits kept in one
+It holds the visitors' checkpoints (which visitor's run wrote each, and its size), the pasted
+documents each visitor keeps for links (``app.documents``: a visitor's share) and the background
+analyses each visitor runs (``app.tasks``: at most ``per_visitor()`` at once). Limits kept in one
 process's memory were per worker and forgotten on a restart (a visitor kept 5 checkpoints per
 worker), and limits per visitor follow an identity the client chooses (a client that sends no
 cookie is a new visitor per connection). So the per-visitor cap counts this store's rows, and
@@ -12,12 +14,13 @@ longer counts.
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
 
-from hierattn.threads import runtime_dir
+from hierattn.threads import alive, runtime_dir
 
 FILE = "app-store.sqlite3"
 SCHEMA = """CREATE TABLE IF NOT EXISTS visitor_checkpoints (
@@ -25,17 +28,39 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS visitor_checkpoints (
     owner TEXT NOT NULL,  -- the visitor whose run wrote it (app.visitors)
     mb REAL NOT NULL,  -- its size on disk
     written REAL NOT NULL  -- time.time() when it was recorded
+);
+CREATE TABLE IF NOT EXISTS kept_documents (
+    folder TEXT NOT NULL,  -- the documents folder (app.documents.folder()), resolved
+    key TEXT NOT NULL,  -- the document's key
+    writer TEXT NOT NULL,  -- the visitor who pasted it
+    bytes INTEGER NOT NULL,
+    written REAL NOT NULL,  -- time.time() when it was last kept
+    PRIMARY KEY (folder, key, writer)
+);
+CREATE TABLE IF NOT EXISTS running_analyses (
+    visitor TEXT NOT NULL,
+    pid INTEGER NOT NULL,  -- the worker running it: a row of a worker that died no longer counts
+    started REAL NOT NULL
 )"""
+
+
+_READY: set[Path] = set()  # store files this process has made the tables of
 
 
 def _connect() -> sqlite3.Connection:
     path = runtime_dir() / FILE
+    ready = path in _READY and path.exists()  # a file removed meanwhile is made again, tables and all
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, timeout=30, isolation_level=None)  # autocommit
     connection.execute("PRAGMA busy_timeout=30000")
-    connection.execute(SCHEMA)  # a no-op once the table exists, even if the file was removed meanwhile
-    if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # kept in the file: set once
-        connection.execute("PRAGMA journal_mode=WAL")
+    # in WAL mode, NORMAL syncs at checkpoints, not at every commit (a paste's 7 ms went to fsync);
+    # a power cut may lose the last commits, never the file
+    connection.execute("PRAGMA synchronous=NORMAL")
+    if not ready:
+        connection.executescript(SCHEMA)  # a no-op for tables that exist
+        if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":  # kept in the file: set once
+            connection.execute("PRAGMA journal_mode=WAL")
+        _READY.add(path)
     return connection
 
 
@@ -65,3 +90,53 @@ def owner_of(path: Path) -> str | None:
     with closing(_connect()) as connection:
         row = connection.execute("SELECT owner FROM visitor_checkpoints WHERE path = ?", (str(resolved),)).fetchone()
     return row[0] if row is not None and resolved.is_dir() else None
+
+
+def record_document(folder: Path, key: str, writer: str, size: int) -> list[tuple[str, int]]:
+    """``writer`` kept the document ``key`` (``size`` bytes) in the documents folder ``folder``;
+    returns that writer's documents there, (key, bytes), least recently kept first."""
+    place = str(Path(folder).resolve())
+    with closing(_connect()) as connection:
+        connection.execute("INSERT OR REPLACE INTO kept_documents VALUES (?, ?, ?, ?, ?)",
+                           (place, key, writer, size, time.time()))
+        return connection.execute("SELECT key, bytes FROM kept_documents WHERE folder = ? AND writer = ? "
+                                  "ORDER BY written", (place, writer)).fetchall()
+
+
+def forget_documents(folder: Path, writer: str, keys: list[str]) -> None:
+    """``writer``'s documents ``keys`` no longer count in its share (let go, or opened by a link)."""
+    place = str(Path(folder).resolve())
+    with closing(_connect()) as connection:
+        connection.executemany("DELETE FROM kept_documents WHERE folder = ? AND writer = ? AND key = ?",
+                               [(place, writer, key) for key in keys])
+
+
+def claim_analysis(visitor: str, most: int) -> int | None:
+    """A slot for one of ``visitor``'s analyses, if it runs fewer than ``most`` on every worker of the
+    app together: its id (give it back with ``release_analysis``), else None. The count and the claim
+    are one transaction (``BEGIN IMMEDIATE`` takes the write lock first), so two workers cannot both
+    take the last slot."""
+    with closing(_connect()) as connection:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            rows = connection.execute("SELECT rowid, pid FROM running_analyses WHERE visitor = ?",
+                                      (visitor,)).fetchall()
+            dead = [(rowid,) for rowid, pid in rows if pid != os.getpid() and not alive(pid)]
+            connection.executemany("DELETE FROM running_analyses WHERE rowid = ?", dead)
+            if len(rows) - len(dead) >= most:
+                return None
+            return connection.execute("INSERT INTO running_analyses VALUES (?, ?, ?)",
+                                      (visitor, os.getpid(), time.time())).lastrowid
+        finally:
+            connection.execute("COMMIT")
+
+
+def release_analysis(claim: int) -> None:
+    with closing(_connect()) as connection:
+        connection.execute("DELETE FROM running_analyses WHERE rowid = ?", (claim,))
+
+
+def forget_this_process() -> None:
+    """This worker's claims go (it starts, or a previous process with its pid ended without releasing)."""
+    with closing(_connect()) as connection:
+        connection.execute("DELETE FROM running_analyses WHERE pid = ?", (os.getpid(),))

@@ -9,14 +9,24 @@ tell from outside whether a known text was pasted. The same text keeps its key, 
 is compared with the text before it is reused.
 
 They are files in one folder (``HIERATTN_DOCUMENTS``, default ``<HIERATTN_CACHE>/documents``,
-itself ``~/.cache/hierattn``), so links survive a restart of the server. Bounded by
-``limits.KEPT_DOCUMENTS`` (count), ``KEPT_DOCUMENTS_MB`` (all together), ``KEPT_DOCUMENT_KB``
-(one document: a longer one is not kept, and its link says so) and ``KEPT_DOCUMENT_DAYS`` (age
-since last use). A visitor (a browser session: the server has no accounts) holds at most
-``WRITER_SHARE`` of the count and of the size; beyond it its own least recently used go, so one
-visitor pasting 140 long documents no longer evicts the class's links. A document whose link
-was opened moves to ``opened/`` and goes only after every unopened one, or with age. Files are
-written whole (a temporary file renamed) and read back only by a key, never a path.
+itself ``~/.cache/hierattn``), shared by every worker of the app, so links survive a restart of the
+server. Bounded by ``limits.KEPT_DOCUMENTS`` (count), ``KEPT_DOCUMENTS_MB`` (all together),
+``KEPT_DOCUMENT_KB`` (one document: a longer one is not kept, and its link says so) and
+``KEPT_DOCUMENT_DAYS`` (age since last use). Beyond the count or size, the unopened least recently
+used go first, then the opened ones (a document whose link was opened moves to ``opened/``).
+
+Two protections for a class's links, the first whatever identities the clients present:
+
+- **Held**: a document pasted or opened within ``KEPT_DOCUMENT_HOLD_MINUTES`` is never let go for
+  another. A client that sends no cookie is a new visitor per connection, so twenty of them could
+  each fill a visitor's share; now they can fill the store, and then a new paste is not kept (its
+  link says so, and works in its own session), but the teacher's link of an hour ago still opens.
+- **A visitor's share**: a visitor (a browser) keeps at most ``WRITER_SHARE`` of the count and of
+  the size of unopened documents; beyond it its own least recently kept go, so one visitor pasting
+  140 long documents does not push out the class's older links. Counted in the app-wide store
+  (``app_store``), so a visitor's share is the same on every worker and after a restart.
+
+Files are written whole (a temporary file renamed) and read back only by a key, never a path.
 """
 from __future__ import annotations
 
@@ -25,18 +35,24 @@ import hmac
 import os
 import re
 import secrets
+import sqlite3
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 
-from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_KB, KEPT_DOCUMENTS, KEPT_DOCUMENTS_MB
+from hierattn.app import app_store
+from hierattn.limits import (
+    KEPT_DOCUMENT_DAYS,
+    KEPT_DOCUMENT_HOLD_MINUTES,
+    KEPT_DOCUMENT_KB,
+    KEPT_DOCUMENTS,
+    KEPT_DOCUMENTS_MB,
+)
 
 KEY = re.compile(r"[0-9a-f]{32}")
 WRITER_SHARE = 1 / 8  # of the count and of the size, per visitor
-_LOCK = threading.Lock()
-_written: dict[str, OrderedDict[str, int]] = {}  # writer -> its keys (least recently kept first) -> bytes
+_LOCK = threading.Lock()  # this process's threads; the workers of an app meet in the folder and the store
 
 
 def folder() -> Path:
@@ -87,8 +103,9 @@ def _path(key: str) -> Path | None:
 
 
 def keep(text: str, writer: str | None = None) -> str | None:
-    """Keep ``text``; its key, or None when it is too long to keep or the folder cannot be written
-    (the link then works in this session only). ``writer``: the visitor, for its share."""
+    """Keep ``text``; its key, or None when it is too long to keep, the store is full of held
+    documents (see the module) or the folder cannot be written (the link then works in this session
+    only). ``writer``: the visitor, for its share."""
     if not keepable(text):
         return None
     try:
@@ -104,24 +121,33 @@ def keep(text: str, writer: str | None = None) -> str | None:
                                          suffix=".part", delete=False) as out:
             out.write(text)
         os.replace(out.name, path)
-        _count(writer, key, path.stat().st_size)
-        _prune()
-        return key
-    except OSError:
+        _within_share(writer, key, path.stat().st_size)
+        _prune(path)
+        return key if path.is_file() else None
+    except (OSError, sqlite3.Error):
         return None
 
 
-def _count(writer: str | None, key: str, size: int) -> None:
+def is_kept(key: str) -> bool:
+    """Whether a document is kept under ``key`` (a link to it opens it for anyone)."""
+    return bool(KEY.fullmatch(key)) and _path(key) is not None
+
+
+def _within_share(writer: str | None, key: str, size: int) -> None:
     """Within the writer's share: its own least recently kept unopened documents go first."""
     if writer is None:
         return
-    with _LOCK:
-        mine = _written.setdefault(writer, OrderedDict())
-        mine[key] = size
-        most, budget = KEPT_DOCUMENTS.value * WRITER_SHARE, KEPT_DOCUMENTS_MB.value * 2**20 * WRITER_SHARE
-        while len(mine) > 1 and (len(mine) > most or sum(mine.values()) > budget):
-            old, _ = mine.popitem(last=False)
-            (folder() / f"{old}.txt").unlink(missing_ok=True)  # an opened one (in opened/) stays
+    mine = app_store.record_document(folder(), key, writer, size)
+    gone = [k for k, _ in mine if not (folder() / f"{k}.txt").is_file()]  # opened, or let go
+    mine = [(k, b) for k, b in mine if k not in gone]
+    most, budget = KEPT_DOCUMENTS.value * WRITER_SHARE, KEPT_DOCUMENTS_MB.value * 2**20 * WRITER_SHARE
+    total = sum(b for _, b in mine)
+    while len(mine) > 1 and (len(mine) > most or total > budget):
+        old, size = mine.pop(0)
+        total -= size
+        (folder() / f"{old}.txt").unlink(missing_ok=True)  # an opened one (in opened/) stays
+        gone.append(old)
+    app_store.forget_documents(folder(), writer, gone)
 
 
 def find(key: str) -> str | None:
@@ -145,9 +171,10 @@ def find(key: str) -> str | None:
         return None
 
 
-def _prune() -> None:
+def _prune(newest: Path) -> None:
     """Let documents go until the folder is within its count, size and age: too old ones first, then
-    the unopened, least recently used first, then the opened ones."""
+    the unopened, least recently used first, then the opened ones; never one used within the hold.
+    If that is not enough, ``newest`` (just written) goes: it is not kept."""
     with _LOCK:
         files = []
         for opened, place in ((False, folder()), (True, folder() / "opened")):
@@ -157,14 +184,22 @@ def _prune() -> None:
                 except OSError:
                     continue
                 files.append((opened, stat.st_mtime, stat.st_size, path))
-        cutoff = time.time() - KEPT_DOCUMENT_DAYS.value * 86_400
+        now = time.time()
+        cutoff, held = now - KEPT_DOCUMENT_DAYS.value * 86_400, now - KEPT_DOCUMENT_HOLD_MINUTES.value * 60
         files.sort(key=lambda f: (f[1] >= cutoff, f[0], f[1]))  # expired, then unopened, each oldest first
-        total = sum(size for _, _, size, _ in files)
-        budget = KEPT_DOCUMENTS_MB.value * 2**20
-        while files and (len(files) > KEPT_DOCUMENTS.value or total > budget or files[0][1] < cutoff):
-            _, _, size, path = files.pop(0)
-            total -= size
+        count, total = len(files), sum(size for _, _, size, _ in files)
+        most, budget = KEPT_DOCUMENTS.value, KEPT_DOCUMENTS_MB.value * 2**20
+
+        def over() -> bool:
+            return count > most or total > budget
+
+        for _, used, size, path in files:
+            if not (used < cutoff or (over() and used < held)):
+                continue
+            count, total = count - 1, total - size
             path.unlink(missing_ok=True)
+        if over():  # every other document was used within the hold
+            newest.unlink(missing_ok=True)
         for stale in folder().glob("*.part"):  # a write cut short by a crash
             try:
                 if time.time() - stale.stat().st_mtime > 3600:

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from hierattn import viz
+from hierattn.app import app_store
 from hierattn.app.process import process_wide
 from hierattn.app.sessions import connected, session_id
 from hierattn.app.visitors import visitor
@@ -87,13 +88,13 @@ def _still_waits(session: str | None, claimed_at: float, now: float) -> bool:
 
 _WORKERS = None
 _VISITING = threading.Condition()
-_running_for: dict[str | None, int] = {}  # visitor -> its computations holding a slot
+_CLAIMS_CHECKED = False  # this process's stale claims in the app store dropped once
 
 
 def per_visitor() -> int:
-    """How many computations one visitor runs at once: half the cores, at least one, so that one
-    visitor's six tabs of Dataset statistics leave cores to everyone else (another visitor's paste
-    took 63.6 s instead of 0.5 s)."""
+    """How many computations one visitor runs at once, on every worker of the app together: half the
+    cores, at least one, so that one visitor's six tabs of Dataset statistics leave cores to
+    everyone else (another visitor's paste took 63.6 s instead of 0.5 s)."""
     from hierattn.limits import ANALYSES_PER_VISITOR
 
     configured = ANALYSES_PER_VISITOR.value if ANALYSES_PER_VISITOR.variable in os.environ else 0
@@ -102,26 +103,26 @@ def per_visitor() -> int:
 
 @contextmanager
 def _visitors_turn(task: _Task):
-    """Wait until the visitor who asked first for ``task`` runs fewer than ``per_visitor()`` (a
-    computation no page asked for, outside the server, waits for nothing)."""
+    """Wait until the visitor who asked first for ``task`` runs fewer than ``per_visitor()``, counted
+    in the app store (``app_store.claim_analysis``) so that the same visitor on two workers shares
+    one turn (a computation no page asked for, outside the server, waits for nothing)."""
+    global _CLAIMS_CHECKED
     if task.visitor is None:
         yield
         return
-    while True:
+    if not _CLAIMS_CHECKED:
+        app_store.forget_this_process()
+        _CLAIMS_CHECKED = True
+    while (claim := app_store.claim_analysis(task.visitor, per_visitor())) is None:
         with _VISITING:
-            if _running_for.get(task.visitor, 0) < per_visitor():
-                _running_for[task.visitor] = _running_for.get(task.visitor, 0) + 1
-                break
-            _VISITING.wait(0.25)
+            _VISITING.wait(0.25)  # woken early when an analysis of this process ends
         if not task.wanted():
             raise Cancelled("no session is waiting for this computation")
     try:
         yield
     finally:
+        app_store.release_analysis(claim)
         with _VISITING:
-            _running_for[task.visitor] -= 1
-            if not _running_for[task.visitor]:
-                del _running_for[task.visitor]
             _VISITING.notify_all()
 
 

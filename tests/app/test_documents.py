@@ -1,8 +1,11 @@
 """Pasted documents kept for links (``hierattn.app.documents``): keys that cannot collide or be
-guessed, bounded by count, size and age, a share per visitor, opened links kept longest, read back
-only by a key, written whole."""
+guessed, bounded by count, size and age, a share per visitor, opened links kept longest, recent
+ones held whatever identities paste after them, on every worker and after a restart, read back only
+by a key, written whole."""
 import hashlib
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,8 +16,11 @@ from hierattn.app import documents
 @pytest.fixture
 def kept(tmp_path, monkeypatch):
     monkeypatch.setenv("HIERATTN_DOCUMENTS", str(tmp_path / "kept"))
-    monkeypatch.setattr(documents, "_written", {})
+    monkeypatch.setenv("HIERATTN_RUNTIME", str(tmp_path / "runtime"))  # the app store: the visitors' shares
     return tmp_path / "kept"
+
+
+PAST_THE_HOLD = 4 * 3600  # seconds: older than KEPT_DOCUMENT_HOLD_MINUTES' default of 3 hours
 
 
 def _keep(text: str, writer: str | None = None) -> str:
@@ -65,14 +71,14 @@ def test_the_oldest_go_beyond_the_count(kept, monkeypatch):
     keys = []
     for i in range(5):
         keys.append(_keep(f"document {i}"))
-        _age(kept, keys[-1], 100 - i)  # in order of use
+        _age(kept, keys[-1], PAST_THE_HOLD - i)  # in order of use
     assert [documents.find(k) is not None for k in keys] == [False, False, True, True, True]
 
 
 def test_the_oldest_go_beyond_the_total_size(kept, monkeypatch):
     monkeypatch.setenv("HIERATTN_KEPT_DOCUMENTS_MB", "0.01")  # 10 KB
     first = _keep("a" * 6000)
-    _age(kept, first, 50)
+    _age(kept, first, PAST_THE_HOLD)
     second = _keep("b" * 6000)
     assert documents.find(first) is None and documents.find(second) == "b" * 6000
 
@@ -90,11 +96,10 @@ def test_one_visitor_flooding_the_store_evicts_only_its_own(kept, monkeypatch):
 def test_an_opened_link_outlives_the_unopened_ones(kept, monkeypatch):
     monkeypatch.setenv("HIERATTN_KEPT_DOCUMENTS", "3")
     shared = _keep("the link the teacher sent")
-    _age(kept, shared, 1000)
     assert documents.find(shared) is not None  # a student opened it
-    _age(kept, shared, 1000)
+    _age(kept, shared, PAST_THE_HOLD + 100)
     for i in range(6):
-        _keep(f"a paste {i}")
+        _age(kept, _keep(f"a paste {i}"), PAST_THE_HOLD)
     assert documents.find(shared) == "the link the teacher sent"
 
 
@@ -108,3 +113,57 @@ def test_an_old_document_is_not_found(kept):
     key = _keep("an old document")
     _age(kept, key, 31 * 86_400)
     assert documents.find(key) is None
+
+
+def test_a_recent_link_holds_whatever_twenty_cookie_less_identities_paste(kept, monkeypatch):
+    """A client that sends no cookie is a new visitor per connection: twenty of them, each within its
+    share, filled the store and pushed the teacher's link of a minute ago out. A document used within
+    the hold now stays; once the store is full of such documents a new paste is not kept (its link
+    says so), and once the hold has passed they go as before."""
+    monkeypatch.setenv("HIERATTN_KEPT_DOCUMENTS", "16")  # a share of 2 each
+    teacher = _keep("the school board approved the curriculum", "teacher")
+    kept_keys = [documents.keep(f"flood {i} from {who}", f"anonymous-{who}") for who in range(20) for i in range(3)]
+    assert documents.find(teacher) == "the school board approved the curriculum"
+    assert len(list(kept.rglob("*.txt"))) <= 16
+    refused = [k for k in kept_keys if k is None]
+    assert refused and all(not documents.is_kept(documents.link_key(f"flood {i} from 19")) for i in range(3))
+    for path in kept.rglob("*.txt"):  # the lecture is over
+        os.utime(path, (time.time() - PAST_THE_HOLD, time.time() - PAST_THE_HOLD))
+    later = _keep("next week's text", "teacher")
+    assert documents.is_kept(later) and len(list(kept.rglob("*.txt"))) <= 16
+
+
+WORKER = """
+import sys
+from hierattn.app import documents
+for line in sys.argv[1:]:
+    writer, text = line.split(":", 1)
+    print(documents.keep(text, writer) or "-")
+"""
+
+
+def _worker(*pastes: str) -> list[str]:
+    """Pastes in a process of their own, as another worker of the app (or the same one restarted)."""
+    done = subprocess.run([sys.executable, "-c", WORKER, *pastes], capture_output=True, text=True, check=True,
+                          env=os.environ)
+    return done.stdout.split()
+
+
+def test_a_visitors_share_and_the_hold_are_the_same_on_every_worker_and_after_a_restart(kept, monkeypatch):
+    """The shares were counted in each process's memory: a visitor kept its share on every worker,
+    and a restart forgot them. They are in the app store now, the hold in the shared folder."""
+    monkeypatch.setenv("HIERATTN_KEPT_DOCUMENTS", "16")  # a share of 2
+    first = _worker("visitor:one")[0]
+    _worker("visitor:two")  # worker 1
+    assert documents.is_kept(first)
+    _worker("visitor:three")  # worker 0, restarted: the share counts all three, its oldest goes
+    assert not documents.is_kept(first)
+    assert [documents.is_kept(documents.link_key(t)) for t in ("two", "three")] == [True, True]
+    teacher = _worker("teacher:the school board approved the curriculum")[0]
+    flood = [f"anonymous-{who}:flood {i} from {who}" for who in range(10) for i in range(2)]
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, *flood[half::2]], stdout=subprocess.DEVNULL,
+                                env=os.environ) for half in (0, 1)]  # two workers at once
+    assert [w.wait(60) for w in workers] == [0, 0]
+    assert _worker("visitor:after the restart")  # a restarted server
+    assert documents.find(teacher) == "the school board approved the curriculum"
+    assert len(list(kept.rglob("*.txt"))) <= 16

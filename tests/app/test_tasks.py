@@ -8,10 +8,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import closing
 
 import pytest
 
-from hierattn.app import tasks
+from hierattn.app import app_store, tasks
 from tests.conftest import REPO
 
 
@@ -287,7 +288,29 @@ def test_one_visitor_runs_at_most_its_share_and_leaves_the_rest_to_others(monkey
         _wait(task)
     assert all(t.result == "done" for t in started)
     assert most["browser-six-tabs"] == tasks.per_visitor() == 2  # its share, never the four cores
-    assert not tasks._running_for
+    assert app_store.claim_analysis("browser-six-tabs", 2) is not None  # every slot given back
+
+
+def test_a_visitors_analyses_are_counted_on_every_worker_and_a_dead_workers_are_not(tmp_path, monkeypatch):
+    """A visitor's turn counted in one process's memory: the same visitor on a second worker (or
+    presenting itself to both) ran its share on each."""
+    monkeypatch.setenv("HIERATTN_RUNTIME", str(tmp_path / "runtime"))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # another worker
+    try:
+        ended = subprocess.Popen([sys.executable, "-c", "pass"])
+        ended.wait()
+        with closing(app_store._connect()) as connection:
+            connection.executemany("INSERT INTO running_analyses VALUES (?, ?, ?)",
+                                   [("visitor", other.pid, 0.0), ("visitor", ended.pid, 0.0)])
+        mine = app_store.claim_analysis("visitor", 2)  # the other worker's one counts, the ended one's not
+        assert mine is not None and app_store.claim_analysis("visitor", 2) is None
+        assert app_store.claim_analysis("another visitor", 2) is not None
+        app_store.release_analysis(mine)
+        assert app_store.claim_analysis("visitor", 2) is not None
+    finally:
+        other.kill()
+        other.wait()
+    assert app_store.claim_analysis("visitor", 2) is not None  # that worker is gone: its slot with it
 
 
 def test_outside_a_server_an_abandoned_sessions_claim_lapses(monkeypatch):

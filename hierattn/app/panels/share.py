@@ -8,7 +8,7 @@ from hierattn.analysis.explain import Explanation, map_title, metrics_table
 from hierattn.app import documents
 from hierattn.app.panels.shading import Shading
 from hierattn.app.url_state import document_id, mirror_view
-from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_KB
+from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_HOLD_MINUTES, KEPT_DOCUMENT_KB, KEPT_DOCUMENTS
 from hierattn.viz import export
 
 
@@ -20,13 +20,18 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
     st.subheader("Share and export")
     if kind != "doc":
         where = "The document is a built-in sample, so the link works for anyone using this app."
-    elif documents.keepable(text):
-        where = (f"The pasted document is kept on this server ({KEPT_DOCUMENT_DAYS.value:g} days after its last use; "
-                 "once a link to it is opened, it is kept longest), so a refresh, and anyone you send the link to, "
-                 "opens it. Its key is 128 random-looking bits: no one finds it without the link.")
-    else:
+    elif documents.is_kept(document_ref):
+        where = (f"The pasted document is kept on this server ({KEPT_DOCUMENT_DAYS.value:g} days after its last use, "
+                 f"and at least {KEPT_DOCUMENT_HOLD_MINUTES.value:g} minutes whatever is pasted after it; once a link "
+                 "to it is opened, it is kept longest), so a refresh, and anyone you send the link to, opens it. Its "
+                 "key is 128 random-looking bits: no one finds it without the link.")
+    elif not documents.keepable(text):
         where = (f"This document is over {KEPT_DOCUMENT_KB.value:,} KB, so it is kept only in this browser session: "
                  "others who open the link are asked to paste it.")
+    else:
+        where = (f"This server keeps as many pasted documents as it may ({KEPT_DOCUMENTS.value:,}), each used within "
+                 f"the last {KEPT_DOCUMENT_HOLD_MINUTES.value:g} minutes, so this one is kept only in this browser "
+                 "session: others who open the link are asked to paste it.")
     st.caption("The address bar follows this view (model, document, heads, level, sentence); copy it, or the link "
                "below. " + where)
     st.code(link, language=None)
