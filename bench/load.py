@@ -148,7 +148,7 @@ class Session:
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         message = BackMsg()
-        message.rerun_script.query_string = f"model={MODEL}"
+        message.rerun_script.query_string = self.query
         widget = message.rerun_script.widget_states.widgets.add()
         widget.id, widget.string_value = self.box, text
         await self.socket.send(message.SerializeToString())

@@ -447,6 +447,31 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
                     "model, a 300,000-column table and a replace attempt refused)", "all",
                     f"{'yes' if all(soak.get(a) for a in attacks) else 'no'} (the paste answered in "
                     f"{soak.get('pathological_seconds', float('nan')):.1f} s)", all(soak.get(a) for a in attacks)))
+    if results.get("soak") and "refused_the_hostile_tokenizers" in results["soak"]:
+        soak = results["soak"]
+        refused, alone, beside = soak["refused_the_hostile_tokenizers"], soak["paste_alone_s"], soak[
+            "paste_beside_hostile_s"]
+        kept_pace = None not in (alone, beside) and beside <= 2 * alone + 1
+        out.append(("soak: four hostile tokenizer.json folders opened at once (a backtracking regex, a chain of "
+                    "Replaces, WordPiece's per-word knob at 10^9, an id past the embedding), and another visitor's "
+                    "paste meanwhile", "each refused; the paste <= 2x its time alone + 1 s",
+                    f"{sum(refused.values())} of {len(refused)} refused; the paste {beside} s beside them, "
+                    f"{alone} s alone", all(refused.values()) and kept_pace))
+    if results.get("soak") and results["soak"].get("class_server"):
+        c = results["soak"]["class_server"]
+        split, ids, kill = c["steering"]["new_visitors_per_worker"], c["identities"], c["killed_worker"]
+        out.append(("soak, class server (`hierattn app --workers 2`): 10 new visitors while one client holds 40 idle "
+                    "websockets on worker 0", "5/5 (±1)", f"{split[0]}/{split[1]}", abs(split[0] - split[1]) <= 2))
+        out.append((f"soak, class server: 20 cookie-less identities paste 3 documents each into a store of "
+                    f"{ids['documents_limit']}; the teacher's link pasted before them", "opens its text",
+                    f"{'opens' if ids['teachers_link_opened'] else 'lost'} ({ids['documents_kept']} kept)",
+                    ids["teachers_link_opened"] and ids["documents_kept"] <= ids["documents_limit"]))
+        back_ok = None not in (kill["served_again_s"], kill["worker_back_s"]) and max(
+            kill["served_again_s"], kill["worker_back_s"]) <= 30
+        out.append(("soak, class server: worker 0 killed (SIGKILL): its visitor served again; the worker back; "
+                    "health check 503 while one worker serves", "<= 30 s; <= 30 s; never",
+                    f"{kill['served_again_s']} s; {kill['worker_back_s']} s; {kill['health_503']} of "
+                    f"{kill['health_probes']} probes", back_ok and kill["health_503"] == 0))
     if "explore_rerun_seconds" in results:
         t = results["explore_rerun_seconds"]
         out.append(("Explore page rerun, ~1,000 tokens, median", "<= 300 ms", f"{1000 * t:.0f} ms", t <= 0.3))

@@ -4,7 +4,9 @@ beside the server; then the server's CPU should return to idle, its memory stay 
 checkpoints stay intact, and the session that stayed get its answer.
 
 ``run_soak`` returns the figures. The bench (``python -m hierattn bench``) runs it on a server of its
-own over copies of the shipped checkpoints and reports every figure; ``tests/system/test_soak.py``
+own over copies of the shipped checkpoints, then the class server's attacks (``bench/soak_class.py``:
+a worker killed, a client steering the proxy, twenty cookie-less identities) on
+``hierattn app --workers 2``, and reports every figure; ``tests/system/test_soak.py``
 runs one round on the suite's shared server (tiny checkpoints) and holds what can fail on a defect.
 Loopback only; Debian's Chromium through Playwright.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.served import ARRIVE, Served, choose, rss_mb, seconds_to_idle, settled, start_server
+from hierattn.app.documents import WRITER_SHARE
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -103,13 +106,43 @@ def _library_folders(root: Path) -> None:
     model.save_pretrained(long)
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
                             sep_token="[SEP]", mask_token="[MASK]").save_pretrained(long)
-    hostile = root / "hostile-tokenizer"
-    shutil.copytree(long, hostile)
-    spec = json.loads((hostile / "tokenizer.json").read_text())
+    for name, change in HOSTILE_TOKENIZERS.items():
+        hostile = root / name
+        shutil.copytree(long, hostile)
+        spec = json.loads((hostile / "tokenizer.json").read_text())
+        change(spec)
+        (hostile / "tokenizer.json").write_text(json.dumps(spec))
+
+
+def _backtracking(spec: dict) -> None:
     spec["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
         {"type": "Split", "pattern": {"Regex": BACKTRACKING}, "behavior": "Isolated", "invert": False},
         spec["pre_tokenizer"]]}
-    (hostile / "tokenizer.json").write_text(json.dumps(spec))
+
+
+def _chain(spec: dict) -> None:
+    """Fifteen Replaces of "qq" by sixteen "q", each within the per-step rule: a 23-character paste
+    asked for 4 GB and aborted a worker."""
+    spec["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Replace", "pattern": {"String": "qq"}, "content": "q" * 16} for _ in range(15)]}
+
+
+def _long_words(spec: dict) -> None:
+    """WordPiece's per-word knob at 10^9: its work cubic in a word's length (a 51 KB paste, 138 s)."""
+    spec["model"]["max_input_chars_per_word"] = 10 ** 9
+
+
+def _id_beyond(spec: dict) -> None:
+    """A token whose id is past the model's embedding (an IndexError box on the page)."""
+    spec["added_tokens"].append({**spec["added_tokens"][-1], "id": 5000, "content": "[BEYOND]"})
+
+
+# Hugging Face folders whose tokenizer.json is hostile, and what the page says when one is opened
+HOSTILE_TOKENIZERS = {"hostile-tokenizer": _backtracking, "chain-tokenizer": _chain,
+                      "long-words-tokenizer": _long_words, "id-beyond-tokenizer": _id_beyond}
+REFUSALS = {"hostile-tokenizer": "is not one a known tokenizer family uses",
+            "chain-tokenizer": "times longer", "long-words-tokenizer": "WordPiece reads words of up to",
+            "id-beyond-tokenizer": "outside the model's"}
 
 
 def _over_budget(out: Path) -> None:
@@ -221,9 +254,10 @@ def _address_after(page, before: str | None, timeout: float = 120) -> str:
 def _link_held(browser, url: str, model: str, kept: int) -> bool:
     """The collision attack on shared links, replayed: a teacher pastes a text and shares its link;
     another visitor pastes the look-alike of it (the same words, trailing spaces: under the old
-    48-bit keys, a crafted pair shared a key) and then a run of documents to evict the class's
-    links (``kept`` + 2 documents, the store holding ``kept``); a student opening the teacher's link must read
-    the teacher's text."""
+    48-bit keys, a crafted pair shared a key) and then a run of documents past its share of the
+    store (``kept``: the store's count; a visitor's share is an eighth, and its own oldest go past
+    it; the hold that keeps recent links from twenty identities is ``app/test_documents``'); a
+    student opening the teacher's link must read the teacher's text."""
     teacher = browser.new_context().new_page()
     teacher.goto(f"{url}/?model={model}", **ARRIVE)
     if not (_answered(teacher, 120) and _settled(teacher)):
@@ -236,7 +270,8 @@ def _link_held(browser, url: str, model: str, kept: int) -> bool:
     attacker = browser.new_context().new_page()  # another browser: another visitor
     attacker.goto(f"{url}/?model={model}", **ARRIVE)
     _answered(attacker, 120) and _settled(attacker)
-    for text in [TEACHER + "   ", ATTACKER] + [f"{ATTACKER} Number {i}." for i in range(kept)]:  # > the store
+    share = max(1, int(kept * WRITER_SHARE))
+    for text in [TEACHER + "   ", ATTACKER] + [f"{ATTACKER} Number {i}." for i in range(share)]:  # > its share
         before = _address(attacker)
         _paste(attacker, text)
         _address_after(attacker, before)  # kept: its own link
@@ -286,7 +321,7 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
     copies of the shipped checkpoints, stopped with Ctrl-C at the end (``server_exit_seconds``).
     ``browser``: a Playwright Chromium to open the visitors' contexts in (by default one of its own).
     ``kept_documents``: how many pasted documents the server keeps for links (its
-    ``HIERATTN_KEPT_DOCUMENTS``; a visitor's share is an eighth): the link attack pastes two more."""
+    ``HIERATTN_KEPT_DOCUMENTS``; a visitor's share is an eighth): the link attack pastes two more than a share."""
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -336,6 +371,10 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
             figures["server_exit_code"] = served.process.returncode
         figures["server_log_tail"] = served.log_since(log_from)[-3000:]
     figures["checkpoints_intact"] = _hashes(served.checkpoints) == before
+    if own:  # the class server's attacks, on `hierattn app --workers 2` over the same folder
+        from bench.soak_class import run_class_server
+
+        figures["class_server"] = run_class_server(served.checkpoints, workdir, models.han)
     return figures
 
 
@@ -392,13 +431,29 @@ def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict, kep
         figures["long_window_answered"] = _shown(long, f"it reads {window:,} here", 180) and _answered(long, 180)
         figures["long_window_seconds"] = time.monotonic() - start
         long.context.close()
-    with _phase(figures, "hostile tokenizer"):
-        hostile = browser.new_context().new_page()
-        hostile.goto(f"{url}/?model=hostile-tokenizer", **ARRIVE)
-        figures["refused_the_hostile_tokenizer"] = _shown(hostile, "is not one a known tokenizer family uses")
-        hostile.context.close()
+    with _phase(figures, "hostile tokenizers"):
+        _settled(stays)
+        figures["paste_alone_s"] = _timed_paste(stays, NORMAL + " Alone.")
+        opened = {}
+        for name in HOSTILE_TOKENIZERS:  # four visitors open the hostile folders at once
+            opened[name] = browser.new_context().new_page()
+            opened[name].goto(f"{url}/?model={name}", **ARRIVE)
+        figures["paste_beside_hostile_s"] = _timed_paste(stays, NORMAL + " Beside them.")  # while they open
+        figures["refused_the_hostile_tokenizers"] = {name: _shown(page, REFUSALS[name])
+                                                     for name, page in opened.items()}
+        for page in opened.values():
+            page.context.close()
     _settled(stays)
     return stays
+
+
+def _timed_paste(page, text: str) -> float | None:
+    """Seconds from the paste to its explanation on the page (None: not within 120 s)."""
+    start = time.monotonic()
+    _paste(page, text)
+    if not _shown_at(page.locator("[data-testid=stHtml]").filter(has_text=text.split()[-1]), 120):
+        return None
+    return round(time.monotonic() - start, 2)
 
 
 def _round(browser, served: Served, models: SoakModels, stays, figures: dict) -> None:

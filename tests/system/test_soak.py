@@ -4,7 +4,8 @@ Dataset statistics, open a checkpoint beyond the limits and one whose explanatio
 budget, upload a table 300,000 columns wide, try to replace a checkpoint their session did not train
 and clear the server's caches, then leave mid-computation, while another session switches models
 and a training run trains beside the server. Before the round: a long-window Hugging Face folder,
-one with a hostile tokenizer.json, and the link-collision attack. Each attack is answered or refused,
+four with a hostile tokenizer.json opened at once beside another visitor's paste, and the
+link-collision attack. Each attack is answered or refused,
 the server goes back to idle and keeps its memory and its checkpoints. How fast is the bench's to
 report (it runs three rounds on a server of its own)."""
 from __future__ import annotations
@@ -33,7 +34,13 @@ def test_the_server_holds_up_and_comes_back_to_rest(served_app, browser, tmp_pat
     # whose regex backtracks refused before it reads a paste; a shared link still opens its own text
     # after a look-alike and a run of documents from another visitor
     assert figures["cleared_caches"] and figures["long_window_answered"], figures
-    assert figures["refused_the_hostile_tokenizer"] and figures["link_held"], figures
+    assert figures["link_held"], figures
+    # four folders whose tokenizer.json would freeze or end a worker (a backtracking regex, a chain
+    # of growing Replaces, WordPiece's per-word knob at 10^9, an id past the embedding), opened at
+    # once: each refused with its message, and another visitor's paste answered meanwhile (its
+    # latency beside theirs is the bench's figure)
+    assert all(figures["refused_the_hostile_tokenizers"].values()), figures
+    assert figures["paste_alone_s"] is not None and figures["paste_beside_hostile_s"] is not None, figures
     # what the visitors started ended with them: the server is idle again (a liveness bound; the
     # bench reports how soon, 0-1 s on 2 idle cores)
     assert figures["seconds_to_idle"] is not None, figures
