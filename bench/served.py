@@ -19,10 +19,15 @@ REPO = Path(__file__).resolve().parent.parent
 IDLE_SHARE = 0.05  # of one core, over a second: the server is idle
 
 # A page is busy until Streamlit's own script state reads "notRunning" with no spinner, progress bar
-# or skeleton: before the app has connected the page shows no spinner at all ("initial").
+# or skeleton: before the app has connected the page shows no spinner at all ("initial"). BUSY says
+# "run" while a script (or a fragment) runs or the status widget shows, "poll" while a progress bar
+# shows (its fragment reruns every second), else "".
 BUSY = ("() => { const app = document.querySelector('[data-testid=stApp]');"
-        " return !app || app.getAttribute('data-test-script-state') !== 'notRunning' || !!document.querySelector("
-        "'[data-testid=stStatusWidget], [data-testid=stProgress], [data-testid=stSkeleton]'); }")
+        " if (!app || app.getAttribute('data-test-script-state') !== 'notRunning'"
+        " || document.querySelector('[data-testid=stStatusWidget], [data-testid=stSkeleton]')) return 'run';"
+        " return document.querySelector('[data-testid=stProgress]') ? 'poll' : ''; }")
+QUIET_S = 0.5  # idle this long: a rerun the last run asked for (st.rerun, the address bar) has begun by then
+POLL_S = 1.6  # and this long since a progress bar showed: its fragment's one-second poll found nothing twice
 # A page under load: wait for the server's answer, not for every script to load (a loaded server
 # served the page's JavaScript in over 30 s on CI's 2 cores); what the page then shows is waited for.
 ARRIVE = {"wait_until": "commit", "timeout": 120_000}
@@ -98,20 +103,24 @@ def start_server(env: dict, command: list[str] | None = None, limit: float = 120
 
 def settled(page, limit: float = 240) -> None:
     """Wait until ``page``'s script has run and stays idle: no run in progress, no progress bar of a
-    background computation, for longer than a progress bar's one-second poll. Before the app has
-    connected the page shows nothing busy; idle therefore means Streamlit's own script state, which
-    reads "initial" until the first run, and not merely the absence of a spinner. ``limit`` is a
-    liveness bound, not a speed goal."""
+    background computation, for longer than a progress bar's one-second poll where one showed (a
+    page that showed none has no poll to wait for: half a second of quiet is enough). Before the app
+    has connected the page shows nothing busy; idle therefore means Streamlit's own script state,
+    which reads "initial" until the first run, and not merely the absence of a spinner. ``limit`` is
+    a liveness bound, not a speed goal."""
     deadline = time.monotonic() + limit
-    quiet_since = None
+    quiet_since, polled = None, time.monotonic() - POLL_S
     while time.monotonic() < deadline:
-        if page.evaluate(BUSY):
+        busy, now = page.evaluate(BUSY), time.monotonic()
+        if busy == "poll":
+            polled = now
+        if busy:
             quiet_since = None
         elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.6:  # a fragment polls every second: two polls found nothing
+            quiet_since = now
+        elif now - quiet_since > QUIET_S and now - polled > POLL_S:
             return
-        page.wait_for_timeout(200)
+        page.wait_for_timeout(100)
     shown = page.evaluate("() => [...document.querySelectorAll('[data-testid=stProgress], "
                           "[data-testid=stStatusWidget]')].map(e => e.innerText.trim()).join(' | ')")
     raise AssertionError(f"the page never settled in {limit:.0f} s; still showing: {shown!r}")

@@ -23,6 +23,7 @@ from hierattn.data.text import TextConfig, tokenize
 from hierattn.home import list_checkpoints
 from hierattn.models import build_model
 from hierattn.viz.html import document_html, md_code, md_text
+from tests.app.test_pages import settle
 from tests.conftest import REPO, shown
 from tests.tiny import LABELS, hostile_checkpoint
 
@@ -225,12 +226,7 @@ def test_injection_in_label_and_data_set_names_is_shown_not_run(hostile_env, pag
         assert_nothing_interpreted(at)
         at.toggle(key="whatif").set_value(False).run()
         at.toggle(key="trust").set_value(True).run()  # its sentence names the predicted label
-        import time
-
-        deadline = time.time() + 120
-        while at.get("progress") and time.time() < deadline:
-            time.sleep(0.3)
-            at.run()
+        settle(at, 120)
     assert_nothing_interpreted(at)
     assert "hostile" in str([b.value for b in at.selectbox])
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.test_pages import settle
 from tests.conftest import REPO, shown
 
 APP = str(REPO / "app.py")
@@ -201,16 +202,10 @@ def test_cached_lstm_han_is_shown_like_han(app_env):
 
 
 def test_erasure_curves_on_request(app_env):
-    import time
-
     at = run_app(DOC, "tiny-hcan")
     charts = len(at.get("plotly_chart"))
     at.toggle(key="faithfulness").set_value(True).run()
-    deadline = time.time() + 60
-    while at.get("progress") and time.time() < deadline:
-        time.sleep(0.3)
-        at.run()
-    assert not at.exception, at.exception
+    settle(at, 60)
     assert len(at.get("plotly_chart")) == charts + 1
     verdicts = texts(at)
     for method in ("attention", "gradient × input", "leave-one-out"):
@@ -346,14 +341,7 @@ def long_reader(checkpoint_dir, tiny_vocab, tmp_path, monkeypatch):
 
 
 def _settled(at, seconds: float = 120) -> AppTest:
-    import time
-
-    deadline = time.time() + seconds
-    while at.get("progress") and time.time() < deadline:
-        time.sleep(0.3)
-        at.run()
-    assert not at.exception, [e.stack_trace for e in at.exception]
-    return at
+    return settle(at, seconds)
 
 
 # every built-in model with an embedding table (TF-IDF has none)
@@ -420,12 +408,7 @@ def test_long_documents_page_by_sentence_and_show_an_overview(long_reader):
     assert drops == list(range(40, 80))  # "drop this sentence" for the sentences of the page shown
     at.toggle(key="whatif").set_value(False).run()
     at.toggle(key="faithfulness").set_value(True).run()
-    import time
-
-    deadline = time.time() + 120
-    while at.get("progress") and time.time() < deadline:
-        time.sleep(0.3)
-        at.run()
+    settle(at, 120)
     assert "Leave-one-out is left out" in texts(at) and "- random: removing random words" in texts(at)
     assert "leave-one-out: removing its top words" not in texts(at)
     assert at.radio(key="attribution").options == ["gradient × input", "integrated gradients"]

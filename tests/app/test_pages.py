@@ -24,10 +24,17 @@ def open_page(page: str, **state) -> AppTest:
 
 
 def settle(at: AppTest, limit: float = 240) -> AppTest:
-    """Rerun until no background computation shows a progress bar (the page polls them)."""
+    """Rerun until no background computation shows a progress bar. Between reruns, wait on the
+    computations themselves: a rerun every half second, as the page polls, took the interpreter
+    lock from them on 2 cores. A rerun at least every ``tasks.LEASE / 2`` seconds renews the page's
+    claim on them (outside a server a claim lapses after ``LEASE``)."""
+    from hierattn.app import tasks
+
     deadline = time.monotonic() + limit
     while at.get("progress") and time.monotonic() < deadline:
-        time.sleep(0.5)
+        renew = min(time.monotonic() + tasks.LEASE / 2, deadline)
+        while time.monotonic() < renew and any(not t.finished for t in list(tasks._results().running.values())):
+            time.sleep(0.05)
         at.run()
     assert not at.get("progress"), "a computation did not finish"
     assert not at.exception, at.exception

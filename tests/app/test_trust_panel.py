@@ -2,12 +2,12 @@
 Hugging Face folder among them) and, as a smoke case, one shipped checkpoint: which tests the panel
 runs depends on the model's type and structure, never on its training."""
 import json
-import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.test_pages import settle
 from tests.conftest import REPO, shown
 from tests.tiny import TINY, TINY_TRANSFORMER
 
@@ -15,13 +15,6 @@ APP = str(REPO / "app.py")
 DOC = ("The striker scored twice and the team won the cup final on Sunday. Fans cheered loudly in the rain. "
        "The coach said the players had earned the title.")
 SHIPPED = "tweets-hcan"  # the smoke case: a shipped model through the whole battery
-
-
-def _settle(at: AppTest, seconds: float = 240) -> None:
-    deadline = time.time() + seconds
-    while at.get("progress") and time.time() < deadline:
-        time.sleep(0.3)
-        at.run()
 
 
 def _structure(folder: Path) -> tuple[str, bool, str]:
@@ -47,7 +40,7 @@ def test_the_panel_runs_the_battery_or_says_which_tests_apply(name, checkpoint_d
     at.selectbox(key="model").set_value(name).run()
     at.text_area(key="document").input(DOC).run()
     at.toggle(key="trust").set_value(True).run()
-    _settle(at)
+    settle(at)
     assert not at.exception, at.exception
     words = shown("\n".join(str(e.value) for kind in ("markdown", "info", "caption") for e in getattr(at, kind)))
     frames = at.table
