@@ -107,16 +107,20 @@ class Session:
         self.last_run: list[bytes] = []  # the messages of the latest run, as sent
 
     async def open(self) -> None:
-        import websockets
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
         await _get(f"{self.url}/?{self.query}", self.cookies)
         await _get(f"{self.url}/_stcore/health", self.cookies)
         xsrf = self.cookies.get("_streamlit_xsrf", "")
+        await self._stream({"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()), "Origin": self.url},
+                           ["streamlit", xsrf] if xsrf else None)
+
+    async def _stream(self, headers: dict, subprotocols: list[str] | None) -> None:
+        """Open the page's websocket with ``headers`` and run the page once, finding its Document box."""
+        import websockets
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
         self.socket = await websockets.connect(
-            self.url.replace("http", "ws") + "/_stcore/stream", subprotocols=["streamlit", xsrf] if xsrf else None,
-            additional_headers={"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items()),
-                                "Origin": self.url}, max_size=None, open_timeout=300,
+            self.url.replace("http", "ws") + "/_stcore/stream", subprotocols=subprotocols,
+            additional_headers=headers, max_size=None, open_timeout=300,
             ping_interval=None)  # a busy server answers late; the latency is what is measured
         message = BackMsg()
         message.rerun_script.query_string = self.query

@@ -37,18 +37,7 @@ class CookielessSession(Session):
     connection, placed by the proxy's fallback."""
 
     async def open(self) -> None:
-        import websockets
-        from streamlit.proto.BackMsg_pb2 import BackMsg
-
-        self.socket = await websockets.connect(self.url.replace("http", "ws") + "/_stcore/stream",
-                                               additional_headers={"Origin": self.url}, max_size=None,
-                                               open_timeout=300, ping_interval=None)
-        message = BackMsg()
-        message.rerun_script.query_string = self.query
-        await self.socket.send(message.SerializeToString())
-        await self._until_finished(find_box=True)
-        if self.box is None:
-            raise RuntimeError("the Document box was not on the page")
+        await self._stream({"Origin": self.url}, None)
 
 
 def _workers(runtime: Path) -> list[dict]:
