@@ -447,16 +447,18 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
                     "model, a 300,000-column table and a replace attempt refused)", "all",
                     f"{'yes' if all(soak.get(a) for a in attacks) else 'no'} (the paste answered in "
                     f"{soak.get('pathological_seconds', float('nan')):.1f} s)", all(soak.get(a) for a in attacks)))
-    if results.get("soak") and "refused_the_hostile_tokenizers" in results["soak"]:
+    if results.get("soak") and "paste_beside_visitors_s" in results["soak"]:
         soak = results["soak"]
-        refused, alone, beside = soak["refused_the_hostile_tokenizers"], soak["paste_alone_s"], soak[
-            "paste_beside_hostile_s"]
-        kept_pace = None not in (alone, beside) and beside <= 2 * alone + 1
+        refused = soak["refused_the_hostile_tokenizers"]
+        alone, ordinary, beside = (soak[k] for k in ("paste_alone_s", "paste_beside_visitors_s",
+                                                     "paste_beside_hostile_s"))
+        kept_pace = None not in (ordinary, beside) and beside <= ordinary + 1
         out.append(("soak: four hostile tokenizer.json folders opened at once (a backtracking regex, a chain of "
                     "Replaces, WordPiece's per-word knob at 10^9, an id past the embedding), and another visitor's "
-                    "paste meanwhile", "each refused; the paste <= 2x its time alone + 1 s",
+                    "paste meanwhile, against the same paste beside four visitors opening a loaded model",
+                    "each refused; the paste <= its time beside the four visitors + 1 s",
                     f"{sum(refused.values())} of {len(refused)} refused; the paste {beside} s beside them, "
-                    f"{alone} s alone", all(refused.values()) and kept_pace))
+                    f"{ordinary} s beside the visitors, {alone} s alone", all(refused.values()) and kept_pace))
     if results.get("soak") and results["soak"].get("class_server"):
         c = results["soak"]["class_server"]
         split, ids, kill = c["steering"]["new_visitors_per_worker"], c["identities"], c["killed_worker"]

@@ -340,7 +340,7 @@ def run_soak(workdir: str | Path, rounds: int = 2, served: Served | None = None,
     training = None
     try:
         with _chromium(browser) as chromium:
-            stays = _before_the_rounds(chromium, served.url, models, figures, kept_documents)
+            stays = _before_the_rounds(chromium, served.url, models, figures, kept_documents, null=own)
             figures["rss_start_mb"] = rss_mb(served.process.pid)
             training = _training(workdir, training_epochs)
             for _ in range(rounds):
@@ -404,9 +404,10 @@ def _chromium(browser):
         own.close()
 
 
-def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict, kept: int):
-    """The attacks made once: the pathological paste, the link collision, a long window, a hostile
-    tokenizer. Returns the page of the visitor who stays through the rounds."""
+def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict, kept: int, null: bool):
+    """The attacks made once: the pathological paste, the link collision, a long window, hostile
+    tokenizers (``null``: and the same paste beside as many ordinary visitors, the bench's figure).
+    Returns the page of the visitor who stays through the rounds."""
     stays = browser.new_context().new_page()
     stays.goto(f"{url}/?model={models.han}", **ARRIVE)
     figures["warm"] = _answered(stays, 120)
@@ -434,10 +435,14 @@ def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict, kep
     with _phase(figures, "hostile tokenizers"):
         _settled(stays)
         figures["paste_alone_s"] = _timed_paste(stays, NORMAL + " Alone.")
-        opened = {}
-        for name in HOSTILE_TOKENIZERS:  # four visitors open the hostile folders at once
-            opened[name] = browser.new_context().new_page()
-            opened[name].goto(f"{url}/?model={name}", **ARRIVE)
+        if null:  # as many visitors opening a model already loaded, at once (each first page run takes
+            # its turn before the paste: page runs go in arrival order)
+            ordinary = _arriving(browser, url, [models.han] * len(HOSTILE_TOKENIZERS))
+            figures["paste_beside_visitors_s"] = _timed_paste(stays, NORMAL + " Beside visitors.")
+            for page in ordinary.values():
+                page.context.close()
+            _settled(stays)
+        opened = _arriving(browser, url, list(HOSTILE_TOKENIZERS))  # four visitors open the hostile folders
         figures["paste_beside_hostile_s"] = _timed_paste(stays, NORMAL + " Beside them.")  # while they open
         figures["refused_the_hostile_tokenizers"] = {name: _shown(page, REFUSALS[name])
                                                      for name, page in opened.items()}
@@ -445,6 +450,15 @@ def _before_the_rounds(browser, url: str, models: SoakModels, figures: dict, kep
             page.context.close()
     _settled(stays)
     return stays
+
+
+def _arriving(browser, url: str, models: list[str]) -> dict:
+    """A new visitor per model in ``models``, each opening Explore on it, all at once (not waited for)."""
+    pages = {}
+    for i, name in enumerate(models):
+        pages[(name, i) if name in pages else name] = page = browser.new_context().new_page()
+        page.goto(f"{url}/?model={name}", **ARRIVE)
+    return pages
 
 
 def _timed_paste(page, text: str) -> float | None:

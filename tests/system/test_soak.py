@@ -38,7 +38,7 @@ def test_the_server_holds_up_and_comes_back_to_rest(served_app, browser, tmp_pat
     # four folders whose tokenizer.json would freeze or end a worker (a backtracking regex, a chain
     # of growing Replaces, WordPiece's per-word knob at 10^9, an id past the embedding), opened at
     # once: each refused with its message, and another visitor's paste answered meanwhile (its
-    # latency beside theirs is the bench's figure)
+    # latency beside theirs, against beside four ordinary visitors, is the bench's figure)
     assert all(figures["refused_the_hostile_tokenizers"].values()), figures
     assert figures["paste_alone_s"] is not None and figures["paste_beside_hostile_s"] is not None, figures
     # what the visitors started ended with them: the server is idle again (a liveness bound; the
