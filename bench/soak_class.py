@@ -15,7 +15,6 @@ a server of its own (the bench). The suite checks each of these on stand-in work
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -25,7 +24,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from bench.load import Session, _get
+from bench.load import Session, _get, _workers
 from bench.served import start_server
 
 KEPT = 16  # documents the class server keeps for links: a visitor's share is 2
@@ -38,10 +37,6 @@ class CookielessSession(Session):
 
     async def open(self) -> None:
         await self._stream({"Origin": self.url}, None)
-
-
-def _workers(runtime: Path) -> list[dict]:
-    return json.loads(next(runtime.glob("app-*/workers.json")).read_text())["workers"]
 
 
 def _health(url: str) -> int:
@@ -98,12 +93,13 @@ async def _identities(url: str, model: str, documents: Path) -> dict:
 
 
 def _link_key(text: str, documents: Path) -> str:
-    """The key the server gives ``text`` (its secret is in the documents folder)."""
-    import hashlib
-    import hmac
+    """The key the server gives ``text``: ``documents.link_key`` under its documents folder's secret."""
+    from unittest import mock
 
-    secret = bytes.fromhex((documents / ".secret").read_text().strip())
-    return hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()[:32]
+    from hierattn.app import documents as kept
+
+    with mock.patch.dict(os.environ, {"HIERATTN_DOCUMENTS": str(documents)}):
+        return kept.link_key(text)
 
 
 async def _killed(url: str, model: str, runtime: Path) -> dict:

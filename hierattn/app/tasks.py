@@ -110,9 +110,10 @@ def _visitors_turn(task: _Task):
     if task.visitor is None:
         yield
         return
-    if not _CLAIMS_CHECKED:
-        app_store.forget_this_process()
-        _CLAIMS_CHECKED = True
+    with _VISITING:  # once, before this process's first claim (a thread claiming meanwhile would lose it)
+        if not _CLAIMS_CHECKED:
+            app_store.forget_this_process()
+            _CLAIMS_CHECKED = True
     while (claim := app_store.claim_analysis(task.visitor, per_visitor())) is None:
         with _VISITING:
             _VISITING.wait(0.25)  # woken early when an analysis of this process ends
