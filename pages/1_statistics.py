@@ -3,7 +3,7 @@ form of the SANet paper's Table 2, and its topic-versus-sentiment finding checke
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app import loading, samples, widgets
+from hierattn.app import loading, samples, url_state, widgets
 from hierattn.app.panels import faithfulness, heads, statistics, trust
 from hierattn.app.routing import run_through_app
 from hierattn.data.builtin import BUILTIN
@@ -22,33 +22,34 @@ names = list(checkpoints)
 labels = loading.checkpoint_options(checkpoints)
 
 
+# The model, data set and split are this page's own, kept in its address: each follows the model
+# (its own data set first) and stays put across any other click; a reload reopens them.
+widgets.own_choice("stats_model", names, "bbc-news-hcan" if "bbc-news-hcan" in names else names[0], link="model")
 with st.sidebar:
-    default = names.index("bbc-news-hcan") if "bbc-news-hcan" in names else 0
-    name = st.selectbox("Model", names, index=default, key="stats_model", format_func=labels.get)
+    name = st.selectbox("Model", names, key="stats_model", format_func=labels.get)
 classifier = loading.load_or_stop(checkpoints[name])
 own_corpus = samples.corpus_with_test_file(classifier)  # a model trained on a local corpus: its test file too
 own = samples.own_name(classifier) if samples.heldout(checkpoints[name]) else None  # or on your own file
 datasets = ([own] if own else []) + ([classifier.dataset] if own_corpus else []) + list(BUILTIN)
-widgets.follow_model("stats_dataset", name)
-widgets.keep_valid("stats_dataset", datasets)
+widgets.own_choice("stats_dataset", datasets, own or (classifier.dataset if classifier.dataset in datasets
+                                                      else datasets[0]), owner=name, link="data")
 with st.sidebar:
     dataset = st.selectbox("Data set", datasets, key="stats_dataset",
-                           index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0,
                            help="A built-in data set, or the local corpus the model was trained on. Any model can "
                                 "be run on any text; per-class rows use the data set's labels.")
     corpus = own_corpus if own_corpus and dataset == classifier.dataset else None
     kept = str(checkpoints[name]) if dataset == own else None
     splits = ("test",) if corpus else ("test", "validation") if kept else SPLITS
-    widgets.keep_valid("stats_split", splits)
+    widgets.own_choice("stats_split", splits, "test", owner=f"{name}/{dataset}", link="split")
     split = st.selectbox("Split", splits, key="stats_split",
                          help=f"A local corpus: the first {samples.CORPUS_DOCUMENTS:,} documents of its test file."
                          if corpus else None)
     texts, truth, _ = samples.split_part(dataset, split, corpus, kept)
-    if st.session_state.get("stats_documents", 0) > len(texts):
-        del st.session_state["stats_documents"]  # a smaller split than the last one chosen
-    count = st.number_input("Documents", 1, len(texts), min(1000, len(texts)) if corpus else len(texts), step=100,
-                            key="stats_documents",
+    every = min(1000, len(texts)) if corpus else len(texts)
+    widgets.own_choice("stats_documents", range(1, len(texts) + 1), every, owner=f"{name}/{dataset}/{split}")
+    count = st.number_input("Documents", 1, len(texts), step=100, key="stats_documents",
                             help="The first documents of the split, in data set order; all of them by default.")
+url_state.mirror_view({"model": name, "data": dataset, "split": split})
 if dataset not in (classifier.dataset, own):
     st.caption(f"{viz.md_code(name)} was trained on {viz.md_code(classifier.dataset)}; its attention over "
                f"{viz.md_code(dataset)} is shown.")

@@ -57,7 +57,7 @@ with st.sidebar:
     st.caption("Link to this comparison (the address bar follows it too):")
     st.code(url_state.mirror_view({"a": name_a, "b": name_b, kind: document_ref}), language=None)
 doc_key = widgets.document_key(text)
-downloads.slide_subtitle(f"A: {name_a} · B: {name_b} · “{widgets.opening(text)}”")
+figures = downloads.Figures(f"A: {name_a} · B: {name_b} · “{widgets.opening(text)}”")
 for slot, ex in explanations.items():
     if ex.document.truncation.truncated:
         st.caption(f"Model {slot} read part of this document: {ex.document.truncation.message}.")
@@ -68,8 +68,9 @@ for column, (slot, ex) in zip(st.columns(2), explanations.items()):
         st.markdown(f"#### {slot}: {models[slot].display_name}")
         st.metric("Prediction", viz.md_text(ex.label), help=f"Checkpoint {viz.md_text(ex.classifier_name)}")
         downloads.chart(viz.probability_chart(ex.labels, ex.probabilities),
-                        f"class probabilities, {slot}: {names[slot]}", key=f"probs_{slot}")
+                        f"Class probabilities, {slot}", key=f"probs_{slot}",
+                        figures=downloads.Figures.of_document(names[slot], text, models[slot].display_name))
 
 # 2. Where each model looks, and how far they agree; 3. their self-attention over one sentence and one word
-comparison.where_each_looks(explanations, models)
+comparison.where_each_looks(explanations, models, figures)
 comparison.same_sentence(explanations, models, text, doc_key)

@@ -20,25 +20,27 @@ names = list(checkpoints)
 labels = loading.checkpoint_options(checkpoints)
 datasets = list(BUILTIN)
 
+# The model, data set and split are this page's own, kept in its address (see Dataset statistics)
+widgets.own_choice("eval_model", names, names[0], link="model")
 with st.sidebar:
     name = st.selectbox("Model", names, key="eval_model", format_func=labels.get)
 classifier = loading.load_or_stop(checkpoints[name])
 own = samples.own_name(classifier) if samples.heldout(checkpoints[name]) else None  # trained on your own file
 fitting = [d for d in datasets if sorted(samples.builtin_dataset(d).label_names) == sorted(classifier.labels)]
 datasets = ([own] if own else []) + fitting  # only data sets whose classes are the model's
-widgets.follow_model("eval_dataset", name)
-widgets.keep_valid("eval_dataset", datasets)
 if not datasets:
     st.info(f"{viz.md_text(name)} predicts {viz.md_text(', '.join(classifier.labels))}: no data set here has those "
             "classes, so there is nothing to score it against. Dataset statistics and Explore still read any text.")
     st.stop()
+widgets.own_choice("eval_dataset", datasets, own or (classifier.dataset if classifier.dataset in datasets
+                                                     else datasets[0]), owner=name, link="data")
 with st.sidebar:
-    dataset_name = st.selectbox("Data set", datasets, key="eval_dataset",
-                                index=datasets.index(classifier.dataset) if classifier.dataset in datasets else 0)
+    dataset_name = st.selectbox("Data set", datasets, key="eval_dataset")
     splits = evaluation.SPLITS[1:] if dataset_name == own else evaluation.SPLITS
-    widgets.keep_valid("eval_split", splits)
-    split = st.selectbox("Split", splits, index=len(splits) - 1, key="eval_split",
+    widgets.own_choice("eval_split", splits, splits[-1], owner=f"{name}/{dataset_name}", link="split")
+    split = st.selectbox("Split", splits, key="eval_split",
                          help="The stratified 80/10/10 split (seed 1234) that training used.")
+url_state.mirror_view({"model": name, "data": dataset_name, "split": split})
 dataset, own_splits = (samples.heldout_dataset(checkpoints[name], dataset_name) if dataset_name == own
                        else (samples.builtin_dataset(dataset_name), {}))
 
@@ -85,7 +87,8 @@ if result is not None:
                                       "support": "{:,.0f}"}), hide_index=True, width="stretch")
     downloads.table_downloads(report, f"per-class-{name}-{dataset_name}-{split}", "report_table")
     st.markdown("**Confusion matrix**")
-    downloads.chart(viz.confusion_heatmap(result.confusion(), result.labels), f"confusion {name} {split}")
+    downloads.chart(viz.confusion_heatmap(result.confusion(), result.labels), "Confusion matrix",
+                    figures=downloads.Figures.of_split(name, dataset_name, split, len(result.true)))
 
     st.subheader("Misclassified documents")
     wrong = result.misclassified()

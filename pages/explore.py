@@ -5,7 +5,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import ExplainError
 from hierattn.app import loading, url_state, widgets
-from hierattn.app.downloads import chart, slide_subtitle
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.panels import (
     domain,
     faithfulness,
@@ -71,8 +71,8 @@ if ex.mostly_unknown():
                f"({viz.md_code(classifier.dataset or '?')})? Unknown words are underlined in red.")
 words = [t.text for s in ex.document.sentences for t in s.tokens]  # the document as the model read it
 sentence_labels = [f"S{i + 1}: {' '.join(t.text for t in s.tokens[:6])}" for i, s in enumerate(ex.document.sentences)]
-figures = {}  # every figure drawn below, by name, for the report
-slide_subtitle(f"{name} ({classifier.display_name}) · “{widgets.opening(text)}”")  # exported slides' 2nd line
+# every figure drawn below: its slide's second line (this model, this document), and the report's figures
+figures = Figures(f"{name} ({classifier.display_name}) · “{widgets.opening(text)}”")
 
 # 1. Prediction (none from a base encoder or a head never trained: its attention still shows)
 if headless := loading.no_prediction(classifier, name):
@@ -83,7 +83,7 @@ else:
     col_label.caption(f"{max(ex.probabilities):.1%} probability · {viz.counted(len(ex.document.sentences), 'sentence')}"
                       f" · {viz.counted(ex.document.num_tokens, 'token')} read"
                       + (f" · {ex.unknown_count:,} unknown to the model" if ex.unknown_count else ""))
-    chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, collect=figures)
+    chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, figures=figures)
     domain.domain_signal(st.container(), classifier, checkpoints[name], ex)  # full width: a sentence or two
 
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?
@@ -107,7 +107,7 @@ if not headless and st.toggle("What if? Drop or reorder sentences, replace a wor
 # 4. target-attention distributions
 heads.head_overview(ex, name, figures)
 self_view = self_attention.self_attention(ex, words, sentence_labels, doc_key, name, figures)
-hidden = self_attention.channels(ex, words) or gates.gates(ex, words, figures)
+hidden = self_attention.channels(ex, words, figures) or gates.gates(ex, words, figures)
 if not ex.self_attention_names and ex.attentions and view.painted and not hidden and not view.coverage:
     st.info(f"{classifier.display_name} has no self-attention (no word or sentence attends to another); its only "
             f"attention is {classifier.spec.maps}, shown above and below.")

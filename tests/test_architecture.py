@@ -278,6 +278,15 @@ def import_cycle_violations(root: Path) -> list[str]:
     return wrong
 
 
+def unexported_figure_violations(root: Path) -> list[str]:
+    """A figure reaches a page only through ``app.downloads.chart``, which puts its Export under
+    it: a lecture's every figure can be a slide (the training curve once could not)."""
+    exempt = root / "hierattn" / "app" / "downloads.py"
+    return [f"{where(root, p, node.lineno)}: plotly_chart" for p in sources(root) if p != exempt
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute) and node.attr == "plotly_chart"]
+
+
 def test_every_layer_imports_only_the_layers_below_it():
     assert not (wrong := layer_violations(REPO)), "\n".join(wrong)
 
@@ -312,6 +321,11 @@ def test_pages_draw_maps_by_their_axes_never_by_their_names():
     assert not (wrong := map_name_violations(REPO)), "\n".join(wrong)
 
 
+def test_every_figure_on_a_page_has_its_export():
+    wrong = unexported_figure_violations(REPO)
+    assert not wrong, "draw these with app.downloads.chart:\n" + "\n".join(wrong)
+
+
 def test_no_two_modules_import_each_other_in_a_circle():
     wrong = import_cycle_violations(REPO)
     assert not wrong, "move what both need into a module one floor down that neither imports:\n" + "\n".join(wrong)
@@ -344,7 +358,8 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
     write("hierattn/checkpoint/reading.py", "from hierattn.analysis import explain\nx = explain\n")
     write("hierattn/training/corpus.py", "from hierattn.checkpoint.writing import fsync\n"
                                          "from hierattn.data import fsync as f\nwritten = fsync, f\n")
-    write("pages/explore.py", "import torch\nkind = 'toy'\nif kind == 'word.maxpool':\n    pass\n")
+    write("pages/explore.py", "import torch\nkind = 'toy'\nif kind == 'word.maxpool':\n    pass\n"
+                              "import streamlit as st\nst.plotly_chart(kind)\n")
     write("hierattn/app/tasks.py", "def f():\n    from hierattn.app import visitors\n")  # inside a function
     write("hierattn/app/visitors.py", "from hierattn.app.tasks import f\n\nf()\n")
 
@@ -365,6 +380,7 @@ def test_each_rule_finds_its_violation_in_a_small_tree(tmp_path):
         "hierattn/training/corpus.py:1: hierattn.checkpoint.writing.fsync lives in hierattn.data.files"]
     assert model_name_violations(tmp_path, {"toy"}) == ["pages/explore.py:2: 'toy'"]
     assert map_name_violations(tmp_path) == ["pages/explore.py:3: 'word.maxpool'"]
+    assert unexported_figure_violations(tmp_path) == ["pages/explore.py:6: plotly_chart"]
     assert import_cycle_violations(tmp_path) == ["hierattn.app.tasks -> hierattn.app.visitors -> hierattn.app.tasks"]
 
 

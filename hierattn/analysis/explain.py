@@ -165,6 +165,19 @@ class Explanation:
         """Words the model read as ``<unk>``: its vocabulary does not have them."""
         return sum(sum(flags) for flags in self.unknown)
 
+    def unknown_spans(self) -> set[tuple[int, int]]:
+        """The character spans of the words the model read as ``<unk>``."""
+        return {(t.start, t.end) for s, flags in zip(self.document.sentences, self.unknown)
+                for t, flag in zip(s.tokens, flags) if flag}
+
+    def word_unknown(self) -> list[bool]:
+        """Per word of the document, in reading order: read as ``<unk>``."""
+        out = []
+        for s, sentence in enumerate(self.document.sentences):
+            flags = self.unknown[s] if s < len(self.unknown) else []
+            out += [w < len(flags) and bool(flags[w]) for w in range(len(sentence.tokens))]
+        return out
+
     def mostly_unknown(self, share: float = 0.5) -> bool:
         """More than ``share`` of the words read are unknown: the prediction rests on the few
         the model knows (a text in another language, another domain's jargon)."""

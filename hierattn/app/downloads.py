@@ -3,35 +3,63 @@ JSON, each built only when clicked."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import streamlit as st
 
-SUBTITLE = "_slide_subtitle"  # session_state: what the page shows its figures of (model, document)
+
+@dataclass
+class Figures:
+    """What a group of figures drawn by one page is about, and the figures drawn so far.
+
+    ``about`` is the second line of every exported slide's title: the model and document (Explore,
+    a Tour step), or the model, data set and split (Evaluation, Dataset statistics), written by the
+    code that draws the figures. It is passed to each ``chart``, never kept in the session: a
+    subtitle kept per session was set by one page and printed on another page's slides.
+    ``drawn``: the figures by name, for the one-click report."""
+
+    about: str
+    drawn: dict = field(default_factory=dict)
+
+    @classmethod
+    def of_document(cls, model: str, text: str, kind: str = "") -> Figures:
+        """Figures of one model on one document: "model (kind) · “its first words…”"."""
+        from hierattn.app.widgets import opening
+
+        return cls(f"{model}{f' ({kind})' if kind else ''} · “{opening(text)}”")
+
+    @classmethod
+    def of_split(cls, model: str, dataset: str, split: str, documents: int | None = None) -> Figures:
+        """Figures of one model over a split: "model · data set, split split · n documents"."""
+        return cls(f"{model} · {dataset}, {split} split" + (f" · {documents:,} documents" if documents else ""))
 
 
-def slide_subtitle(text: str) -> None:
-    """What this page's figures are about (model, document): the second line of every exported
-    slide's title."""
-    st.session_state[SUBTITLE] = text
-
-
-def chart(fig, name: str, container=None, key: str | None = None, collect: dict | None = None,
-          select: bool = False, subtitle: str | None = None):
+def chart(fig, name: str, container=None, key: str | None = None, *, figures: Figures, select: bool = False,
+          subtitle: str | None = None):
     """A plotly figure with an Export popover under it: PNG, SVG and PDF for a slide (16:9, every
-    label, titled with ``name`` and the page's ``slide_subtitle``) and the interactive HTML, each
-    drawn only when its button is clicked. ``collect``: a dict that gathers the page's figures by
-    name (for the one-click report). ``select``: a click on a cell reruns the page and is returned
-    (plotly's selection event, with the point's ``x`` and ``y``; needs ``key``); else None."""
-    from hierattn.viz import export
-
+    label, titled with ``name``, subtitled with ``figures.about`` or, for a figure of one part of it
+    such as a sentence, ``subtitle``) and the interactive HTML, each drawn only when its button is
+    clicked. ``select``: a click on a cell reruns the page and is returned (plotly's selection
+    event, with the point's ``x`` and ``y``; needs ``key``); else None."""
     where = container or st
     # a figure that sets its own width (a heatmap: square cells, its colour bar as tall as they are)
     # keeps it; the others fill their column
     event = where.plotly_chart(fig, width="content" if fig.layout.width else "stretch", key=key,
                                **({"on_select": "rerun", "selection_mode": "points"} if select else {}))
-    if collect is not None:
-        collect[name] = fig
-    subtitle = subtitle or st.session_state.get(SUBTITLE, "")  # a figure of one sentence names that sentence
+    figures.drawn[name] = fig
+    _export(where, fig, name, subtitle or figures.about, key)
+    return event if select else None
+
+
+def slide_of(fig, name: str, container=None, key: str | None = None, *, figures: Figures) -> None:
+    """An Export popover for a figure the page draws otherwise (Compare's shaded text is HTML on
+    the page; its slide is ``viz.shaded_text``, the same words on the same scale)."""
+    _export(container or st, fig, name, figures.about, key)
+
+
+def _export(where, fig, name: str, subtitle: str, key: str | None) -> None:
+    from hierattn.viz import export
+
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
     problem = export.slide_problem(tuple(t.type for t in fig.data), (fig.layout.meta or {}).get("kind"))
     with where.popover("Export", icon=":material/download:"):
@@ -45,7 +73,6 @@ def chart(fig, name: str, container=None, key: str | None = None, collect: dict 
                 continue
             st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt, name, subtitle),
                                f"{slug}.{fmt}", mime, key=f"export_{key or slug}_{fmt}", on_click="ignore")
-    return event if select else None
 
 
 def table_downloads(frame, stem: str, key: str, container=None) -> None:

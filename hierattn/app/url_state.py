@@ -14,7 +14,8 @@ from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENTS
 PASTED = "pasted_documents"  # session_state: short hash -> pasted text, for links within the session
 # every page's view parameters: a page writes its own and drops the others', keeping the rest (a job id)
 PASTES_PER_SESSION = 8  # distinct pasted documents a session holds in memory
-VIEW_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence", "layer", "a", "b"}
+VIEW_PARAMS = {"model", "sample", "doc", "head", "scale", "level", "branch", "selfhead", "sentence", "layer", "a", "b",
+               "data", "split"}
 VIEW_KEYS = {"head": "target_head", "scale": "shade_scale", "level": "self_level",
              "selfhead": "self_head"}  # URL -> key
 

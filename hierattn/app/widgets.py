@@ -61,13 +61,28 @@ def keep_valid(key: str, options) -> None:
         del st.session_state[key]
 
 
-def follow_model(key: str, model: str) -> None:
-    """Forget the widget ``key``'s value when the model changed since it was chosen, so that a
-    page's data set picker opens on the new model's own data set, not the last model's."""
-    owner = f"_{key}_model"
-    if st.session_state.get(owner) not in (None, model) and key in st.session_state:
-        del st.session_state[key]
-    st.session_state[owner] = model
+def own_choice(key: str, options, default, owner: str = "", link: str | None = None) -> None:
+    """Before the picker ``key`` is drawn: its value becomes ``default`` when it is missing, not
+    among ``options``, or was chosen for another ``owner`` (the model a data set picker belongs
+    to), so a page opens on the chosen model's own data set and split.
+
+    The value is set, never deleted: a deleted value let Streamlit's browser side keep showing the
+    last model's data set, and the next click on anything sent that back, so the page computed a
+    model's statistics over another data set. ``link``: on the page's first run in a session (a
+    new visit or a reload), the address bar's parameter of that name, when it names an option; the
+    page mirrors its choices there (``url_state.mirror_view``)."""
+    options = options if isinstance(options, range) else list(options)
+    owned, linked = f"_{key}_owner", f"_{key}_linked"
+    if link and not st.session_state.get(linked):
+        st.session_state[linked] = True
+        wanted = st.query_params.get(link)
+        match = next((o for o in options if str(o) == wanted), None)
+        if wanted is not None and match is not None:
+            st.session_state[key], st.session_state[owned] = match, owner
+            return
+    if st.session_state.get(key) not in options or st.session_state.get(owned, owner) != owner:
+        st.session_state[key] = default
+    st.session_state[owned] = owner
 
 
 def document_key(text: str) -> str:

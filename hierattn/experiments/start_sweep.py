@@ -187,6 +187,6 @@ def lesson(found: list[StartRow]) -> list[str]:
             f"{m.label}: test accuracy {100 * min(m.accuracy):.1f}% to {100 * max(m.accuracy):.1f}% across "
             f"the {len(m.starts)} starts ({noise}); the word attention's JSD from even {m.word_jsd[0]:.3f} at "
             f"v = {m.starts[0]:g} and {m.word_jsd[-1]:.3f} at v = {m.starts[-1]:g} ({m.sharpness_ratio:.1f} "
-            f"times); Kendall tau with leave-one-out {min(m.tau):.2f} to {max(m.tau):.2f}; training changed the "
+            f"times); Kendall tau with leave-one-out {min(m.tau):z.2f} to {max(m.tau):z.2f}; training changed the "
             f"query's norm by {100 * min(m.moved):+.0f}% to {100 * max(m.moved):+.0f}%. {verdict}")
     return lines

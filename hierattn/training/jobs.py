@@ -219,12 +219,12 @@ class TrainingJob:
                                       f"{metrics['validation_accuracy']:.1%}) was saved as '{self.name}'.", metrics)
         else:
             early = ""
-            if metrics["epochs_run"] < self.config.epochs:  # patience ran out: say so only where it did
-                stale = metrics["epochs_run"] - metrics["best_epoch"]
-                early = (f" Stopped early after {metrics['epochs_run']} of {self.config.epochs} epochs: validation "
-                         f"accuracy had not improved for {stale} (the patience is {self.config.patience})."
-                         if stale >= self.config.patience else
-                         f" Ended after {metrics['epochs_run']} of {self.config.epochs} epochs.")
+            stopped_early = metrics["epochs_run"] < self.config.epochs  # the only way a finished run ends early
+            if stopped_early:
+                stale = metrics.get("validations_since_best", metrics["epochs_run"] - metrics["best_epoch"])
+                early = (f" Stopped early after {metrics['epochs_run']} of {self.config.epochs} epochs: no "
+                         f"validation in the last {stale} beat epoch {metrics['best_epoch']} (a higher accuracy, or "
+                         f"the same with a lower loss), and the patience is {self.config.patience}.")
             recorded = metrics.get("baselines", {})
             against = baselines.sentence(metrics["test_accuracy"], recorded)
             kind, said = baselines.judge(metrics["validation_accuracy"], recorded, "validation",
@@ -233,8 +233,9 @@ class TrainingJob:
             if kind == "beats":
                 verdict = f" Beside the best baseline: {said}."
             elif kind != "unknown":
-                verdict = (f" Not a clear win: {said}. More data, more epochs or a smaller model may help; a larger "
-                           "validation split measures it more closely.")
+                # after an early stop more epochs would not have helped: validation had stopped improving
+                verdict = (f" Not a clear win: {said}. More data{'' if stopped_early else ', more epochs'} or a "
+                           "smaller model may help; a larger validation split measures it more closely.")
             metrics["baseline_verdict"] = kind
             self._finish("finished", f"Finished: epoch {metrics['best_epoch']} of {metrics['epochs_run']} was best "
                                      f"(validation {metrics['validation_accuracy']:.1%}, test "

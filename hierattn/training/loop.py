@@ -162,20 +162,22 @@ class Progress:
     best_loss: float = math.inf
     best_epoch: int = 0
     best_after_documents: int = 0
-    stale: int = 0  # validations since the accuracy last improved
+    stale: int = 0  # validations since the best one
     history: list = field(default_factory=list)
     train_seconds: float = 0.0
 
     def observe(self, accuracy: float, loss: float) -> tuple[bool, bool]:
         """The best-epoch rule: (best so far, improved). The best has the highest validation
         accuracy, ties going to the lower loss (a validation split of a few hundred documents
-        ties often); patience counts validations without a higher accuracy."""
+        ties often); patience counts validations since the best, by the same rule. Counted from a
+        higher accuracy alone, a run whose accuracy tied with falling loss stopped with its last
+        epoch the best ("epoch 4 of 4 was best … ended after 4 of 5 epochs", no reason given)."""
         improved = accuracy > self.best_accuracy
         best = improved or (accuracy == self.best_accuracy and loss < self.best_loss)
         if best:
             self.best_accuracy, self.best_loss = accuracy, loss
             self.best_epoch, self.best_after_documents = self.epoch - (self.step == 0), self.documents
-        self.stale = 0 if improved else self.stale + 1
+        self.stale = 0 if best else self.stale + 1
         return best, improved
 
 
@@ -267,7 +269,8 @@ def record(progress: Progress, outcome: Outcome | None, model: torch.nn.Module, 
     return {
         "validation_accuracy": progress.best_accuracy, "validation_loss": progress.best_loss,
         "best_epoch": progress.best_epoch, "best_after_documents": progress.best_after_documents,
-        "epochs_run": outcome.epochs_run(progress) if outcome else 1, "history": progress.history,
+        "validations_since_best": progress.stale, "epochs_run": outcome.epochs_run(progress) if outcome else 1,
+        "history": progress.history,
         "train_ms_per_document": 1000 * progress.train_seconds / max(progress.documents, 1),
         "train_seconds": progress.train_seconds,
         "total_training_seconds": time.perf_counter() - started,

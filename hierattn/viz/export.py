@@ -53,6 +53,7 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
     square cells with a colour bar as tall as they are. The figure on the page is left as it is."""
     out = go.Figure(fig)
     meta = dict(out.layout.meta or {})
+    title = title[:1].upper() + title[1:]  # a slide's title is a sentence, whatever case the page's name has
     heading = html.escape(title, quote=False)  # plotly's text shows &quot; as typed: quotes stay as they are
     # the subtitle as plotly's own subtitle, a text element of its own: as a second line of the title
     # (a <br> and a smaller span) SVG viewers other than Chromium drew it over the title
@@ -67,14 +68,18 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
     if meta.get("kind") == "attention":
         labels = meta.get("labels", [])
         n = len(labels)
-        every = -(-n // SLIDE_TICKS) if n else 1
-        size = 17 if n <= 25 else 13 if n <= 50 else 10
-        shown = [_short(label) for label in labels[::every]]
-        label_px = int(0.6 * size * max(map(len, shown), default=1)) + 16
-        # explicit margins and a square plot area, so the colour bar can stand just beside the cells
-        # at their height (automatic margins would move the cells after the bar is placed)
-        top, left, bottom = (150 if subtitle else 120) + int(0.87 * label_px) + 30, label_px + 60, 30
-        side = SLIDE[1] - top - bottom
+        every, size = (-(-n // SLIDE_TICKS) if n else 1), 17
+        while True:  # the largest labels (down to 9 px), then fewer of them, that the cells leave room for
+            shown = [_short(label) for label in labels[::every]]
+            label_px = int(0.6 * size * max(map(len, shown), default=1)) + 16
+            # explicit margins and a square plot area, so the colour bar can stand just beside the cells
+            # at their height (automatic margins would move the cells after the bar is placed)
+            top, left, bottom = (150 if subtitle else 120) + int(0.87 * label_px) + 30, label_px + 60, 30
+            side = SLIDE[1] - top - bottom
+            # labels slanted by 60 degrees stand cell x sin 60 apart: 40 long words at 13 px overprinted
+            if side / max(n, 1) * every * 0.87 >= 1.3 * size or every >= max(n, 1):
+                break
+            size, every = (size - 1, every) if size > 9 else (size, every + 1)
         width = SLIDE[0] - left - 40
         start = max(0.0, 0.45 - side / width / 2)
         end = min(0.92, start + side / width)
@@ -82,9 +87,10 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
                      tickfont=dict(size=size), automargin=False)
         out.update_layout(margin=dict(l=left + int(start * width), r=40, t=top, b=bottom, autoexpand=False))
         fraction = (end - start) / (1 - start)
-        out.update_xaxes(title=dict(text=every_kth("attends to (key)", n, SLIDE_TICKS)), side="top", tickangle=-60,
+        named = -(-n // every) if n else 1  # every k-th label: the axis titles say so
+        out.update_xaxes(title=dict(text=every_kth("attends to (key)", n, named)), side="top", tickangle=-60,
                          domain=[0, fraction], **ticks)
-        out.update_yaxes(title=dict(text=every_kth("query", n, SLIDE_TICKS)), domain=[0, 1], **ticks)
+        out.update_yaxes(title=dict(text=every_kth("query", n, named)), domain=[0, 1], **ticks)
         # the heatmap's colour bar only: a clickable heatmap also carries an invisible Scatter of click
         # markers, which has no colour bar (setting one on every trace raised, and the export failed)
         out.update_traces(showscale=True, colorbar=dict(len=1, lenmode="fraction", thickness=26, y=0.5,
@@ -100,6 +106,13 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
         out.update_xaxes(tickmode="array", tickvals=list(range(0, n, every)),
                          ticktext=[_short(label) for label in labels[::every]],
                          tickfont=dict(size=17 if n <= 30 else 13))
+    if meta.get("kind") == "text":  # shaded text laid out in the slide's own pixels, room left for the title
+        out.update_layout(margin=dict(l=0, r=0, t=0, b=0, autoexpand=False))
+    elif meta.get("kind") not in ("attention", "heads"):
+        # a top axis's labels and title grow into the margin that holds the slide's title and
+        # subtitle (the confusion matrix's "predicted" and its classes overprinted them)
+        out.update_xaxes(side="bottom")
+        out.update_yaxes(ticklabelstandoff=6)  # two axes from 0: their "0" labels met at the corner
     return out
 
 

@@ -1,6 +1,7 @@
-"""Plotly figures from plain tensors and lists: probabilities, attention heatmaps and
-distributions, training curves, erasure curves. Never a model, never Streamlit; every piece of user
-text that goes into a figure passes through ``short`` (escaped and cut)."""
+"""Plotly figures of attention over words from plain tensors and lists: probabilities, attention
+heatmaps and distributions, the confusion matrix and metric boxes (line charts are in ``curves``,
+shaded text in ``text``). Never a model, never Streamlit; every piece of user text that goes into a
+figure passes through ``short`` (escaped and cut)."""
 from __future__ import annotations
 
 import html
@@ -9,10 +10,26 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from hierattn.viz.style import own_style
+
 # One colour scale for every view of attention, so shades compare across panels.
 COLORSCALE = "Blues"
+UNKNOWN_MARK = "†"  # after a word the model read as <unk>: kept by every export, unlike a colour or hatch
 
 
+def marked_words(words: Sequence[str], unknown: Sequence[bool]) -> list[str]:
+    """``words`` with ``UNKNOWN_MARK`` after each one the model's vocabulary lacks, for axis labels:
+    a heatmap's darkest column on an unknown word is a fact about the vocabulary, and a slide must
+    say so without the page's hatching."""
+    return [f"{w}{UNKNOWN_MARK}" if flag else w for w, flag in zip(words, list(unknown) + [False] * len(words))]
+
+
+def unknown_note(unknown: Sequence[bool]) -> str:
+    """The key to ``UNKNOWN_MARK``, for a figure's title, where any word is marked; else ""."""
+    return f" · {UNKNOWN_MARK} not in the model's vocabulary" if any(unknown) else ""
+
+
+@own_style
 def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> go.Figure:
     """Horizontal bars, predicted class highlighted."""
     best = max(range(len(probabilities)), key=probabilities.__getitem__)
@@ -71,6 +88,7 @@ def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
                 ticktext=[short(label) for label in labels[::every]])
 
 
+@own_style
 def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False,
                       zmax: float | None = None, show_scale: bool = True, clickable: bool = False,
                       fluid: bool = False) -> go.Figure:
@@ -142,6 +160,7 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     return fig
 
 
+@own_style
 def heads_grid(matrices: Sequence, labels: Sequence[str], titles: Sequence[str], per_row: int = 2) -> go.Figure:
     """Every head's (n, n) matrix side by side in one figure: ``per_row`` a row, one colour scale
     from 0 to the largest weight of any head with one colour bar, the words on every axis (up to
@@ -179,6 +198,7 @@ def heads_grid(matrices: Sequence, labels: Sequence[str], titles: Sequence[str],
     return fig
 
 
+@own_style
 def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[str], title: str = "",
                    row_title: str = "", column_title: str = "", height: int | None = None,
                    zmax: float | None = None) -> go.Figure:
@@ -203,6 +223,7 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[st
     return fig
 
 
+@own_style
 def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: str = "",
                        axis_title: str = "", value_title: str = "attention weight",
                        reference: tuple[float, str] | None = None, even: bool = True) -> go.Figure:
@@ -236,6 +257,7 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
     return fig
 
 
+@own_style
 def confusion_heatmap(matrix, labels: Sequence[str]) -> go.Figure:
     """A confusion matrix: rows are true classes, columns predicted; counts in the cells, colour by
     the share of the true class (so small classes stay readable)."""
@@ -244,7 +266,7 @@ def confusion_heatmap(matrix, labels: Sequence[str]) -> go.Figure:
     names = [short(label, 24) for label in labels]
     fig = go.Figure(go.Heatmap(z=shares, x=names, y=names, text=counts, texttemplate="%{text}", colorscale=COLORSCALE,
                                zmin=0, zmax=1, zauto=False,
-                               colorbar=dict(title="share of<br>true class", tickformat=".0%"),
+                               colorbar=dict(title=dict(text="share of true class", side="right"), tickformat=".0%"),
                                hovertemplate="true %{y}<br>predicted %{x}<br>%{text} documents "
                                              "(%{z:.1%})<extra></extra>"))
     longest = max((len(n) for n in names), default=1)
@@ -257,6 +279,7 @@ def confusion_heatmap(matrix, labels: Sequence[str]) -> go.Figure:
     return fig
 
 
+@own_style
 def metric_boxes(groups: dict[str, Sequence[float]], metric: str) -> go.Figure:
     """Box plots of one metric (0..1 values, shown in %) per group, e.g. per level or class."""
     fig = go.Figure()
@@ -273,78 +296,6 @@ def short(label: str, limit: int = 18) -> str:
     return html.escape(label if len(label) <= limit else label[: limit - 1] + "…", quote=False)
 
 
-def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_epoch: int) -> go.Figure:
-    """Training loss per batch (thin) and per epoch, with validation accuracy on a second axis.
-
-    ``history``: one dict per finished epoch with ``epoch``, ``train_loss``, ``val_accuracy``.
-    """
-    fig = go.Figure()
-    if losses:
-        # At most ~400 points (block means): the page redraws this every second during training.
-        block = -(-len(losses) // 400)
-        y = [sum(losses[i:i + block]) / len(losses[i:i + block]) for i in range(0, len(losses), block)]
-        x = [min(i + block, len(losses)) / max(steps_per_epoch, 1) for i in range(0, len(losses), block)]
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="loss (batch)",
-                                 line=dict(color="#aec7e8", width=1), hovertemplate="loss %{y:.3f}<extra></extra>"))
-    if history:
-        epochs = [h["epoch"] for h in history]
-        fig.add_trace(go.Scatter(x=epochs, y=[h["train_loss"] for h in history], mode="lines+markers",
-                                 name="loss (epoch mean)", line=dict(color="#1f77b4")))
-        fig.add_trace(go.Scatter(x=epochs, y=[h["val_accuracy"] for h in history], mode="lines+markers",
-                                 name="validation accuracy", yaxis="y2", line=dict(color="#ff7f0e")))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
-                      xaxis=dict(title="epoch", rangemode="tozero"), yaxis=dict(title="training loss",
-                                                                                rangemode="tozero"),
-                      yaxis2=dict(title="validation accuracy", overlaying="y", side="right", tickformat=".0%",
-                                  range=[0, 1.02], dtick=0.2, showgrid=False))
-    return fig
-
-
-def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
-    """Validation-set mean Gini and diagonality (b=3) of the self-attention, per epoch, and the
-    diagonality an even spread gives over the same matrices (dashed; an even spread's Gini is 0)."""
-    fig = go.Figure()
-    rows = [h for h in history if "attention_gini" in h]
-    epochs = [h["epoch"] for h in rows]
-    fig.add_trace(go.Scatter(x=epochs, y=[h["attention_gini"] for h in rows], mode="lines+markers", name="Gini",
-                             line=dict(color="#1f77b4")))
-    fig.add_trace(go.Scatter(x=epochs, y=[h["attention_diagonality_b3"] for h in rows], mode="lines+markers",
-                             name="diagonality b=3", line=dict(color="#2ca02c")))
-    even = [(h["epoch"], h["attention_diagonality_b3_even"]) for h in rows if "attention_diagonality_b3_even" in h]
-    if even:
-        fig.add_trace(go.Scatter(x=[e for e, _ in even], y=[v for _, v in even], mode="lines",
-                                 name="diagonality b=3, even spread", line=dict(color="#2ca02c", dash="dash")))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
-                      xaxis=dict(title="epoch", rangemode="tozero"),
-                      yaxis=dict(title="validation mean", tickformat=".0%", range=[0, 1.02]))
-    return fig
-
-
-_METHOD_STYLE = {"attention": ("#1f77b4", "solid"), "gradient × input": ("#ff7f0e", "solid"),
-                 "leave-one-out": ("#2ca02c", "solid"), "sentence attention × even words": ("#8c564b", "dot"),
-                 "random": ("#7f7f7f", "dash")}
-
-
-def erasure_chart(steps: Sequence[float], drops: dict[str, Sequence[float]], label: str, x_title: str,
-                  percent_x: bool = False) -> go.Figure:
-    """Erasure curves: the drop in P(``label``) (in points) after removing each method's top words,
-    one line per method, random dashed. ``steps``: words removed, or shares of the document
-    (``percent_x``)."""
-    fig = go.Figure()
-    for method, values in drops.items():
-        color, dash = _METHOD_STYLE.get(method, ("#9467bd", "solid"))
-        fig.add_trace(go.Scatter(x=list(steps), y=[100 * v for v in values], mode="lines+markers", name=method,
-                                 line=dict(color=color, dash=dash), marker=dict(size=5),
-                                 hovertemplate=f"{html.escape(method, quote=False)}: %{{y:.1f}} points<extra></extra>"))
-    # The key under the plot: six methods wrap to three rows in half a 1024-px page, and above it
-    # they would cover the curves.
-    fig.update_layout(height=400, margin=dict(l=10, r=10, t=10, b=10),
-                      legend=dict(orientation="h", y=-0.22, yanchor="top"),
-                      xaxis=dict(title=x_title, tickformat=".0%" if percent_x else None),
-                      yaxis=dict(title=f"drop in P({short(label, 30)}), points", zeroline=True))
-    return fig
-
-
 def block_overview(matrix, block: int):
     """An (n, n) attention matrix summarised in blocks of ``block`` positions: cell (i, j) is the
     attention that the queries of block i give, on average, to all the keys of block j. Rows still
@@ -354,43 +305,3 @@ def block_overview(matrix, block: int):
     edges = list(range(0, n, block)) + [n]
     keys = np.add.reduceat(m, edges[:-1], axis=1)  # (n, blocks): summed over each key block
     return [keys[a:b].mean(0).tolist() for a, b in zip(edges[:-1], edges[1:])]
-
-
-def lines_chart(series: dict[str, tuple[Sequence[float], Sequence[float | None]]], x_title: str, y_title: str,
-                title: str = "") -> go.Figure:
-    """One line per series: name -> (x values, y values; None leaves a gap). The registry's figures
-    (HA-LSTM's input length, MahNN's Figure 4, HCAN's Figure 3) in the app."""
-    fig = go.Figure()
-    for name, (xs, ys) in series.items():
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name=name, connectgaps=False,
-                                 hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{y_title} %{{y:.2%}}<extra></extra>"))
-    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      xaxis=dict(title=x_title), yaxis=dict(title=y_title, tickformat=".0%"),
-                      legend=dict(orientation="h", y=-0.25))
-    return fig
-
-
-def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]], y_title: str,
-                      percent: bool = False, title: str = "") -> go.Figure:
-    """One marker per recorded seed and a line through each start's mean: series name -> (start
-    variances, values). The x axis is logarithmic (the starts span 1/d to 10); the y axis starts at
-    zero, so a flat attention looks flat."""
-    fig = go.Figure()
-    for name, (xs, ys) in points.items():
-        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="markers", name=f"{name}, each seed",
-                                 marker=dict(size=7, opacity=0.55), legendgroup=name, showlegend=False,
-                                 hovertemplate=f"{name}<br>start variance %{{x:g}}<br>{y_title} "
-                                               f"%{{y:{'.1%' if percent else '.3f'}}}<extra></extra>"))
-        by_x: dict[float, list[float]] = {}
-        for x, y in zip(xs, ys):
-            by_x.setdefault(x, []).append(y)
-        mean_x = sorted(by_x)
-        fig.add_trace(go.Scatter(x=mean_x, y=[sum(by_x[x]) / len(by_x[x]) for x in mean_x], mode="lines",
-                                 name=name, legendgroup=name, hoverinfo="skip"))
-    top = max((y for _, ys in points.values() for y in ys), default=1.0)
-    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-                      xaxis=dict(title="variance of the query vector at the start (log scale)", type="log"),
-                      yaxis=dict(title=y_title, rangemode="tozero", range=[0, top * 1.1],
-                                 tickformat=".0%" if percent else None),
-                      legend=dict(orientation="h", y=-0.3))
-    return fig

@@ -8,10 +8,12 @@ import plotly.graph_objects as go
 
 from hierattn.analysis.heads import PATTERNS
 from hierattn.viz.figures import COLORSCALE
+from hierattn.viz.style import own_style
 
 SHORT = {"previous": "prev", "next": "next", "special": "spec", "same word": "same"}  # a pattern in a narrow cell
 
 
+@own_style
 def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str],
               head_names: Sequence[str]) -> go.Figure:
     """``values`` (layers, heads): the largest excess over an even spread, 0 to 1 on the shared
@@ -34,7 +36,7 @@ def head_grid(values, labels: Sequence[Sequence[str]], layer_names: Sequence[str
                                customdata=[[f"{layer_names[i]} · {head_names[j]}: {labels[i][j]}" for j in range(cols)]
                                            for i in range(rows)],
                                hovertemplate="%{customdata}<br>above an even spread by %{z:.2f}<extra></extra>",
-                               colorbar=dict(title="above even"),
+                               colorbar=dict(title=dict(text="above even", side="right")),
                                # the heatmap's own cell text, its colour set against each cell's by plotly:
                                # one annotation a head was measured and placed one by one in the browser
                                # (72 heads: most of a second there)
@@ -69,6 +71,7 @@ CLARK_COLOURS = {"first special": "#b91c1c", "other specials": "#ea580c", "punct
                  "self": "#0f766e", "previous": "#2563eb", "next": "#0891b2"}
 
 
+@own_style
 def clark_layers(layers: list[dict], first_special: str | None = None) -> go.Figure:
     """Clark et al.'s per-layer view (``analysis.clark.by_layer`` rows, or ``over_documents`` rows
     whose figures are (mean, low, high)): the share of attention to each kind of token per layer,

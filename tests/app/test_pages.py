@@ -63,8 +63,11 @@ def test_compare_han_and_hcan_side_by_side():
     charts = at.get("plotly_chart")
     assert len(charts) == 3  # two probability charts, HCAN's heatmap (HAN has none)
     heatmap = json.loads(charts[2].proto.spec)
-    # alone, it is drawn at its own size under both columns (not squeezed into half the page) and says whose it is
-    assert heatmap["layout"]["width"] and heatmap["layout"]["title"]["text"].startswith("B: HCAN")
+    assert heatmap["layout"]["meta"]["kind"] == "attention" and heatmap["layout"].get("width") is None  # fills
+    # alone, it stands under its own model's heading, not under both columns (there it stood under A's)
+    holder = [c for c in at.columns if any(json.loads(p.proto.spec)["layout"].get("meta", {}).get("kind") ==
+                                           "attention" for p in c.get("plotly_chart"))]
+    assert len(holder) == 1 and any(m.value.startswith("**B: HCAN") for m in holder[0].markdown)
 
 
 def test_compare_two_self_attention_models_and_the_difference_map():

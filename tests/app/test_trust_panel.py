@@ -68,3 +68,10 @@ def test_the_panel_runs_the_battery_or_says_which_tests_apply(name, checkpoint_d
         assert any("gradient-weighted" in c.proto.spec for c in at.get("plotly_chart"))
     if model_type == "halstm":
         assert "recurrent cell" in words
+
+
+def test_a_difference_that_rounds_to_zero_reads_plus_zero_not_minus_zero():
+    from hierattn.app.panels.trust import _difference
+
+    assert _difference({"value": 0.5 - 1e-9, "baseline": 0.5}) == "+0.000"
+    assert _difference({"value": 0.25, "baseline": 0.5}) == "-0.250"

@@ -1,4 +1,5 @@
-"""The Train page's closing message agrees with itself: "stopped early" only where the patience ran out."""
+"""The Train page's closing message agrees with the run: a run that ends before its epochs says why,
+"best epoch" and the patience follow one rule, and after an early stop the advice is not more epochs."""
 from pathlib import Path
 
 import pytest
@@ -8,18 +9,46 @@ from hierattn.training.jobs import TrainingJob
 from hierattn.training.loop import TrainConfig
 
 
-def _finished(epochs_run: int, best: int, epochs: int = 5, patience: int = 3) -> str:
+def _finished(epochs_run: int, best: int, epochs: int = 5, patience: int = 3, **metrics) -> str:
     job = TrainingJob("run", Path("/tmp/none"), "han", {}, None, TextConfig(4, 8),
                       TrainConfig(epochs=epochs, patience=patience))
-    job._report({"epochs_run": epochs_run, "best_epoch": best, "validation_accuracy": 0.7, "test_accuracy": 0.7})
+    job._report({"epochs_run": epochs_run, "best_epoch": best, "validation_accuracy": 0.7, "test_accuracy": 0.7,
+                 "validations_since_best": epochs_run - best, **metrics})
     return job.message
 
 
-def test_stopped_early_only_when_the_patience_ran_out():
-    assert "Stopped early after 4 of 5 epochs: validation accuracy had not improved for 3" in _finished(4, 1)
-    message = _finished(4, 4)  # the last epoch was the best: nothing ran out
-    assert "Stopped early" not in message and "Ended after 4 of 5 epochs." in message
-    assert "Stopped early" not in _finished(5, 2) and "Ended after" not in _finished(5, 2)
+def test_a_run_that_ends_before_its_epochs_says_why():
+    message = _finished(4, 1)
+    assert "Stopped early after 4 of 5 epochs: no validation in the last 3 beat epoch 1" in message
+    assert "the patience is 3" in message
+    assert "Stopped early" not in _finished(5, 2) and "Stopped early" not in _finished(5, 5)
+
+
+def test_the_best_epoch_and_the_patience_follow_one_rule():
+    """Ties in accuracy go to the lower loss, for the best epoch and for the patience alike: a run
+    whose accuracy holds while its loss falls goes on, and its best epoch is the latest."""
+    from hierattn.training.loop import Progress
+
+    falling = Progress()
+    for epoch, loss in enumerate((0.9, 0.8, 0.7, 0.6), start=1):
+        falling.epoch = epoch + 1  # at an epoch's end the counter has moved on
+        falling.observe(0.8, loss)
+    assert falling.best_epoch == 4 and falling.stale == 0
+    rising = Progress()
+    for epoch, loss in enumerate((0.6, 0.7, 0.8, 0.9), start=1):
+        rising.epoch = epoch + 1
+        rising.observe(0.8, loss)
+    assert rising.best_epoch == 1 and rising.stale == 3  # the patience of 3 ran out after epoch 4
+
+
+def test_after_an_early_stop_the_advice_is_not_more_epochs(monkeypatch):
+    from hierattn.training import baselines
+
+    monkeypatch.setattr(baselines, "judge", lambda *a, **k: ("within noise", "within noise of always 'pos'"))
+    monkeypatch.setattr(baselines, "sentence", lambda *a, **k: "")
+    early, full = _finished(8, 3, epochs=10, patience=5), _finished(10, 9, epochs=10, patience=5)
+    assert "Not a clear win" in early and "more epochs" not in early and "More data or a smaller model" in early
+    assert "More data, more epochs or a smaller model" in full
 
 
 def test_the_time_left_counts_the_batches_then_the_validations_and_the_test_at_the_measured_rate(tmp_path):

@@ -7,12 +7,12 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import compare
 from hierattn.analysis.explain import Explanation
-from hierattn.app.downloads import chart, table_downloads
+from hierattn.app.downloads import Figures, chart, slide_of, table_downloads
 from hierattn.app.widgets import head_picker
 from hierattn.checkpoint.classifier import Classifier
 
 
-def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Classifier]) -> None:
+def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Classifier], figures: Figures) -> None:
     """Both documents shaded by each model's word importance on one scale, a difference map, and
     the agreement of the two rankings beside what unrelated rankings give."""
     st.subheader("Where each model looks")
@@ -39,13 +39,17 @@ def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Cla
             return
         st.html(viz.document_html(ex.document.text, ex.document.spans(), compare.shading(ex, imp),
                                   [imp.sentences[s.start] for s in ex.document.sentences], "document",
-                                  peak=peak, sentence_peak=sentence_peak))
+                                  peak=peak, sentence_peak=sentence_peak, unknown=ex.unknown))
 
     if view == "side by side":
         for column, slot in zip(st.columns(2), ("A", "B")):
             with column:
                 st.markdown(f"**{slot}: {models[slot].display_name}**")
                 document(slot)
+        panels = [(f"{slot}: {explanations[slot].classifier_name} ({models[slot].display_name})",
+                   explanations[slot].sentence_words, compare.shading(explanations[slot], imp),
+                   explanations[slot].unknown) for slot, imp in present.items()]
+        slide_of(viz.shaded_text(panels, peak), "Where each model looks", key="compare_shading", figures=figures)
     elif view in ("A", "B"):
         document(view)
     elif len(present) < 2:
@@ -97,6 +101,7 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
     first_words = {s.start: " ".join(t.text for t in s.tokens[:8]) for s in ex_a.document.sentences}
     start = st.selectbox("Sentence", starts, key=f"compare_sentence_{doc_key}",
                          format_func=lambda st_: f"S{starts.index(st_) + 1}: {first_words[st_]}…")
+    unknown = {slot: ex.unknown_spans() for slot, ex in explanations.items()}
     chosen, layers, columns = {}, {}, dict(zip(explanations, st.columns(2)))
     for slot, ex in explanations.items():
         with columns[slot]:
@@ -119,18 +124,20 @@ def same_sentence(explanations: dict[str, Explanation], models: dict[str, Classi
         help="Off: each heatmap's darkest cell is its own largest weight. A flat model spreads each row over the "
              "whole document, so its block for one sentence is pale on a shared scale.")
     zmax = max((float(m.max()) for _, _, (m, _) in chosen.values() if m.numel()), default=None) if shared else None
-    # Two maps share the row, each filling its column; one map alone (HAN against HCAN) is drawn
-    # below both columns at its own size: squeezed into half a 1024 px page its colour bar stood
-    # three times as tall as its five rows of cells.
-    below = st.container() if len(chosen) == 1 else None
+    sentence = f"sentence {starts.index(start) + 1}: “{first_words[start]}…”"
+    # each model's map under its own column, also when the other model has none (HAN against HCAN):
+    # drawn below both columns, B's map stood under A's heading
     for slot, (name, head, (matrix, spans)) in chosen.items():
-        place = below or columns[slot]
+        place = columns[slot]
         words = [text[a:b] for a, b in spans]
         title = f"{compare.map_label(name)} · " + ("mean of heads" if head is None else f"head {head + 1}") + (
             "" if layers.get(slot) is None else f" · layer {layers[slot] + 1}")
-        shown = title if below is None else f"{slot}: {models[slot].display_name} · {title}"  # under both columns
-        chart(viz.attention_heatmap(matrix, words, shown, zmax=zmax, fluid=below is None),
-              f"self-attention, {slot}: {models[slot].display_name} · {title}", place, key=f"compare_heat_{slot}")
+        flags = [(a, b) in unknown[slot] for a, b in spans]
+        chart(viz.attention_heatmap(matrix, viz.marked_words(words, flags), title + viz.unknown_note(flags),
+                                    zmax=zmax, fluid=True),
+              f"Self-attention of {slot}: {title}", place, key=f"compare_heat_{slot}",
+              figures=Figures(f"{slot}: {explanations[slot].classifier_name} ({models[slot].display_name}) · "
+                              f"{sentence}"))
         if len(words) >= 2:
             shape = compare.locality(matrix)
             place.caption(f"This matrix: Gini {shape['gini']:.0%}; {shape['diagonality_b3']:.0%} of its "

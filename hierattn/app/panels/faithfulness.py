@@ -14,7 +14,7 @@ from hierattn.analysis.attribution_methods import INTEGRATED
 from hierattn.analysis.battery_split import evenly_spaced
 from hierattn.analysis.explain import Explanation
 from hierattn.analysis.shapley import EXACT_SENTENCES, SHAP_SAMPLES, sentence_table
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.loading import checkpoint_key
 from hierattn.app.panels.shading import Shading
 from hierattn.app.tasks import computed
@@ -32,7 +32,7 @@ def offered(classifier: Classifier, ex: Explanation, shading: Shading) -> bool:
 
 
 def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shading: Shading, doc_key: str,
-                     figures: dict):
+                     figures: Figures):
     """Explore's "Test the shading": the document's erasure curves, computed in the background, and
     an attribution method's shading beside the attention's. Returns the curves (None while they are
     computed)."""
@@ -89,7 +89,7 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
                     + ("." if converged else f", more than {CONVERGED:.0%}: read the shading with care."))
     drawn, verdict = st.columns([3, 2])
     chart(viz.erasure_chart(curves.ks, curves.drops, curves.label, "words removed"), "erasure curves", drawn,
-          collect=figures)
+          figures=figures)
     verdict.markdown("\n".join(f"- {viz.md_text(line)}" for line in curves.verdicts()))
     if curves.agreement:  # one line: three metrics' labels are cut short in half a 1024-px page
         verdict.markdown("**Spearman ρ of the attention with** " + " · ".join(
@@ -153,7 +153,8 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
         return
     drawn, numbers = st.columns([3, 2])
     chart(viz.erasure_chart(erasure.shares, erasure.drops, "predicted class", "share of words removed",
-                            percent_x=True), f"erasure {name} {dataset} {split}", drawn)
+                            percent_x=True), "Erasure curves: the probability's drop as words are removed", drawn,
+          figures=Figures(f"{name} · {dataset}, {split} split · {len(erasure.documents):,} documents"))
     base = erasure.auc.get("random", 0.0)
     numbers.dataframe({"method": list(erasure.auc), "mean drop (points)": [round(100 * v,
                                                                                  1) for v in erasure.auc.values()],

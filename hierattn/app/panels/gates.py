@@ -7,10 +7,10 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis.explain import Explanation
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 
 
-def gates(ex: Explanation, words: list[str], figures: dict) -> bool:
+def gates(ex: Explanation, words: list[str], figures: Figures) -> bool:
     """The section, when the model has a gate map; True when it was drawn."""
     names = ex.gate_names()
     if not names:
@@ -24,7 +24,7 @@ def gates(ex: Explanation, words: list[str], figures: dict) -> bool:
     depth = ex.gate_depth(name)
     even = ex.gate_depth_if_even(name)
     chart(viz.distribution_chart(depth.tolist(), words, axis_title="word", value_title="share of the memory erased",
-                                 reference=(even, f"even split: {even:.2f}")), "gate depth", collect=figures)
+                                 reference=(even, f"even split: {even:.2f}")), "gate depth", figures=figures)
     spread = float(depth.max() - depth.min()) if len(depth) else 0.0
     st.caption(f"Dashed: what a gate with its split spread evenly over the units would erase ({even:.2f}). Here "
                f"the words range over {spread:.2f} of the memory; only words well away from the dashed line are "
@@ -34,5 +34,5 @@ def gates(ex: Explanation, words: list[str], figures: dict) -> bool:
                "(the gate erases the units to the left of it). Rows: words; columns: hidden units.")
     units = [f"unit {i + 1}" for i in range(split.shape[-1])]
     chart(viz.matrix_heatmap(split, words, units, row_title="word", column_title="hidden unit (ordered)"),
-          "gate split distribution", collect=figures)
+          "gate split distribution", figures=figures)
     return True

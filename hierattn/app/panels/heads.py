@@ -8,7 +8,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import clark, heads
 from hierattn.analysis.explain import ExplainError, Explanation
-from hierattn.app.downloads import chart, table_downloads
+from hierattn.app.downloads import Figures, chart, table_downloads
 from hierattn.app.widgets import asked_for, documents_count
 
 # the overview table's columns at 1024 px: each share, and the even spread's in brackets
@@ -21,7 +21,7 @@ LABELS = {"special": "special tokens", "previous": "previous token", "next": "ne
           "diagonality_b1 (even)": "b=1 (even)"}
 
 
-def head_overview(ex: Explanation, name: str, figures: dict) -> None:
+def head_overview(ex: Explanation, name: str, figures: Figures) -> None:
     """The section; nothing for a model without layers of heads over subword tokens."""
     rows = heads.overview(ex)
     if not rows:
@@ -36,7 +36,7 @@ def head_overview(ex: Explanation, name: str, figures: dict) -> None:
     layers, count = values.shape
     clicked = chart(viz.head_grid(values, labels, [f"layer {i + 1}" for i in range(layers)],
                                   [f"head {h + 1}" for h in range(count)]),
-                    "every head at a glance", key=f"head_grid_{name}", collect=figures, select=True)
+                    "every head at a glance", key=f"head_grid_{name}", figures=figures, select=True)
     points = clicked.selection.points if clicked else []
     if points and points[0].get("x") is not None and points[0].get("y") is not None:
         picked = (int(points[0]["y"]), int(points[0]["x"]))
@@ -61,7 +61,7 @@ def head_overview(ex: Explanation, name: str, figures: dict) -> None:
     layer_by_layer(ex, name, figures)
 
 
-def layer_by_layer(ex: Explanation, name: str, figures: dict) -> None:
+def layer_by_layer(ex: Explanation, name: str, figures: Figures) -> None:
     """Clark et al.'s view of this document: per layer, the heads' mean share to each kind of token
     and their entropy, each beside an even spread's."""
     rows = clark.profile(ex)
@@ -77,7 +77,7 @@ def layer_by_layer(ex: Explanation, name: str, figures: dict) -> None:
                "BERT's middle layers resting on [SEP]; a model that parks its attention on one token shows a line "
                "far above its dotted one.")
     chart(viz.clark_layers(layers, first), "what the heads look at, layer by layer", key=f"clark_layers_{name}",
-          collect=figures)
+          figures=figures)
     st.dataframe(viz.clark_layer_table(layers, first), hide_index=True, width="stretch")
 
 
@@ -117,17 +117,18 @@ def split_heads(classifier, path, name: str, dataset: str, split: str, texts: li
         best = r["finding"]
         values[r["layer"], r["head"]] = max([r[p][0] for p in heads.PATTERNS if r[p] is not None] + [0.0])
         labels[r["layer"]][r["head"]] = f"{best} +{r[best][0]:.0%}" if best else "no finding"
+    over = Figures(f"{name} · {dataset}, {split} split · {rows[0]['documents']:,} documents")
     chart(viz.head_grid(values, labels, [f"layer {i + 1}" for i in range(layers)],
-                        [f"head {h + 1}" for h in range(count_heads)]), "every head over the split",
-          key=f"split_head_grid_{name}")
+                        [f"head {h + 1}" for h in range(count_heads)]), "Every head over the split",
+          key=f"split_head_grid_{name}", figures=over)
     st.dataframe([{"layer": r["layer"] + 1, "head": r["head"] + 1, "finding": r["finding"] or "no finding",
                    **{LABELS[p]: _cell(r[p]) for p in heads.PATTERNS}} for r in rows],
                  hide_index=True, width="stretch")
     if layers_over:
         first = layers_over[0]["first_special"]
         st.markdown("**Layer by layer over the split** (Clark et al. 2019, Figures 1-2)")
-        chart(viz.clark_layers(layers_over, first), "what the heads look at over the split, layer by layer",
-              key=f"split_clark_{name}")
+        chart(viz.clark_layers(layers_over, first), "What the heads look at over the split, layer by layer",
+              key=f"split_clark_{name}", figures=over)
         st.dataframe(viz.clark_layer_table(layers_over, first), hide_index=True, width="stretch")
     st.caption(f"{rows[0]['documents']} documents spread evenly through the split. The command line prints the "
                f"same: `python -m hierattn stats --checkpoint checkpoints/{name} --dataset {dataset} --split {split} "
@@ -135,4 +136,4 @@ def split_heads(classifier, path, name: str, dataset: str, split: str, texts: li
 
 
 def _cell(value) -> str:
-    return "—" if value is None else f"{value[0]:+.2f} [{value[1]:+.2f}, {value[2]:+.2f}]"
+    return "—" if value is None else f"{value[0]:+z.2f} [{value[1]:+z.2f}, {value[2]:+z.2f}]"

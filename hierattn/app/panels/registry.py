@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.experiments import figures, report
 from hierattn.experiments.results import RESULTS, fingerprint
 from hierattn.experiments.spec import load_experiments
@@ -40,6 +40,7 @@ def registry_tables(dataset: str) -> None:
     st.markdown(data["orderings"])  # generated from our specs and numbers only: no user text
     with st.expander("Every row of the registry"):
         st.markdown(data["results"])
+    recorded = Figures(f"{dataset} · the experiments registry's recorded runs")
     tabs = st.tabs(["Input length (HA-LSTM)", "Channels and filter size (MahNN Figure 4)",
                     "Accuracy against training time (HCAN Figure 3)", "One document a step (HCAN Table 2)"])
     with tabs[0]:
@@ -55,7 +56,7 @@ def registry_tables(dataset: str) -> None:
             for column, names, part in ((left, figures.LENGTH_A, "a"), (right, figures.LENGTH_B, "b")):
                 chosen = {n: (xs, series[n]) for n in names if n in series}
                 chart(viz.lines_chart(chosen, "input length q (words)", "test accuracy", f"({part})"),
-                      f"input length {dataset} {part}", column)
+                      f"Test accuracy against input length ({part})", column, figures=recorded)
     with tabs[1]:
         shown = False
         for group, x_title in (("mahnn-channels", "channels L"), ("mahnn-filters", "filter size")):
@@ -63,7 +64,7 @@ def registry_tables(dataset: str) -> None:
             if series and _any_recorded(series):
                 shown = True
                 chart(viz.lines_chart({n: (xs, v) for n, v in series.items()}, x_title, "test accuracy"),
-                      f"{group} {dataset}")
+                      f"Test accuracy against {x_title} (MahNN Figure 4)", figures=recorded)
         if not shown:
             st.info("MahNN's Figure 4 is run on tweets only: pick tweets to see it.")
         else:
@@ -76,7 +77,8 @@ def registry_tables(dataset: str) -> None:
             st.caption("Validation accuracy after each epoch against the seconds spent in optimisation steps "
                        "(one thread, mean over the recorded seeds), for HAN and the HCAN variants the papers' "
                        "orderings compare (docs/RESULTS.md's table lists every variant).")
-            chart(viz.lines_chart(curves, "training seconds (one thread)", "validation accuracy"), f"curves {dataset}")
+            chart(viz.lines_chart(curves, "training seconds (one thread)", "validation accuracy"),
+                  "Validation accuracy against training time (HCAN Figure 3)", figures=recorded)
     with tabs[3]:
         if data["batch-one"] is None:
             st.info("Not measured yet: `python -m hierattn bench --only batch-one --json bench.json` records it.")

@@ -7,7 +7,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import Explanation, head_axis, map_title, metrics_view
 from hierattn.analysis.metrics import GROUP_AXES, column_labels
-from hierattn.app.downloads import chart, table_downloads
+from hierattn.app.downloads import Figures, chart, table_downloads
 from hierattn.app.url_state import pending_view
 from hierattn.app.widgets import head_picker, keep_valid, opening
 from hierattn.contract import ATTENTION
@@ -19,7 +19,7 @@ MAX_BLOCKS = 100  # an overview of a longer matrix has at most this many blocks 
 
 
 def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str], doc_key: str, name: str,
-                   figures: dict) -> dict:
+                   figures: Figures) -> dict:
     """The self-attention section; returns the view for the address bar (empty without self-attention)."""
     maps = ex.self_attention_names
     if not maps:
@@ -52,7 +52,7 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
         block_names = [f"{a + 1}–{min(a + block, len(labels))}: {labels[a]}" for a in range(0, len(labels), block)]
         chart(viz.attention_heatmap(viz.block_overview(full, block), block_names,
                                     f"overview: {len(labels)} positions in blocks of {block}"),
-              f"{map_title(branch)} · {head_name} · overview", collect=figures)
+              f"{map_title(branch)} · {head_name} · overview", figures=figures)
         first = st.slider("Zoom: first position shown at full resolution", 1, len(labels) - MAX_HEATMAP + 1, 1,
                           key="self_window",
                           help=f"The matrix has {len(labels)} rows; {MAX_HEATMAP} are shown at full resolution "
@@ -68,8 +68,10 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
         subtitle = (f"{name} · sentence {group + 1} of {len(ex.document.sentences)}: “{opening(said)}”"
                     + (f" · words {shown.start + 1}–{shown.start + len(labels[shown])}" if shown.start else ""))
     picked = f"attends_{doc_key}_{level}_{group}_{shown.start}"
-    clicked = chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}", clickable=True),
-                    f"{map_title(branch)} · {head_name}", collect=figures, key=f"self_heat_{picked}", select=True,
+    note = viz.unknown_note([str(label).endswith(viz.UNKNOWN_MARK) for label in labels[shown]])
+    clicked = chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}{note}",
+                                          clickable=True),
+                    f"{map_title(branch)} · {head_name}", figures=figures, key=f"self_heat_{picked}", select=True,
                     subtitle=subtitle)
     points = clicked.selection.points if clicked else []
     if points and points[0].get("y") is not None:  # a click on a row of the heatmap picks its word
@@ -79,16 +81,17 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
         matrices = [ex.self_attention(branch, group, h)[shown, shown] for h in range(heads)]
         per_row = min(heads, 2)  # readable at 1024 px as at 1920 px
         chart(viz.heads_grid(matrices, labels[shown], [f"head {h + 1}" for h in range(heads)], per_row),
-              f"{map_title(branch)} · every head", key="head_grid", collect=figures, subtitle=subtitle)
+              f"{map_title(branch)} · every head", key="head_grid", figures=figures, subtitle=subtitle)
         st.caption(f"Every head of {viz.md_text(map_title(branch))} on one colour scale (0 to the largest weight of "
                    "any head); hover a cell for its words and weight.")
     if "time" in axes:
         lookback = ex.lookback(branch)  # (time, window): mean attention each slot receives
-        st.plotly_chart(viz.matrix_heatmap(
+        chart(viz.matrix_heatmap(
             lookback, [f"{t + 1}: {w}" for t, w in enumerate(words)],
                 [f"{w + 1} back" for w in range(lookback.shape[1])],
             "Where each step looks back (attention each window slot receives, mean over the window's queries)",
-            "time step (word read)"), width="stretch")
+            "time step (word read)"), f"{map_title(branch)} · where each step looks back", key="lookback",
+            figures=figures)
     group_axis = next((a for a in GROUP_AXES if a in axes), None)
     table = metrics_view(ex, level, group_axis, group, heads)
     st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
@@ -110,7 +113,7 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
 
 
 def _specials_kept(ex: Explanation, branch: str, axes, level: str, group: int | None, head: int | None,
-                   head_name: str, labels: list[str], name: str, figures: dict) -> bool:
+                   head_name: str, labels: list[str], name: str, figures: Figures) -> bool:
     """A transformer's word map with its special tokens kept as columns (Clark et al.'s rule), when
     asked for; whether it was drawn (then in place of the map without them)."""
     if level != "word" or ex.describe(branch).source is None or "layer" not in axes or group is None:
@@ -128,7 +131,7 @@ def _specials_kept(ex: Explanation, branch: str, axes, level: str, group: int | 
     kept = float(matrix[:, words:].sum(-1).mean())
     chart(viz.matrix_heatmap(matrix, labels, keys, f"{map_title(branch)} · {head_name} · special tokens kept",
                              "word (query)", "word or special token (key)"),
-          f"{map_title(branch)} · {head_name} · special tokens kept", collect=figures,
+          f"{map_title(branch)} · {head_name} · special tokens kept", figures=figures,
           key=f"specials_{name}_{group}_{head}")
     st.caption(f"Each row sums to 1 over the words and the special tokens: on average {kept:.0%} of a word's "
                "attention in this layer goes to special tokens, which the view without them spreads over the words.")
@@ -160,7 +163,8 @@ def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> t
             st.session_state[f"self_sentence_{doc_key}"] = int(linked)
         group = where.selectbox("Sentence", range(len(sentence_labels)), format_func=sentence_labels.__getitem__,
                                 key=f"self_sentence_{doc_key}")
-        return group, [t.text for t in ex.document.sentences[group].tokens]
+        return group, viz.marked_words([t.text for t in ex.document.sentences[group].tokens],
+                                       ex.unknown[group] if group < len(ex.unknown) else [])
     if "time" in axes:  # a recurrent cell's attention over its window of past states (HA-LSTM)
         group = st.select_slider("Time step (the word being read)", range(len(words)), value=len(words) - 1,
                                  key=f"self_step_{doc_key}", format_func=lambda t: f"{t + 1}: {words[t]}",
@@ -168,8 +172,8 @@ def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> t
         window = ex.describe(branch).weights.shape[-1]
         return group, [f"h(t−{w + 1})" + (f" {words[group - 1 - w]}" if group - 1 - w >= 0 else " (zeros)")
                        for w in range(window)]
-    labels = [token for token, _ in ex.subwords] if level == "subword" else words if level == "word" \
-        else sentence_labels
+    labels = [token for token, _ in ex.subwords] if level == "subword" else \
+        viz.marked_words(words, ex.word_unknown()) if level == "word" else sentence_labels
     if "layer" in axes:  # a transformer: one matrix per layer
         layers = ex.layers(branch)
         if (linked := pending_view("layer")) and linked.isdigit() and int(linked) < layers:
@@ -181,7 +185,7 @@ def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> t
     return None, labels
 
 
-def channels(ex: Explanation, words: list[str]) -> bool:
+def channels(ex: Explanation, words: list[str], figures: Figures) -> bool:
     """MahNN: one strip per channel (its Figure 3) and the semantical attention over hidden
     dimensions. True when the model has the hidden-dimension view."""
     word_map = ex.target_name("word")
@@ -189,8 +193,9 @@ def channels(ex: Explanation, words: list[str]) -> bool:
         st.subheader("Syntactical attention per channel")
         st.caption("One row per channel (MahNN Figure 3): each channel's attention over the words, on one scale.")
         strips = ex.channel_strips(word_map)
-        st.plotly_chart(viz.matrix_heatmap(strips, [f"channel {c + 1}" for c in range(strips.shape[0])], words,
-                                           row_title="channel", height=140 + 30 * strips.shape[0]), width="stretch")
+        chart(viz.matrix_heatmap(strips, [f"channel {c + 1}" for c in range(strips.shape[0])], words,
+                                 row_title="channel", height=140 + 30 * strips.shape[0]),
+              "Syntactical attention per channel", key="channel_strips", figures=figures)
     hidden = [n for n in ex.attentions if ex.describe(n).level == "hidden" and ex.describe(n).kind == ATTENTION]
     if not hidden:
         return False
@@ -200,6 +205,7 @@ def channels(ex: Explanation, words: list[str]) -> bool:
     grid = ex.hidden_attention(hidden[0], channel)
     st.caption("Rows: the document's words; columns: the BiLSTM's hidden dimensions. Each row is a distribution "
                "over the dimensions (sums to 1): which latent features the channel keeps for that word.")
-    st.plotly_chart(viz.matrix_heatmap(grid, words, [f"dim {i + 1}" for i in range(grid.shape[1])],
-                                       row_title="word", column_title="hidden dimension"), width="stretch")
+    chart(viz.matrix_heatmap(grid, words, [f"dim {i + 1}" for i in range(grid.shape[1])],
+                             row_title="word", column_title="hidden dimension"),
+          f"Semantical attention over hidden dimensions, channel {channel + 1}", key="hidden_grid", figures=figures)
     return True

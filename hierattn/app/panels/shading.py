@@ -8,7 +8,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import heads
 from hierattn.analysis.explain import Explanation, head_axis, map_title
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.widgets import head_picker, keep_valid
 from hierattn.contract import ATTENTION
 
@@ -115,7 +115,7 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
 
 
 def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str], doc_key: str,
-                  figures: dict) -> None:
+                  figures: Figures) -> None:
     """The target attention as bar charts: over the words of one sentence, over the sentences."""
     if shading.words is None and shading.sentences is None:
         return
@@ -131,9 +131,9 @@ def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str],
         chart(viz.distribution_chart(shading.words[s], [t.text for t in ex.document.sentences[s].tokens],
                                      "over the words of the sentence", even=not shading.coverage),
               ("word weights" if shading.coverage else "word target attention") + f" over S{s + 1}{head}", left,
-              collect=figures)
+              figures=figures)
     if shading.sentences is not None:
         chart(viz.distribution_chart(shading.sentences, [f"S{i + 1}" for i in range(len(shading.sentences))],
                                      "over the sentences of the document", "sentence"),
               "sentence target attention" + ("" if shading.head is None else f" · head {shading.head + 1}"), right,
-              collect=figures)
+              figures=figures)

@@ -6,6 +6,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.explain import Explanation, map_title, metrics_table
 from hierattn.app import documents
+from hierattn.app.downloads import Figures
 from hierattn.app.panels.shading import Shading
 from hierattn.app.url_state import document_id, mirror_view
 from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_HOLD_MINUTES, KEPT_DOCUMENT_KB, KEPT_DOCUMENTS
@@ -13,7 +14,7 @@ from hierattn.viz import export
 
 
 def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str, doc_key: str, shading: Shading,
-                     self_view: dict, figures: dict, notes: list[str]) -> None:
+                     self_view: dict, figures: Figures, notes: list[str]) -> None:
     kind, document_ref = document_id(text, dataset)
     link = mirror_view({"model": name, kind: document_ref, "head": st.session_state.get("target_head"),
                         "scale": st.session_state.get("shade_scale"), **self_view})
@@ -44,8 +45,8 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
 
     def report() -> bytes:  # on the click: the report reads every map's metrics
         table = export.report_table(metrics_table(ex), {n: map_title(n) for n in ex.attentions})
-        return export.report_html(ex.classifier_name, dict(zip(ex.labels, ex.probabilities)), table, dict(figures),
-                                  document_view, notes, ex.document.truncation.message)
+        return export.report_html(ex.classifier_name, dict(zip(ex.labels, ex.probabilities)), table,
+                                  dict(figures.drawn), document_view, notes, ex.document.truncation.message)
 
     buttons = st.columns(4)
     buttons[0].download_button("Report (HTML)", report, f"{stem}-report.html", "text/html", key="export_report",

@@ -11,7 +11,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import metrics, stats
 from hierattn.analysis.battery_split import evenly_spaced
-from hierattn.app.downloads import chart, table_downloads
+from hierattn.app.downloads import Figures, chart, table_downloads
 from hierattn.app.loading import checkpoint_key, load, loadable
 from hierattn.app.samples import split_part
 from hierattn.app.tasks import computed, is_computed, is_running
@@ -56,12 +56,12 @@ def table(rows: pd.DataFrame, seconds: float, name: str, dataset: str, split: st
     if len(count_part) > 3:  # many groups: one row each (HCAN's maps x heads made 48 columns)
         compact = stats.table2_by_group(table2)
         st.dataframe(compact.style.format("{:.2f}", subset=[m.short for m in metrics.METRICS if not m.even_varies])
-                     .format("{:+.2f}", subset=[c for c in compact.columns if c.endswith("excess")]), width="stretch")
+                     .format("{:+z.2f}", subset=[c for c in compact.columns if c.endswith("excess")]), width="stretch")
         st.caption("One row per group: the measured Gini (an even spread's is 0, so its excess is the Gini itself) "
                    "and each diagonality's excess over an even spread, in points. The measured and even-spread "
                    "values are in the table's download.")
     else:
-        st.dataframe(metrics_part.style.format("{:+.2f}", subset=excess)
+        st.dataframe(metrics_part.style.format("{:+z.2f}", subset=excess)
                      .format("{:.2f}", subset=[c for c in table2.columns if c not in excess]), width="stretch")
     table_downloads(metrics_part.reset_index(names="metric"), f"table-{name}-{dataset}-{split}", "stats_part_table")
     st.caption("In %, like SANet Table 2. **Even spread**: every word attending evenly to every word of its matrix, "
@@ -73,7 +73,8 @@ def table(rows: pd.DataFrame, seconds: float, name: str, dataset: str, split: st
     labels = {m.name: m.label for m in metrics.METRICS}
     metric = st.selectbox("Distribution of", list(labels), key="stats_metric", format_func=labels.get)
     chart(viz.metric_boxes(stats.metric_groups(rows, by, metric), labels[metric]),
-          f"{metric} {name} {dataset} {split}")
+          f"{labels[metric]} of every matrix, by {grouping}",
+          figures=Figures(f"{name} · {dataset}, {split} split · {rows['document'].nunique():,} documents"))
     left, right = st.columns(2)
     left.download_button("Download every matrix's metrics (CSV)", csv_bytes(rows),
                          f"attention-statistics-{name}-{dataset}-{split}.csv", "text/csv", key="stats_csv")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.samples import builtin_dataset, heldout_samples
 from hierattn.app.train_form import (
     dataset_from_upload,
@@ -232,13 +233,14 @@ def run_panel(jobs, job_id: str) -> None:
             left, right = st.columns(2)
             left.caption("Training loss and validation accuracy")
             curve = viz.training_chart(snap["losses"], snap["history"], snap["steps"] / snap.get("loss_stride", 1))
-            left.plotly_chart(curve, width="stretch", key=f"curve_{snap['id']}")
+            run = Figures(f"{snap['name']} ({snap['model_type']}) · trained on {snap['dataset']}")
+            chart(curve, "Training loss and validation accuracy", left, key=f"curve_{snap['id']}", figures=run)
             right.caption("Self-attention on the validation set: mean Gini (sparsity) and diagonality (b=3); dashed, "
                           "the diagonality attention spread evenly over the same words would have (its Gini is 0): "
                           "the model looks near only where its line is above the dashed one.")
             if any("attention_gini" in h for h in snap["history"]):
-                right.plotly_chart(viz.attention_sharpness_chart(snap["history"]), width="stretch",
-                                   key=f"sharp_{snap['id']}")
+                chart(viz.attention_sharpness_chart(snap["history"]), "Self-attention's sharpness after each epoch",
+                      right, key=f"sharp_{snap['id']}", figures=run)
             elif snap["history"]:
                 right.info("This model has no self-attention to measure.")
             else:

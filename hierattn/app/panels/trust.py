@@ -10,7 +10,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis import battery, battery_split, rollout, verdicts
 from hierattn.analysis.explain import Explanation, map_title
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.loading import checkpoint_key
 from hierattn.app.tasks import computed
 from hierattn.app.widgets import asked_for, documents_count
@@ -38,7 +38,7 @@ def _short(test: str) -> str:
 def _difference(row: dict) -> str:
     if row["value"] is None or row["baseline"] is None:
         return ""
-    return f"{row['value'] - row['baseline']:+.3f}"
+    return f"{row['value'] - row['baseline']:+z.3f}"  # z: no "-0.000"
 
 
 STRUCTURAL_HEADING = "**Words ranked across sentences, beside the sentence attention × even words**"
@@ -80,7 +80,7 @@ def _structural_table(rows: list[dict]) -> None:
                "better.")
 
 
-def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: dict) -> None:
+def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: Figures) -> None:
     st.caption("The standard tests of attention as explanation, for this document: ERASER (DeYoung et al. 2020), "
                "Jain & Wallace (2019), Wiegreffe & Pinter (2019). Each figure sits beside the baseline it must "
                "beat; probabilities and output changes are 0..1.")
@@ -128,7 +128,7 @@ def trust_panel(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
     _beside_raw(classifier, path, ex, doc_key, figures)
 
 
-def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: dict) -> None:
+def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: str, figures: Figures) -> None:
     if not ex.self_attention_names:
         return
     kind, derived = computed(("beside-raw", *checkpoint_key(path), doc_key),
@@ -161,9 +161,9 @@ def _beside_raw(classifier: Classifier, path: Path, ex: Explanation, doc_key: st
     heads = "single head" if ex.heads(name) == 1 else "mean of heads"
     title = map_title(name)
     chart(viz.attention_heatmap(raw, labels[shown], f"raw · {where} · {heads}", fluid=True), f"{title}, raw", left,
-          key=f"trust_raw_{name}", collect=figures)
+          key=f"trust_raw_{name}", figures=figures)
     chart(viz.attention_heatmap(other, labels[shown], f"{kind} · {where}", fluid=True), f"{title}, {kind}", right,
-          key=f"trust_derived_{name}", collect=figures)
+          key=f"trust_derived_{name}", figures=figures)
     st.caption("Rollout (Abnar & Zuidema 2020): how much of each word reaches each position through the stacked "
                "layers, residual connections included." if kind == rollout.ROLLOUT else
                "Gradient-weighted (Chefer et al. 2021): each weight times its gradient for the predicted class, "

@@ -9,7 +9,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.analysis.tour.diagonal_or_columnar import matrix_shape, sanet_verdict
 from hierattn.app import loading
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.panels.tour.recorded import picked, show_rate
 from hierattn.app.panels.tour.verdict import show_verdict
 from hierattn.data.builtin import sample_documents
@@ -39,7 +39,8 @@ def draw(checkpoints: dict[str, Path]) -> None:
         words = [t.text for s in ex.document.sentences for t in s.tokens]
         n = min(len(words), 40)
         chart(viz.attention_heatmap(matrix[:n, :n], words[:n], f"{name} · first {n} words"),
-              f"{name} · self-attention, first {n} words", key=f"tour3_{name}")
+              f"Self-attention over the first {n} words", key=f"tour3_{name}",
+              figures=Figures.of_document(name, text))
         shapes[name] = matrix_shape(ex, map_name)
     verdicts = sanet_verdict(shapes["tweets-sanet"], shapes["bbc-news-sanet"])
     for (shown, verdict), what in zip(verdicts, ("“sentiment looks near”", "“topic looks at a few columns”")):

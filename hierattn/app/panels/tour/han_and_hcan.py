@@ -11,7 +11,7 @@ from hierattn.analysis.tour.han_and_hcan import han_hcan_verdict, heaviest_word
 from hierattn.analysis.tour.target_attention import concentration
 from hierattn.analysis.tour.two_self_attentions import branch_lines
 from hierattn.app import loading
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.panels.tour.recorded import show_rate
 from hierattn.app.panels.tour.two_self_attentions import tweets_and_reviews
 from hierattn.app.panels.tour.verdict import show_verdict
@@ -64,6 +64,8 @@ def start_sweep_lesson(dataset: str = "tweets") -> None:
                 "learned target vector T, HAN against a learned context vector u_w; the softmax of those scores is "
                 "sharper the longer the vector. The registry trained both from starts of every scale, N(0, v) for v "
                 "from 1/d to 10, three seeds each, and measured each trained model on the test split:")
+    recorded = Figures(f"HAN and HCAN on {dataset} · {len(rows)} recorded starts, test split")
+
     def points(figure):
         out = {}
         for r in rows:
@@ -78,8 +80,8 @@ def start_sweep_lesson(dataset: str = "tweets") -> None:
             ("test accuracy", lambda r: r.accuracy, True),
             ("word attention's JSD from even", lambda r: r.word_jsd, False),
             ("Kendall tau with leave-one-out", lambda r: r.taus.get(start_sweep.TAUS[0], []), False))):
-        chart(viz.start_sweep_chart(points(figure), title, percent), f"where the attention starts · {title}",
-              column, key=f"tour4_sweep_{title}")
+        chart(viz.start_sweep_chart(points(figure), title, percent), f"Where the attention starts: {title}",
+              column, key=f"tour4_sweep_{title}", figures=recorded)
     seeds = sum(r.seeds for r in rows)
     st.markdown(f"**What the {seeds} recorded runs show.**\n" + "\n".join(
         f"- {viz.md_text(line)}" for line in start_sweep.lesson(rows)))

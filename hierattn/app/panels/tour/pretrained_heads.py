@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.panels.tour.recorded import explained_pick, show_rate
 from hierattn.app.panels.tour.verdict import show_verdict
 
@@ -35,7 +35,8 @@ def draw(checkpoints: dict[str, Path]) -> None:
                  f"{best[side]:.0%} of its attention to the {side} token (even: {best[f'{side}_even']:.0%}); layer "
                  f"{sink['layer'] + 1}'s heads give {viz.md_text(first)} {sink['first special']:.0%} on average "
                  f"(even: {sink['first special_even']:.0%}).", "“pre-training leaves positional heads and a sink”")
-    chart(viz.clark_layers(layers, first), "what the heads look at, layer by layer", key="tour_pretrained_layers")
+    chart(viz.clark_layers(layers, first), "What the heads look at, layer by layer", key="tour_pretrained_layers",
+          figures=Figures.of_document("tweets-minilm", ex.document.text))
     st.markdown(f"**Beside the paper.** In BERT-base, Clark et al. report heads with over 50% on the previous or "
                 f"next token, and over half of layers 6-10's attention on [SEP]. This encoder sinks on "
                 f"{viz.md_text(first)} instead: the same habit, another token (a sink is where a head puts attention "

@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from hierattn import viz
-from hierattn.app.downloads import chart
+from hierattn.app.downloads import Figures, chart
 from hierattn.app.panels.tour.recorded import explained_pick, show_rate
 from hierattn.app.panels.tour.verdict import show_verdict
 
@@ -33,7 +33,8 @@ def draw(checkpoints: dict[str, Path]) -> None:
         "“heads have positional jobs”")
     values, labels = heads.grid(rows)
     chart(viz.head_grid(values, labels, [f"layer {i + 1}" for i in range(values.shape[0])],
-                        [f"head {h + 1}" for h in range(values.shape[1])]), "every head at a glance", key="tour_heads")
+                        [f"head {h + 1}" for h in range(values.shape[1])]), "Every head at a glance", key="tour_heads",
+          figures=Figures.of_document("tweets-transformer", ex.document.text))
     if not found:
         st.markdown("**Why not, on our model.** Clark et al. looked at BERT after pre-training on billions of words; "
                     "ours learnt from 30,000 tweets for a few epochs, to classify them. Its heads' shares of the "

@@ -1,0 +1,130 @@
+"""Line charts: training curves and the attention's sharpness per epoch, erasure curves, the
+registry's recorded series and the sweep of where the attention starts. Plain lists in, plotly
+figures out; never a model, never Streamlit."""
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from hierattn.viz.figures import short
+from hierattn.viz.style import PALETTE, own_style
+
+
+@own_style
+def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_epoch: int) -> go.Figure:
+    """Training loss per batch (thin) and per epoch, with validation accuracy on a second axis.
+
+    ``history``: one dict per finished epoch with ``epoch``, ``train_loss``, ``val_accuracy``.
+    """
+    fig = go.Figure()
+    if losses:
+        # At most ~400 points (block means): the page redraws this every second during training.
+        block = -(-len(losses) // 400)
+        y = [sum(losses[i:i + block]) / len(losses[i:i + block]) for i in range(0, len(losses), block)]
+        x = [min(i + block, len(losses)) / max(steps_per_epoch, 1) for i in range(0, len(losses), block)]
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="loss (batch)",
+                                 line=dict(color="#aec7e8", width=1), hovertemplate="loss %{y:.3f}<extra></extra>"))
+    if history:
+        epochs = [h["epoch"] for h in history]
+        fig.add_trace(go.Scatter(x=epochs, y=[h["train_loss"] for h in history], mode="lines+markers",
+                                 name="loss (epoch mean)", line=dict(color="#1f77b4")))
+        fig.add_trace(go.Scatter(x=epochs, y=[h["val_accuracy"] for h in history], mode="lines+markers",
+                                 name="validation accuracy", yaxis="y2", line=dict(color="#ff7f0e")))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title="epoch", rangemode="tozero"), yaxis=dict(title="training loss",
+                                                                                rangemode="tozero"),
+                      yaxis2=dict(title="validation accuracy", overlaying="y", side="right", tickformat=".0%",
+                                  range=[0, 1.02], dtick=0.2, showgrid=False))
+    return fig
+
+
+@own_style
+def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
+    """Validation-set mean Gini and diagonality (b=3) of the self-attention, per epoch, and the
+    diagonality an even spread gives over the same matrices (dashed; an even spread's Gini is 0)."""
+    fig = go.Figure()
+    rows = [h for h in history if "attention_gini" in h]
+    epochs = [h["epoch"] for h in rows]
+    fig.add_trace(go.Scatter(x=epochs, y=[h["attention_gini"] for h in rows], mode="lines+markers", name="Gini",
+                             line=dict(color="#1f77b4")))
+    fig.add_trace(go.Scatter(x=epochs, y=[h["attention_diagonality_b3"] for h in rows], mode="lines+markers",
+                             name="diagonality b=3", line=dict(color="#2ca02c")))
+    even = [(h["epoch"], h["attention_diagonality_b3_even"]) for h in rows if "attention_diagonality_b3_even" in h]
+    if even:
+        fig.add_trace(go.Scatter(x=[e for e, _ in even], y=[v for _, v in even], mode="lines",
+                                 name="diagonality b=3, even spread", line=dict(color="#2ca02c", dash="dash")))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
+                      xaxis=dict(title="epoch", rangemode="tozero"),
+                      yaxis=dict(title="validation mean", tickformat=".0%", range=[0, 1.02]))
+    return fig
+
+
+_METHOD_STYLE = {"attention": ("#1f77b4", "solid"), "gradient × input": ("#ff7f0e", "solid"),
+                 "leave-one-out": ("#2ca02c", "solid"), "sentence attention × even words": ("#8c564b", "dot"),
+                 "random": ("#7f7f7f", "dash")}
+
+
+@own_style
+def erasure_chart(steps: Sequence[float], drops: dict[str, Sequence[float]], label: str, x_title: str,
+                  percent_x: bool = False) -> go.Figure:
+    """Erasure curves: the drop in P(``label``) (in points) after removing each method's top words,
+    one line per method, random dashed. ``steps``: words removed, or shares of the document
+    (``percent_x``)."""
+    fig = go.Figure()
+    for method, values in drops.items():
+        color, dash = _METHOD_STYLE.get(method, ("#9467bd", "solid"))
+        fig.add_trace(go.Scatter(x=list(steps), y=[100 * v for v in values], mode="lines+markers", name=method,
+                                 line=dict(color=color, dash=dash), marker=dict(size=5),
+                                 hovertemplate=f"{html.escape(method, quote=False)}: %{{y:.1f}} points<extra></extra>"))
+    # The key under the plot: six methods wrap to three rows in half a 1024-px page, and above it
+    # they would cover the curves.
+    fig.update_layout(height=400, margin=dict(l=10, r=10, t=10, b=10),
+                      legend=dict(orientation="h", y=-0.22, yanchor="top"),
+                      xaxis=dict(title=x_title, tickformat=".0%" if percent_x else None),
+                      yaxis=dict(title=f"drop in P({short(label, 30)}), points", zeroline=True))
+    return fig
+
+
+@own_style
+def lines_chart(series: dict[str, tuple[Sequence[float], Sequence[float | None]]], x_title: str, y_title: str,
+                title: str = "") -> go.Figure:
+    """One line per series: name -> (x values, y values; None leaves a gap). The registry's figures
+    (HA-LSTM's input length, MahNN's Figure 4, HCAN's Figure 3) in the app."""
+    fig = go.Figure()
+    for name, (xs, ys) in series.items():
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name=name, connectgaps=False,
+                                 hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{y_title} %{{y:.2%}}<extra></extra>"))
+    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      xaxis=dict(title=x_title), yaxis=dict(title=y_title, tickformat=".0%"),
+                      legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+@own_style
+def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]], y_title: str,
+                      percent: bool = False, title: str = "") -> go.Figure:
+    """One marker per recorded seed and a line through each start's mean: series name -> (start
+    variances, values). The x axis is logarithmic (the starts span 1/d to 10); the y axis starts at
+    zero, so a flat attention looks flat."""
+    fig = go.Figure()
+    for k, (name, (xs, ys)) in enumerate(points.items()):
+        colour = PALETTE[k % len(PALETTE)]  # a series' seeds and its mean in one colour
+        fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="markers", name=f"{name}, each seed",
+                                 marker=dict(size=7, opacity=0.55, color=colour), legendgroup=name, showlegend=False,
+                                 hovertemplate=f"{name}<br>start variance %{{x:g}}<br>{y_title} "
+                                               f"%{{y:{'.1%' if percent else '.3f'}}}<extra></extra>"))
+        by_x: dict[float, list[float]] = {}
+        for x, y in zip(xs, ys):
+            by_x.setdefault(x, []).append(y)
+        mean_x = sorted(by_x)
+        fig.add_trace(go.Scatter(x=mean_x, y=[sum(by_x[x]) / len(by_x[x]) for x in mean_x], mode="lines",
+                                 name=name, legendgroup=name, hoverinfo="skip", line=dict(color=colour)))
+    top = max((y for _, ys in points.values() for y in ys), default=1.0)
+    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+                      xaxis=dict(title="variance of the query vector at the start (log scale)", type="log"),
+                      yaxis=dict(title=y_title, rangemode="tozero", range=[0, top * 1.1],
+                                 tickformat=".0%" if percent else None),
+                      legend=dict(orientation="h", y=-0.3))
+    return fig
