@@ -233,8 +233,13 @@ def _layer_of(a: AttentionMap, index: int, widen: bool = False) -> AttentionMap:
 class ClassifierOutput:
     """``logits``: (batch, classes). ``loss``: scalar cross-entropy when labels were given.
     ``attentions``: name -> AttentionMap, e.g. ``"word.target"``, ``"sentence.self.branch_a"``; a
-    dict, or ``Maps`` when some are computed only when read."""
+    dict, or ``Maps`` when some are computed only when read. ``document``: (batch, features), the
+    vector the classifier's last layer reads (HAN's and HCAN's document vector, a CNN's pooled
+    filters; a transformer's last layer averaged over the tokens read, inside
+    ``models.common.document_vectors()`` only): where a document sits among the model's own
+    (``analysis.domain``). None where a model does not say (a plug-in may leave it out)."""
 
     logits: torch.Tensor
     loss: torch.Tensor | None = None
     attentions: Mapping[str, AttentionMap] = field(default_factory=dict)
+    document: torch.Tensor | None = None

@@ -26,6 +26,21 @@ def test_the_list_is_the_tracked_checkpoints():
     assert set(_setup_module().SHIPPED_CHECKPOINTS) == tracked
 
 
+def test_a_model_trained_here_stays_out_of_git():
+    """A run of the Train page writes checkpoints/NAME; git leaves it out of `git status`, while
+    every shipped checkpoint stays tracked."""
+    probe = subprocess.run(["git", "check-ignore", "-q", "checkpoints/a-run-of-the-train-page/config.json"],
+                           cwd=REPO, capture_output=True)
+    if probe.returncode == 128:
+        pytest.skip("needs a git checkout")
+    assert probe.returncode == 0  # ignored
+    shipped = subprocess.run(["git", "check-ignore", "-q", "checkpoints/tweets-han/config.json"], cwd=REPO,
+                             capture_output=True)
+    assert shipped.returncode == 1  # tracked: an ignore rule never hides it
+    assert subprocess.run(["git", "ls-files", "--error-unmatch", "checkpoints/tweets-han/config.json"], cwd=REPO,
+                          capture_output=True).returncode == 0
+
+
 def test_a_working_copys_own_checkpoints_stay_out_of_the_wheel(tmp_path, monkeypatch):
     setup = _setup_module()
     shutil.copytree(REPO / "checkpoints" / "tweets-han", tmp_path / "checkpoints" / "tweets-han")

@@ -1,4 +1,4 @@
-"""Is this document like the ones the model was trained on? Two signals, each judged against the
+"""Is this document like the ones the model was trained on? Four signals, each judged against the
 model's own test documents.
 
 A model answers every text, so a restaurant review read by a news classifier comes back "sport
@@ -11,17 +11,30 @@ figure beside what the model's in-domain documents give:
   register, e.g. a news article read by a tweet model.
 - **prediction entropy** (nats): how undecided the prediction is. Catches a text the model knows
   the words of but cannot place, e.g. a tweet read by a news model.
+- **distance to its nearest documents**: the cosine distance from the document's vector (what the
+  model's classifier reads, ``ClassifierOutput.document``) to its ``NEIGHBOURS``-th nearest among
+  the test documents' vectors (Sun et al. 2022, deep nearest neighbours). Catches a text the model
+  is sure of and whose words it knows, but that lands where none of its documents do: a restaurant
+  review read by a news model came back "sport 84%" with 6% rare words and an ordinary entropy.
+  Every model family has such a vector, a transformer (its mean last layer) included, which has no
+  word vocabulary for the first signal. Null: each test document's own distance to its
+  ``NEIGHBOURS``-th nearest among the others (left out of its own neighbours).
+- **length**: the words the model read, against its test documents' (one-sided: longer). A BBC
+  article read by a tweet transformer has neither rare words (it reads subword pieces) nor an
+  undecided answer, and averaged over 400 tokens its vector sits in the middle of the tweets';
+  no tweet is that long.
 
 Null: the test split's documents (for the share of rare words, those of about the document's
 length: ``DomainReference.rare_null``). Not the validation split's: training picked its epoch by
 validation accuracy, so the model is surer there than on new text (at 2.5%, validation entropies
 flagged 4.6% of tweets-hcan's test tweets). A pasted document is new text, like the test split. A
 figure's p-value is (1 + null values at or above it) / (1 + null values). The document is flagged
-when either p-value is at most 0.025, so that an in-domain document is flagged at most about 5% of
-the time (Bonferroni over the two). Measured on the shipped checkpoints, half the test split the null of the other half
+when any p-value is at most ALPHA divided by the number of signals the model has (0.05 / 4; 0.05 / 3
+for a model of subword tokens, which has no word vocabulary sorted by frequency, or for one that
+gives no document vector), so that an in-domain document is flagged at most about 5% of the time
+(Bonferroni). Measured on the shipped checkpoints, half the test split the null of the other half
 (``tests/analysis/test_domain.py``): in-domain flagged about 5%, the other data set's documents
-flagged far more often. A model of subword tokens (no word vocabulary sorted by frequency) gets the
-entropy alone, at 0.05.
+flagged far more often.
 """
 from __future__ import annotations
 
@@ -35,9 +48,11 @@ import torch
 from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.batches import streamed_batches
 from hierattn.data.text import Document, Vocab
+from hierattn.models.common import document_vectors
 
 ALPHA = 0.05  # the share of in-domain documents flagged, at most
 REFERENCE_DOCUMENTS = 1_000  # of the test split, spread evenly through it
+NEIGHBOURS = 10  # the k of the distance to the k-th nearest test document
 
 
 def rare_words(vocab, document: Document) -> list[tuple[str, bool]] | None:
@@ -77,10 +92,21 @@ class DomainReference:
     source: str  # e.g. "bbc-news test"
     rare_flags: list[np.ndarray] | None  # per document: (words,) bool, rare or not
     entropies: np.ndarray  # (documents,)
+    vectors: np.ndarray | None = None  # (documents, features) of unit length; None: the model gives none
+    distances: np.ndarray | None = None  # (documents,): each one's distance to its k-th nearest other
+    lengths: np.ndarray | None = None  # (documents,): words read
+
+    def __post_init__(self):
+        if self.vectors is not None and self.distances is None and len(self.vectors) > NEIGHBOURS:
+            self.distances = neighbour_distances(self.vectors, self.vectors, leave_out_self=True)
+
+    @property
+    def signals(self) -> int:
+        return 1 + (self.rare_flags is not None) + (self.distances is not None) + (self.lengths is not None)
 
     @property
     def level(self) -> float:  # each signal's share of ALPHA
-        return ALPHA / 2 if self.rare_flags is not None else ALPHA
+        return ALPHA / self.signals
 
     def rare_null(self, words: int) -> tuple[np.ndarray, str]:
         """The shares of rare words a document of ``words`` words is judged against, and what they are
@@ -105,6 +131,25 @@ class DomainReference:
 
     def entropy_null(self) -> tuple[np.ndarray, str]:
         return self.entropies[~np.isnan(self.entropies)], f"{self.source} documents"
+
+
+def unit_rows(vectors) -> np.ndarray:
+    """(documents, features) as float32 rows of unit length (a zero row stays zero)."""
+    out = np.asarray(vectors, dtype=np.float32)
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+def neighbour_distances(reference: np.ndarray, queries: np.ndarray, leave_out_self: bool = False,
+                        k: int = NEIGHBOURS) -> np.ndarray:
+    """For each row of ``queries`` (unit rows), the cosine distance to its ``k``-th nearest row of
+    ``reference``; ``leave_out_self``: the queries are the reference, each left out of its own
+    neighbours (the null)."""
+    similarity = queries @ reference.T  # (queries, reference)
+    if leave_out_self:
+        np.fill_diagonal(similarity, -np.inf)
+    k = min(k, similarity.shape[1] - leave_out_self)
+    kth = -np.partition(-similarity, k - 1, axis=1)[:, k - 1]
+    return 1.0 - kth
 
 
 def at_or_above(null: np.ndarray, value: float) -> int:
@@ -134,6 +179,12 @@ class DomainCheck:
     entropy_null: str
     flagged: bool
     examples: list[str]  # a few of the document's rare words, for the message
+    distance: float | None = None
+    distance_p: float | None = None
+    distance_reached: tuple[int, int] | None = None
+    length: int | None = None
+    length_p: float | None = None
+    length_reached: tuple[int, int] | None = None
 
 
 def reference(classifier: Classifier, texts: list[str], source: str,
@@ -145,24 +196,33 @@ def reference(classifier: Classifier, texts: list[str], source: str,
         texts = [texts[int(i * step)] for i in range(REFERENCE_DOCUMENTS)]
     flags: list = [None] * len(texts)
     entropies = np.full(len(texts), math.nan)
+    vectors: list = [None] * len(texts)
+    lengths = np.zeros(len(texts))
     done = 0
-    with torch.no_grad():  # each text tokenised once, for both signals
+    with torch.no_grad(), document_vectors():  # each text tokenised once, for every signal
         for positions, documents, batch in streamed_batches(texts, classifier.text_config, classifier.vocab,
                                                             batch_size):
             out = classifier.model(batch.to(classifier.device), return_attentions=False)
             probs = torch.softmax(out.logits.float(), -1).cpu().numpy()
+            found = None if out.document is None else out.document.float().cpu().numpy()
             for row, (position, document) in enumerate(zip(positions, documents)):
                 entropies[position] = entropy(probs[row])
                 flags[position] = rare_words(classifier.vocab, document)
+                vectors[position] = None if found is None else found[row]
+                lengths[position] = document.num_tokens
             done += len(positions)
             if progress:
                 progress(done, len(texts))
     rare = None if flags and flags[0] is None else [np.array([r for _, r in f], dtype=bool) for f in flags]
-    return DomainReference(source, rare, entropies)
+    every = all(v is not None for v in vectors) and len(vectors) > 0
+    return DomainReference(source, rare, entropies, unit_rows(np.stack(vectors)) if every else None,
+                           lengths=lengths)
 
 
-def check(classifier: Classifier, document: Document, probabilities, ref: DomainReference) -> DomainCheck:
-    """The document (as the model read it) and its predicted ``probabilities`` beside ``ref``."""
+def check(classifier: Classifier, document: Document, probabilities, ref: DomainReference,
+          vector=None) -> DomainCheck:
+    """The document (as the model read it), its predicted ``probabilities`` and its ``vector``
+    (``ClassifierOutput.document``; None: that signal is left out) beside ``ref``."""
     flags = rare_words(classifier.vocab, document) if ref.rare_flags is not None else None
     share = rare_p = rare_reached = rare_described = None
     examples = []
@@ -174,6 +234,17 @@ def check(classifier: Classifier, document: Document, probabilities, ref: Domain
     value = entropy(probabilities)
     null, entropy_described = ref.entropy_null()
     entropy_p = p_value(null, value)
-    flagged = entropy_p <= ref.level or (rare_p is not None and rare_p <= ref.level)
+    distance = distance_p = distance_reached = None
+    if ref.distances is not None and vector is not None:
+        query = unit_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))
+        distance = float(neighbour_distances(ref.vectors, query)[0])
+        distance_p = p_value(ref.distances, distance)
+        distance_reached = (at_or_above(ref.distances, distance), len(ref.distances))
+    length = length_p = length_reached = None
+    if ref.lengths is not None:
+        length = document.num_tokens
+        length_p, length_reached = p_value(ref.lengths, length), (at_or_above(ref.lengths, length), len(ref.lengths))
+    flagged = any(p is not None and p <= ref.level for p in (entropy_p, rare_p, distance_p, length_p))
     return DomainCheck(share, rare_p, rare_reached, rare_described, value, entropy_p,
-                       (at_or_above(null, value), len(null)), entropy_described, flagged, examples)
+                       (at_or_above(null, value), len(null)), entropy_described, flagged, examples,
+                       distance, distance_p, distance_reached, length, length_p, length_reached)

@@ -17,6 +17,7 @@ from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
 from hierattn.limits import EXPLANATION_CELLS, LimitExceeded
+from hierattn.models.common import document_vectors
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,6 +67,9 @@ class Explanation:
     # a model of subword tokens: each token it read (as its tokenizer writes it) and the reading-order
     # index of its word, -1 for a special token; the keys of its ``subword``-level maps. Empty otherwise.
     subwords: list[tuple[str, int]] = field(default_factory=list)
+    # (features,): the vector the model's classifier read (``ClassifierOutput.document``), where the
+    # document sits among the model's own (``analysis.domain``); None where the model gives none
+    vector: torch.Tensor | None = None
 
     def __post_init__(self):
         if not isinstance(self.attentions, Maps):
@@ -326,7 +330,7 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
         batch = encode_documents([document], classifier.vocab).to(classifier.device)
     except LimitExceeded as error:  # a folder's tokenizer past its memory or time (data.tokenizer_process)
         raise ExplainError(str(error)) from None
-    with torch.inference_mode():
+    with torch.inference_mode(), document_vectors():
         output = classifier.model(batch)
         attentions = (output.attentions if isinstance(output.attentions, Maps) else Maps(output.attentions)).held()
     cells = attentions.weight_bytes // 4  # float32 cells' worth: a float16 map counts half its cells
@@ -335,8 +339,9 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     probabilities = torch.softmax(output.logits[0].float(), -1).tolist()
     unknown = classifier.vocab.unknown(document)
     tokens = getattr(classifier.vocab, "tokens", None)
+    vector = None if output.document is None else output.document[0].float().cpu().clone()
     return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, None, unknown,
-                       tokens(document) if tokens else [])
+                       tokens(document) if tokens else [], vector)
 
 
 

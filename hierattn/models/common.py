@@ -1,6 +1,9 @@
 """Helpers the hierarchical models share: running an encoder over real sentences only, masks, loss."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,11 +42,32 @@ def pair_mask(mask: torch.Tensor, head_dim: int) -> torch.Tensor:
     return pairs.unsqueeze(head_dim)
 
 
-def classification_output(logits: torch.Tensor, batch: Batch, attentions: dict[str, AttentionMap]):
+def classification_output(logits: torch.Tensor, batch: Batch, attentions: dict[str, AttentionMap],
+                          document: torch.Tensor | None = None):
+    """``document``: (batch, features), what the classifier's last layer read (``ClassifierOutput``)."""
     from hierattn.contract import ClassifierOutput
 
     loss = None if batch.labels is None else F.cross_entropy(logits, batch.labels)
-    return ClassifierOutput(logits=logits, loss=loss, attentions=attentions)
+    return ClassifierOutput(logits=logits, loss=loss, attentions=attentions, document=document)
+
+
+_DOCUMENT_VECTORS: ContextVar[bool] = ContextVar("hierattn_document_vectors", default=False)
+
+
+@contextmanager
+def document_vectors():
+    """Inside this block (this thread and asyncio task only) a model whose document vector costs
+    extra returns it too: a transformer keeps its last layer's hidden states for it, which a
+    training step or a page's explanation does not need."""
+    token = _DOCUMENT_VECTORS.set(True)
+    try:
+        yield
+    finally:
+        _DOCUMENT_VECTORS.reset(token)
+
+
+def wants_document_vectors() -> bool:
+    return _DOCUMENT_VECTORS.get()
 
 
 def flatten_words(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:

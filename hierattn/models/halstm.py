@@ -88,7 +88,7 @@ class HALSTM(nn.Module):
                 half = self.config.hidden // 2
                 final = last_real(h, mask).clone()
                 final[:, half:] = h[:, 0, half:]
-        return classification_output(self.head(final), batch, attentions)
+        return classification_output(self.head(final), batch, attentions, final)
 
 
 def display_name(config: dict) -> str:

@@ -75,7 +75,7 @@ class HAN(nn.Module):
                 batch.word_mask)
             attentions["sentence.target"] = AttentionMap(
                 sentence_weights, ("batch", "key"), SENTENCE, batch.sentence_mask)
-        return classification_output(logits, batch, attentions)
+        return classification_output(logits, batch, attentions, document)
 
 
 def _encoder(c: HANConfig, d_in: int) -> nn.Module:

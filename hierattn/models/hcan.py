@@ -173,7 +173,7 @@ class HCAN(nn.Module):
                 attentions[f"word.{name}"] = AttentionMap(w, axes, WORD, mask.expand_as(w))
             for name, w in sentence_weights.items():  # (B, h, S, S) or (B, h, S)
                 attentions[f"sentence.{name}"] = _document_level_map(w, batch.sentence_mask, SENTENCE)
-        return classification_output(logits, batch, attentions)
+        return classification_output(logits, batch, attentions, document)
 
     def _word_level(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool):
         """The word level over sentences grouped by length, each group cut to its own longest
@@ -205,7 +205,7 @@ class HCAN(nn.Module):
         attentions = {}
         if return_attentions:
             attentions = {f"word.{n}": _document_level_map(w, mask, WORD) for n, w in weights.items()}
-        return classification_output(logits, batch, attentions)
+        return classification_output(logits, batch, attentions, document)
 
 
 def _document_level_map(weights: torch.Tensor, mask: torch.Tensor, level: str) -> AttentionMap:

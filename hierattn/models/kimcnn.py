@@ -58,13 +58,14 @@ class KimCNN(nn.Module):
                     pos = (starts + offset).clamp(max=mask.shape[1] - 1)
                     hit = (starts + offset < mask.shape[1]).to(x.dtype)
                     coverage.scatter_add_(1, pos, hit)
-        logits = self.classifier(self.dropout(torch.cat(pooled, 1)))
+        document = torch.cat(pooled, 1)
+        logits = self.classifier(self.dropout(document))
         attentions = {}
         if return_attentions:
             coverage = coverage * mask
             share = coverage / coverage.sum(1, keepdim=True).clamp(min=1e-12)
             attentions["word.maxpool"] = AttentionMap(share, ("batch", "key"), WORD, mask, kind=COVERAGE)
-        return classification_output(logits, batch, attentions)
+        return classification_output(logits, batch, attentions, document)
 
 
 def display_name(config: dict) -> str:

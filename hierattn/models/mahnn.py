@@ -133,7 +133,7 @@ class MahNN(nn.Module):
                 attentions["hidden.semantic"] = AttentionMap(
                     semantic, ("batch", "channel", "position", "key"), HIDDEN,
                     mask[:, None, :, None].expand_as(semantic))
-        return classification_output(logits, batch, attentions)
+        return classification_output(logits, batch, attentions, features)
 
     def _convolve(self, channels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Multi-channel CNN with max pooling over the windows that start inside the real words.

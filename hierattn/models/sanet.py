@@ -125,8 +125,8 @@ class SANet(nn.Module):
             if return_attentions and weights is not None:
                 attentions[f"word.self.block{i}"] = AttentionMap(
                     weights, ("batch", "query", "key"), WORD, pair_mask(mask, 1).squeeze(1))
-        logits = self.classifier(masked_max(x, mask))
-        return classification_output(logits, batch, attentions)
+        document = masked_max(x, mask)
+        return classification_output(self.classifier(document), batch, attentions, document)
 
 
 def display_name(config: dict) -> str:

@@ -67,7 +67,7 @@ class TFIDFLinear(nn.Module):
 
     def forward(self, batch: Batch, return_attentions: bool = True) -> ClassifierOutput:
         x = self.features(batch)
-        return classification_output(x @ self.weight.t().to(x.dtype) + self.bias, batch, {})
+        return classification_output(x @ self.weight.t().to(x.dtype) + self.bias, batch, {}, x)
 
 
 def _terms(document: Document) -> list[str]:

@@ -34,7 +34,7 @@ from torch import nn
 
 from hierattn.contract import Batch, Pieces
 from hierattn.data.subwords import SubwordVocab
-from hierattn.models.common import classification_output
+from hierattn.models.common import classification_output, wants_document_vectors
 from hierattn.models.huggingface_folder import HuggingFaceFolder
 from hierattn.models.library_attention import IMPLEMENTATION, register
 from hierattn.models.library_limits import fitting_window, held_cells
@@ -100,16 +100,22 @@ class TransformerClassifier(nn.Module):
             flat = word_mask.flatten(1)
             word_mask = (flat & (flat.cumsum(1) <= pieces.ids.shape[1])).view_as(word_mask)  # words in the window
         ids, mask, attentions = pieces.ids, pieces.mask.long(), {}
+        hidden = wants_document_vectors()  # the last layer's states, for the document vector only
         if return_attentions and not torch.is_grad_enabled():  # each layer written into one stack
             with layer_stack(self.encoder.config.num_hidden_layers) as stack:
-                out = self.encoder(input_ids=ids, attention_mask=mask)
+                out = self.encoder(input_ids=ids, attention_mask=mask, output_hidden_states=hidden)
             attentions = maps(stack.full(), pieces, word_mask)
         else:  # a gradient through the maps: transformers' own list, stacked
-            out = self.encoder(input_ids=ids, attention_mask=mask, output_attentions=return_attentions)
+            out = self.encoder(input_ids=ids, attention_mask=mask, output_attentions=return_attentions,
+                               output_hidden_states=hidden)
             if return_attentions:
                 layers, out.attentions = out.attentions, None
                 attentions = maps(torch.stack(layers, 1), pieces, word_mask)
-        return classification_output(out.logits, batch, attentions)
+        document = None
+        if hidden:  # (batch, tokens, features) -> the mean over the tokens read, special ones included
+            last, real = out.hidden_states[-1], pieces.mask.unsqueeze(-1).to(out.hidden_states[-1].dtype)
+            document, out.hidden_states = (last * real).sum(1) / real.sum(1).clamp(min=1), None
+        return classification_output(out.logits, batch, attentions, document)
 
 
 def vocabulary(documents, config: dict, train_config) -> tuple[SubwordVocab, dict]:

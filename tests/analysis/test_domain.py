@@ -19,30 +19,51 @@ def _split(name: str, split: str, limit: int) -> list[str]:
     return [data.texts[i] for i in indices[::step][:limit]]
 
 
-def _flagged(classifier, ref, texts: list[str]) -> tuple[float, float, float]:
-    """Share flagged, and the share each signal alone flags at its level (both signals computed in
-    batches the way the reference computes them; ``check`` on one document is tested below)."""
+def _flagged(classifier, ref, texts: list[str]) -> dict[str, float]:
+    """The share flagged, and the share each signal alone flags at its level (every signal computed
+    in batches the way the reference computes them; ``check`` on one document is tested below)."""
     sample = domain.reference(classifier, texts, "sample")
-    rare = np.array([domain.p_value(ref.rare_null(len(f))[0], f.mean() if len(f) else np.nan) <= ref.level
-                     for f in sample.rare_flags])
-    sure = np.array([domain.p_value(ref.entropy_null()[0], v) <= ref.level for v in sample.entropies])
-    return float(np.mean(rare | sure)), float(np.mean(rare)), float(np.mean(sure))
+    level, none = ref.level, np.zeros(len(texts), bool)
+    found = {
+        "rare": none if sample.rare_flags is None else np.array(
+            [domain.p_value(ref.rare_null(len(f))[0], f.mean() if len(f) else np.nan) <= level
+             for f in sample.rare_flags]),
+        "entropy": np.array([domain.p_value(ref.entropy_null()[0], v) <= level for v in sample.entropies]),
+        "near": none if ref.distances is None else np.array(
+            [domain.p_value(ref.distances, d) <= level
+             for d in domain.neighbour_distances(ref.vectors, sample.vectors)]),
+        "long": np.array([domain.p_value(ref.lengths, n) <= level for n in sample.lengths]),
+    }
+    return {"any": float(np.mean(np.any(list(found.values()), axis=0))),
+            **{k: float(v.mean()) for k, v in found.items()}}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model, own, other, own_docs", [("tweets-han", "tweets", "bbc-news", 800),
-                                                          ("bbc-news-han", "bbc-news", "tweets", 112)])
-def test_flags_about_alpha_in_domain_and_most_of_the_other_data_set(model, own, other, own_docs):
+@pytest.mark.parametrize("model", ["tweets-han", "tweets-hcan", "tweets-transformer", "tweets-minilm",
+                                   "bbc-news-han", "bbc-news-hcan"])
+def test_flags_about_alpha_in_domain_and_most_texts_from_elsewhere(model):
+    """Half the test split is the null of the other half: at most about ALPHA flagged. A tweet model
+    flags every BBC article, transformers included (they have no rare words, and their averaged
+    vector sits among the tweets': the length does it); a news model flags most restaurant reviews
+    and most tweets. Measured (2026-11-28): in-domain 3.9-5.8%; articles 100% on all four tweet
+    models; reviews 67% (HAN) and 58% (HCAN) of 12; tweets 53% and 60%."""
+    from tests.analysis.domain_texts import REVIEWS
+
     classifier = load_classifier(REPO / "checkpoints" / model)
-    test = _split(own, "test", 2 * own_docs)  # half the null, the other half new in-domain text
+    own = "tweets" if model.startswith("tweets") else "bbc-news"
+    test = _split(own, "test", 2000 if own == "tweets" else 400)
     ref = domain.reference(classifier, test[::2], f"{own} test")
-    assert ref.rare_flags is not None and len(ref.entropies) == len(ref.rare_flags)
-    in_domain, _, _ = _flagged(classifier, ref, test[1::2])
-    assert in_domain <= 0.05 + 2 * (0.05 * 0.95 / len(test[1::2])) ** 0.5, in_domain  # the null holds: ALPHA
-    shifted, rare, sure = _flagged(classifier, ref, _split(other, "test", 120))
-    assert shifted >= 0.5, (shifted, rare, sure)
-    # articles to a tweet model: rare words; tweets to a news model: an undecided prediction
-    assert (rare if own == "tweets" else sure) >= 0.4, (rare, sure)
+    assert len(ref.entropies) == len(ref.lengths) == len(ref.vectors)
+    assert ref.signals == (3 if model.endswith(("transformer", "minilm")) else 4)
+    queries = test[1::2]
+    in_domain = _flagged(classifier, ref, queries)["any"]
+    assert in_domain <= 0.05 + 2 * (0.05 * 0.95 / len(queries)) ** 0.5, in_domain  # the null holds: ALPHA
+    if own == "tweets":
+        articles = _flagged(classifier, ref, _split("bbc-news", "test", 40))
+        assert articles["any"] == 1.0, articles
+    else:
+        reviews, tweets = _flagged(classifier, ref, REVIEWS), _flagged(classifier, ref, _split("tweets", "test", 120))
+        assert reviews["any"] >= 0.5 and tweets["any"] >= 0.5, (reviews, tweets)
 
 
 def test_a_document_of_only_common_words_is_not_rare_and_p_values_count_the_reference():
@@ -64,3 +85,54 @@ def test_a_document_of_only_common_words_is_not_rare_and_p_values_count_the_refe
     assert check.rare_share == 1.0 and check.rare_p == 41 / 121 and check.entropy_p == 1 / 4 and not check.flagged
     assert check.rare_reached == (40, 120) and check.entropy_reached == (0, 3)
     assert check.examples == ["zzqxv", "qqzzk"]
+
+
+def test_the_nearest_document_distance_is_the_kth_of_a_direct_computation():
+    rng = np.random.default_rng(0)
+    reference = domain.unit_rows(rng.normal(size=(40, 6)))
+    queries = domain.unit_rows(rng.normal(size=(5, 6)))
+    found = domain.neighbour_distances(reference, queries, k=3)
+    for q, d in zip(queries, found):
+        assert d == pytest.approx(sorted(1 - reference @ q)[2], abs=1e-6)
+    null = domain.neighbour_distances(reference, reference, leave_out_self=True, k=3)
+    for i, d in enumerate(null):  # each left out of its own neighbours
+        assert d == pytest.approx(sorted(np.delete(1 - reference @ reference[i], i))[2], abs=1e-6)
+
+
+def test_the_nearest_document_null_holds_at_alpha_and_finds_a_planted_shift():
+    """Documents drawn like the reference are flagged about ALPHA of the time by the distance alone
+    (2,000 draws against 20 references of 300); drawn from a shifted cloud, nearly always."""
+    rng = np.random.default_rng(1)
+    centre, elsewhere = rng.normal(size=16), rng.normal(size=16)  # the model's documents; another register
+
+    def cloud(middle, n):
+        return domain.unit_rows(middle + 0.7 * rng.normal(size=(n, 16)))
+
+    flagged, shifted = [], []
+    for _ in range(20):
+        ref = domain.DomainReference("x", None, np.zeros(300), cloud(centre, 300))
+        flagged += [domain.p_value(ref.distances, d) <= domain.ALPHA
+                    for d in domain.neighbour_distances(ref.vectors, cloud(centre, 100))]
+        shifted += [domain.p_value(ref.distances, d) <= domain.ALPHA
+                    for d in domain.neighbour_distances(ref.vectors, cloud(elsewhere, 100))]
+    assert abs(np.mean(flagged) - domain.ALPHA) < 3 * (domain.ALPHA * 0.95 / len(flagged)) ** 0.5, np.mean(flagged)
+    assert np.mean(shifted) > 0.9, np.mean(shifted)
+
+
+def test_check_weighs_the_vector_and_the_length_beside_the_other_signals():
+    """A document whose vector lands far from every reference document, or longer than all of them,
+    is flagged at ALPHA over the four signals; the reference's own kind of document is not."""
+    classifier = load_classifier(REPO / "checkpoints" / "tweets-han")
+    rng = np.random.default_rng(2)
+    centre = rng.normal(size=8)
+    vectors = domain.unit_rows(centre + 0.5 * rng.normal(size=(400, 8)))
+    peers = [np.array([False] * 6) for _ in range(400)]
+    ref = domain.DomainReference("x", peers, np.linspace(0.1, 0.9, 400), vectors, lengths=np.full(400, 6.0))
+    assert ref.signals == 4 and ref.level == domain.ALPHA / 4
+    document = tokenize(" ".join(classifier.vocab.itos[2:8]), classifier.text_config)  # six common words
+    usual = domain.check(classifier, document, [0.9, 0.05, 0.05], ref, centre)
+    assert not usual.flagged and usual.length == 6 and usual.distance_p > ref.level
+    far = domain.check(classifier, document, [0.9, 0.05, 0.05], ref, -centre)
+    assert far.flagged and far.distance_p == 1 / 401 and far.distance_reached == (0, 400)
+    longer = tokenize(" ".join(classifier.vocab.itos[2:14]), classifier.text_config)  # twelve words
+    assert domain.check(classifier, longer, [0.9, 0.05, 0.05], ref, centre).length_p == 1 / 401

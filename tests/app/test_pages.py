@@ -301,4 +301,4 @@ def test_explore_says_whether_a_text_is_like_the_models_own_beside_its_baseline(
         "Opposition spokesmen criticised the timing of the announcement before the parliamentary recess.").run()
     settle(article)
     warning = next(shown(w.value) for w in article.warning if "unlike the model" in w.value)
-    assert "rare for the model" in warning and "as many or more in" in warning and "under 2.5%" in warning, warning
+    assert "rare for the model" in warning and "as many or more in" in warning and "under 1.25%" in warning, warning

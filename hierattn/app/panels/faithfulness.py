@@ -154,7 +154,7 @@ def split_erasure(classifier: Classifier, path: Path, name: str, dataset: str, s
     drawn, numbers = st.columns([3, 2])
     chart(viz.erasure_chart(erasure.shares, erasure.drops, "predicted class", "share of words removed",
                             percent_x=True), "Erasure curves: the probability's drop as words are removed", drawn,
-          figures=Figures(f"{name} · {dataset}, {split} split · {len(erasure.documents):,} documents"))
+          figures=Figures(f"{name} · {dataset}, {split} split · {erasure.documents:,} documents"))
     base = erasure.auc.get("random", 0.0)
     numbers.dataframe({"method": list(erasure.auc), "mean drop (points)": [round(100 * v,
                                                                                  1) for v in erasure.auc.values()],

@@ -32,7 +32,9 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                           "sum the attention a word's pieces receive and average what they give, special tokens "
                           "left out." if "subword" in levels else None)
     names = [n for n in maps if ex.describe(n).level == level]
-    c1, c2, c3 = st.columns([3, 2, 2])
+    # the map and head side by side, the sentence (or layer) under them at full width: three across
+    # cut both names at 1024 px ("word self-attention, branch a (E", "S1: Pernod takeov")
+    c1, c2 = st.columns([3, 2])
     if (linked := pending_view("branch")) in names:
         st.session_state[f"branch_{level}"] = linked
     branch = c1.selectbox("Self-attention", names, key=f"branch_{level}", format_func=map_title,
@@ -42,7 +44,7 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
     heads = ex.heads(branch)
     head = head_picker(c2, "Head", heads, "self_head") if heads > 1 else None
     head_name = "single head" if heads == 1 else "mean of heads" if head is None else f"head {head + 1}"
-    group, labels = _group(ex, axes, level, branch, words, sentence_labels, doc_key, c3)
+    group, labels = _group(ex, axes, level, branch, words, sentence_labels, doc_key, st.container())
     if "layer" in axes:
         head_name += f" · layer {group + 1}"
     shown = slice(0, len(labels))
