@@ -12,6 +12,10 @@ if __name__ != "__main__":  # `streamlit run app.py` imports this module to serv
 else:  # every page run of every session
     from pathlib import Path
 
+    from hierattn.app.warm import wait_for_imports
+
+    wait_for_imports()  # the start-up thread's imports first: importing beside it raced (warm.py)
+
     # A file of ours, not a ":material/..." icon: the browser fetches those from a font server, which
     # an offline classroom does not reach.
     import hierattn.app

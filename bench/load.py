@@ -127,7 +127,7 @@ class Session:
         await self.socket.send(message.SerializeToString())
         await self._until_finished(find_box=True)
         if self.box is None:
-            raise RuntimeError("the Document box was not on the page")
+            raise RuntimeError(f"the Document box was not on the page; it showed: {self.shown_text()[:1500]}")
 
     async def _until_finished(self, find_box: bool = False) -> bool:
         """Read until the run's end; whether the explanation was shown."""
@@ -147,6 +147,24 @@ class Session:
                     self.box = element.text_area.id
             if kind == "script_finished" and message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 return shown
+
+    def shown_text(self) -> str:
+        """What the latest run drew as text (markdown, alerts, exceptions), for a failure's message."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        said = []
+        for raw in self.last_run:
+            message = ForwardMsg()
+            message.ParseFromString(raw)
+            if message.WhichOneof("type") == "delta" and message.delta.WhichOneof("type") == "new_element":
+                element = message.delta.new_element
+                kind = element.WhichOneof("type")
+                body = getattr(element, kind)
+                text = getattr(body, "body", "") or getattr(body, "message", "") or getattr(body, "label", "")
+                if kind == "exception":
+                    text = f"{body.type}: {body.message} {' '.join(body.stack_trace)}"
+                said.append(f"{kind}: {text}"[:300])
+        return " | ".join(said)
 
     async def paste(self, text: str) -> bool:
         from streamlit.proto.BackMsg_pb2 import BackMsg

@@ -55,15 +55,33 @@ def settle_the_heap() -> None:
     gc.freeze()
 
 
+_IMPORTED = threading.Event()  # the warm-up's imports are done (or failed): page runs may import
+_STARTED = threading.Event()
+
+
 def _warm_and_settle() -> None:
-    warm_up()
+    try:
+        warm_up()
+    finally:
+        _IMPORTED.set()
     settle_the_heap()
 
 
 def start() -> threading.Thread:
+    _STARTED.set()
     thread = threading.Thread(target=_warm_and_settle, name="hierattn-warm-up", daemon=True)
     thread.start()
     return thread
+
+
+def wait_for_imports(limit: float = 300) -> None:
+    """A page run waits here until the warm-up thread has imported what it imports. The two
+    importing the same modules at once in another order made Python hand one of them a module
+    still being run (its deadlock avoidance), and a worker's first page died of an AttributeError
+    about one time in three under a loaded machine. Without a warm-up (AppTest, a plain import)
+    there is nothing to wait for."""
+    if _STARTED.is_set():
+        _IMPORTED.wait(limit)
 
 
 @asynccontextmanager
