@@ -51,17 +51,21 @@ def chart(fig, name: str, container=None, key: str | None = None, *, figures: Fi
     return event if select else None
 
 
-def slide_of(fig, name: str, container=None, key: str | None = None, *, figures: Figures) -> None:
+def slide_of(build, name: str, container=None, key: str | None = None, *, figures: Figures) -> None:
     """An Export popover for a figure the page draws otherwise (Compare's shaded text is HTML on
-    the page; its slide is ``viz.shaded_text``, the same words on the same scale)."""
-    _export(container or st, fig, name, figures.about, key)
+    the page; its slide is ``viz.shaded_text``, the same words on the same scale). ``build()``
+    makes the figure when a format is clicked: its hundreds of word shapes are not built on every
+    run of the page for a popover most runs never open."""
+    _export(container or st, build, name, figures.about, key)
 
 
 def _export(where, fig, name: str, subtitle: str, key: str | None) -> None:
+    """``fig``: a figure, or a function that builds it when a format is clicked."""
     from hierattn.viz import export
 
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
-    problem = export.slide_problem(tuple(t.type for t in fig.data), (fig.layout.meta or {}).get("kind"))
+    problem = None if callable(fig) else export.slide_problem(tuple(t.type for t in fig.data),
+                                                                (fig.layout.meta or {}).get("kind"))
     with where.popover("Export", icon=":material/download:"):
         st.caption("PNG, SVG and PDF are drawn for a 16:9 slide, every label shown; HTML stays interactive.")
         if problem:
@@ -71,7 +75,8 @@ def _export(where, fig, name: str, subtitle: str, key: str | None) -> None:
                           ("html", "text/html")):
             if problem and fmt != "html":
                 continue
-            st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig, fmt, name, subtitle),
+            st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig() if callable(fig) else fig, fmt,
+                                                                                 name, subtitle),
                                f"{slug}.{fmt}", mime, key=f"export_{key or slug}_{fmt}", on_click="ignore")
 
 

@@ -49,7 +49,8 @@ def where_each_looks(explanations: dict[str, Explanation], models: dict[str, Cla
         panels = [(f"{slot}: {explanations[slot].classifier_name} ({models[slot].display_name})",
                    explanations[slot].sentence_words, compare.shading(explanations[slot], imp),
                    explanations[slot].unknown) for slot, imp in present.items()]
-        slide_of(viz.shaded_text(panels, peak), "Where each model looks", key="compare_shading", figures=figures)
+        slide_of(lambda: viz.shaded_text(panels, peak), "Where each model looks", key="compare_shading",
+                 figures=figures)
     elif view in ("A", "B"):
         document(view)
     elif len(present) < 2:
