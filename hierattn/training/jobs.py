@@ -26,6 +26,7 @@ from pathlib import Path
 from hierattn.data.dataset import Dataset
 from hierattn.data.split import prepare
 from hierattn.data.text import TextConfig
+from hierattn.models import display_name
 from hierattn.threads import cores, threads_of
 from hierattn.training import baselines
 from hierattn.training.in_memory import train
@@ -127,6 +128,7 @@ class TrainingJob:
                     "history": [dict(h) for h in self.history], "losses": list(self.losses),
                     "loss_stride": self.loss_stride, "message": self.message, "metrics": dict(self.metrics),
                     "model_type": self.model_type, "dataset": self.dataset_name, "documents": self.documents,
+                    "display_name": display_name(self.model_type, self.model_config),  # "HCAN", as slides name it
                     "stopping": self.stop.is_set(), "cores": cores(),
                     "threads": threads_of(self._process.pid) if self._process and self.status == "running" else None}
 

@@ -9,7 +9,11 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from hierattn.viz.figures import short
-from hierattn.viz.style import PALETTE, own_style
+from hierattn.viz.style import LEGEND_ABOVE, PALETTE, own_style
+
+# both axes start at 0 on an epoch chart: the y axis's "0" moved off the x axis's, which it met
+# at the corner
+CORNER = dict(ticklabelstandoff=6)
 
 
 @own_style
@@ -32,12 +36,19 @@ def training_chart(losses: Sequence[float], history: Sequence[dict], steps_per_e
                                  name="loss (epoch mean)", line=dict(color="#1f77b4")))
         fig.add_trace(go.Scatter(x=epochs, y=[h["val_accuracy"] for h in history], mode="lines+markers",
                                  name="validation accuracy", yaxis="y2", line=dict(color="#ff7f0e")))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=LEGEND_ABOVE,
                       xaxis=dict(title="epoch", rangemode="tozero"), yaxis=dict(title="training loss",
-                                                                                rangemode="tozero"),
+                                                                                rangemode="tozero", **CORNER),
                       yaxis2=dict(title="validation accuracy", overlaying="y", side="right", tickformat=".0%",
                                   range=[0, 1.02], dtick=0.2, showgrid=False))
     return fig
+
+
+def titled_key(title: str) -> dict:
+    """The key above the plot, led by the chart's ``title`` (e.g. a figure's part, "(a)"): a
+    plotly title above the key met it once the key wrapped in a narrow column, and a slide
+    replaces the plotly title with its own."""
+    return {**LEGEND_ABOVE, "title": dict(text=title, side="left")} if title else LEGEND_ABOVE
 
 
 @own_style
@@ -55,9 +66,9 @@ def attention_sharpness_chart(history: Sequence[dict]) -> go.Figure:
     if even:
         fig.add_trace(go.Scatter(x=[e for e, _ in even], y=[v for _, v in even], mode="lines",
                                  name="diagonality b=3, even spread", line=dict(color="#2ca02c", dash="dash")))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=LEGEND_ABOVE,
                       xaxis=dict(title="epoch", rangemode="tozero"),
-                      yaxis=dict(title="validation mean", tickformat=".0%", range=[0, 1.02]))
+                      yaxis=dict(title="validation mean", tickformat=".0%", range=[0, 1.02], **CORNER))
     return fig
 
 
@@ -78,10 +89,8 @@ def erasure_chart(steps: Sequence[float], drops: dict[str, Sequence[float]], lab
         fig.add_trace(go.Scatter(x=list(steps), y=[100 * v for v in values], mode="lines+markers", name=method,
                                  line=dict(color=color, dash=dash), marker=dict(size=5),
                                  hovertemplate=f"{html.escape(method, quote=False)}: %{{y:.1f}} points<extra></extra>"))
-    # The key under the plot: six methods wrap to three rows in half a 1024-px page, and above it
-    # they would cover the curves.
     fig.update_layout(height=400, margin=dict(l=10, r=10, t=10, b=10),
-                      legend=dict(orientation="h", y=-0.22, yanchor="top"),
+                      legend=LEGEND_ABOVE,
                       xaxis=dict(title=x_title, tickformat=".0%" if percent_x else None),
                       yaxis=dict(title=f"drop in P({short(label, 30)}), points", zeroline=True))
     return fig
@@ -96,9 +105,9 @@ def lines_chart(series: dict[str, tuple[Sequence[float], Sequence[float | None]]
     for name, (xs, ys) in series.items():
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="lines+markers", name=name, connectgaps=False,
                                  hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{y_title} %{{y:.2%}}<extra></extra>"))
-    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+    fig.update_layout(height=360, margin=dict(l=10, r=10, t=10, b=10),
                       xaxis=dict(title=x_title), yaxis=dict(title=y_title, tickformat=".0%"),
-                      legend=dict(orientation="h", y=-0.25))
+                      legend=titled_key(title))
     return fig
 
 
@@ -122,9 +131,9 @@ def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]]
         fig.add_trace(go.Scatter(x=mean_x, y=[sum(by_x[x]) / len(by_x[x]) for x in mean_x], mode="lines",
                                  name=name, legendgroup=name, hoverinfo="skip", line=dict(color=colour)))
     top = max((y for _, ys in points.values() for y in ys), default=1.0)
-    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10),
                       xaxis=dict(title="variance of the query vector at the start (log scale)", type="log"),
                       yaxis=dict(title=y_title, rangemode="tozero", range=[0, top * 1.1],
                                  tickformat=".0%" if percent else None),
-                      legend=dict(orientation="h", y=-0.3))
+                      legend=titled_key(title))
     return fig

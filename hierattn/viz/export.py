@@ -46,6 +46,12 @@ def _browser() -> str:
     return found
 
 
+def _key_above(fig: go.Figure) -> bool:
+    """Whether the figure's key sits above its plot (``style.LEGEND_ABOVE``): a slide leaves it a
+    line of its own under the subtitle."""
+    return fig.layout.legend.y is not None and fig.layout.legend.y > 1 and fig.layout.showlegend is not False
+
+
 def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
     """``fig`` redrawn for a 16:9 slide (``SLIDE``): ``title`` (what it shows: model, map, head)
     and ``subtitle`` (the document) above it, larger type, margins that grow to fit every label,
@@ -62,7 +68,8 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
                                  font=dict(size=26), pad=dict(t=28, b=0),
                                  subtitle=dict(text=html.escape(subtitle, quote=False),
                                                font=dict(size=17, color="#555"))),
-                      margin=dict(l=90, r=60, t=140 if subtitle else 110, b=80, autoexpand=True), showlegend=None)
+                      margin=dict(l=90, r=60, t=(140 if subtitle else 110) + (24 if _key_above(out) else 0), b=80,
+                                  autoexpand=True), showlegend=None)
     out.update_xaxes(automargin=True, title_standoff=14)
     out.update_yaxes(automargin=True, title_standoff=14)
     if meta.get("kind") == "attention":

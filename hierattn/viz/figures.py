@@ -72,6 +72,27 @@ def _across(n: int) -> int:
     return min(n, ACROSS)
 
 
+PAGE_COLUMN = 560  # px: the main column of a 1024 px page; a wider heatmap was squeezed into it, cells no longer square
+LEAST_FONT = 9  # px: the smallest tick label; below it, fewer labels
+
+
+def fitting_labels(n: int, cells_px: float, font: int, limit: int, slanted: bool) -> tuple[int, int]:
+    """(font size, every k-th named) for ``n`` labels along ``cells_px``: the largest size down to
+    ``LEAST_FONT``, then fewer labels, such that neighbours stand clear of one another. A label's
+    box is about 1.3 times its font size tall; labels slanted by 60 degrees stand a cell x sin 60
+    apart, rows a cell apart (at 24 words in 336 px, 12 px labels overprinted by 3 px). The slide
+    export (``export.slide``) keeps the same rule."""
+    every = -(-n // limit) if n else 1
+    apart = 0.87 if slanted else 1.0
+    while True:
+        for size in range(font, LEAST_FONT - 1, -1):
+            if cells_px / max(n, 1) * every * apart >= 1.3 * size:
+                return size, every
+        if every >= max(n, 1):
+            return LEAST_FONT, every
+        every += 1
+
+
 def every_kth(title: str, n: int, limit: int) -> str:
     """An axis title that says when only every k-th of its n labels is named: thinned, the names
     of a long document's words read as if they were consecutive."""
@@ -119,27 +140,35 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     label_px = min(120, int(0.62 * font * longest) + 12)  # room for the tick labels (the top ones slanted)
     side = min(360 if compact else 640, max(160 if compact else 240, (14 if compact else 22) * n))
     scale = show_scale
+    top = int(label_px * 0.9) + (28 if not compact else 6)
+    left = label_px + (30 if not compact else 6)
+    right = 90 if scale else 12
+    if not compact:
+        side = min(side, PAGE_COLUMN - left - right)
+    # the cells' width, for a fluid map the least it gets: half a 1024 px page's column (both callers
+    # set two maps side by side)
+    cells = max(80, PAGE_COLUMN // 2 - left - right) if fluid else side
+    across_font, across_every = fitting_labels(n, cells, font, _across(n), slanted=True)
+    down_font, down_every = fitting_labels(n, cells, font, MAX_TICKS, slanted=False)
+    across, down = (-(-n // across_every) if n else 1), (-(-n // down_every) if n else 1)  # labels named
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
                                colorscale=COLORSCALE, **zero_based(z, zmax), showscale=scale,
                                colorbar=dict(title=dict(text="weight", side="right"), thickness=14, len=1,
                                              lenmode="fraction", y=1 if fluid else 0.5,
                                              yanchor="top" if fluid else "middle"),
                                hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>"))
-    top = int(label_px * 0.9) + (28 if not compact else 6)
-    left = label_px + (30 if not compact else 6)
-    right = 90 if scale else 12
     bottom = 44 if title else 12
     fig.update_layout(width=left + side + right, height=top + side + bottom,
                       margin=dict(l=left, r=right, t=top, b=bottom, autoexpand=False),
                       title=dict(text=title, y=0, yref="paper", yanchor="top", pad=dict(t=10), x=0.5,
                                  xanchor="center", font=dict(size=13 if compact else 14)),
                       meta=dict(labels=list(labels), kind="attention"),
-                      xaxis=dict(title=None if compact else dict(text=every_kth("attends to (key)", n, _across(n)),
+                      xaxis=dict(title=None if compact else dict(text=every_kth("attends to (key)", n, across),
                                                                    standoff=4),
-                                 side="top", tickangle=-60, tickfont=dict(size=font), **_ticks(labels, _across(n))),
-                      yaxis=dict(title=None if compact else dict(text=every_kth("query", n, MAX_TICKS), standoff=4),
+                                 side="top", tickangle=-60, tickfont=dict(size=across_font), **_ticks(labels, across)),
+                      yaxis=dict(title=None if compact else dict(text=every_kth("query", n, down), standoff=4),
                                  autorange="reversed",
-                                 tickfont=dict(size=font), **_ticks(labels)))
+                                 tickfont=dict(size=down_font), **_ticks(labels, down)))
     if clickable and n:
         cell = max(4, side // n)
         fig.add_trace(go.Scatter(x=np.tile(np.arange(n), n), y=np.repeat(np.arange(n), n),

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from hierattn.analysis.heads import PATTERNS
 from hierattn.viz.figures import COLORSCALE
-from hierattn.viz.style import own_style
+from hierattn.viz.style import LEGEND_ABOVE, own_style
 
 SHORT = {"previous": "prev", "next": "next", "special": "spec", "same word": "same"}  # a pattern in a narrow cell
 
@@ -94,11 +94,10 @@ def clark_layers(layers: list[dict], first_special: str | None = None) -> go.Fig
                                  line=dict(color=colour, width=1, dash="dot"), hoverinfo="skip"))
     fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="dotted: an even spread",
                              line=dict(color="#6b7280", width=1, dash="dot"), hoverinfo="skip"))
-    # the legend under the plot, three to a row: at its right it took a third of a 1024 px page's
-    # chart, and above it the toolbar covered it
+    # the key above the plot (at its right it took a third of a 1024 px page's chart; under it, it
+    # met the axis title on a wide page)
     fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10),
-                      legend=dict(orientation="h", x=0, xanchor="left", y=-0.18, yanchor="top",
-                                  entrywidth=0.33, entrywidthmode="fraction"),
+                      legend=LEGEND_ABOVE,
                       xaxis=dict(title="layer", tickmode="array", tickvals=x),
                       yaxis=dict(title="share of attention", tickformat=".0%", rangemode="tozero"))
     return fig

@@ -16,6 +16,11 @@ TEMPLATE = go.layout.Template(layout=dict(
     xaxis=dict(gridcolor="#E6E9EF", zerolinecolor="#C8CCD4", linecolor="#C8CCD4"),
     yaxis=dict(gridcolor="#E6E9EF", zerolinecolor="#C8CCD4", linecolor="#C8CCD4")))
 
+# A line chart's key, above its plot, from the left. Under the plot, at a paper height, it sat on
+# the x axis title once the chart was wide enough for the key to take one row (1920 px); above,
+# plotly moves the plot down by the key's height at any width.
+LEGEND_ABOVE = dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom")
+
 
 def own_style(build):
     """A figure builder whose figure sets its own template and colour order (``TEMPLATE``,

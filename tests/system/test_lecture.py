@@ -1,10 +1,11 @@
 """A lecture prepared from the exports, in one browser session: Explore, every step of the Tour,
-Evaluation, Dataset statistics and Compare, each page reached from the sidebar (one Streamlit
-session throughout), every Export popover's SVG downloaded. Each slide's subtitle names that
-figure's own model (never one another page picked: the subtitle was once kept per session, and
-Explore's model and article were printed on the Tour's slides), and no two pieces of its text
-overlap once Chromium lays it out. The data set pickers keep the chosen model's data set across
-other clicks and a reload."""
+Evaluation, Dataset statistics, Compare and Train (a model trained on an uploaded file), each page
+reached from the sidebar (one Streamlit session throughout), every Export popover's SVG
+downloaded. Each slide's subtitle names that figure's own model (never one another page picked:
+the subtitle was once kept per session, and Explore's model and article were printed on the Tour's
+slides), and no two pieces of its text overlap once Chromium lays it out. The data set pickers keep
+the chosen model's data set (the uploaded file's, for the model trained on it) across unrelated
+clicks and a reload."""
 from __future__ import annotations
 
 import re
@@ -35,6 +36,26 @@ def _picked(page, n: int) -> str:
 def _go(page, title: str) -> None:
     page.locator("[data-testid=stSidebarNav] a").filter(has_text=title).first.click()
     settle(page)
+
+
+# each chart's texts on the page, as TEXT_BOXES gives them for a slide
+CHART_BOXES = "() => [...document.querySelectorAll('.js-plotly-plot')].map(chart => (" + TEXT_BOXES.replace(
+    "document.querySelectorAll('svg text')", "chart.querySelectorAll('svg text')").removeprefix("() => ") + "))"
+
+
+def _on_page(page, where: str) -> list[str]:
+    """Text over text in the page's own charts, at a projector's widths (a legend one row wide once
+    sat on the axis title at 1920 px, and wrapped clear of it at 1024)."""
+    wrong = []
+    for width in (1024, 1920):
+        page.set_viewport_size({"width": width, "height": 1800})
+        page.wait_for_timeout(800)  # the charts redraw for their new width
+        for n, boxes in enumerate(page.evaluate(CHART_BOXES)):
+            if found := overlapping(boxes):
+                wrong.append(f"{where} chart {n + 1} at {width} px: text overlaps {found[:3]}")
+    page.set_viewport_size({"width": 1400, "height": 1800})
+    page.wait_for_timeout(800)
+    return wrong
 
 
 def _slides(page, browser) -> list[tuple[str, str, list]]:
@@ -76,7 +97,7 @@ def test_every_slide_of_a_lecture_names_its_own_model_and_no_text_overlaps(serve
     settle(page)
     slides = _slides(page, browser)
     assert len(slides) >= 3
-    wrong = _check(slides, (f"{EXPLORED} ",), "Explore")
+    wrong = _check(slides, (f"{EXPLORED} ",), "Explore") + _on_page(page, "Explore")
 
     _go(page, "Tour")
     for number, (title, needed, _) in STEPS.items():
@@ -84,13 +105,14 @@ def test_every_slide_of_a_lecture_names_its_own_model_and_no_text_overlaps(serve
         settle(page)
         no_exception(page)
         wrong += _check(_slides(page, browser), (*(f"{n} " for n in needed), "HAN and HCAN on"), f"Tour step {number}")
+        wrong += _on_page(page, f"Tour step {number}")
 
     _go(page, "Evaluation")
     choose(page, "Model", "bbc-news-han")
     slides = _slides(page, browser)
     assert slides, "Evaluation's confusion matrix has an Export"
     wrong += _check(slides, ("bbc-news-han · bbc-news, test split", "bbc-news · the experiments registry"),
-                    "Evaluation")
+                    "Evaluation") + _on_page(page, "Evaluation")
 
     _go(page, "Dataset statistics")
     choose(page, "Model", "tweets-sanet")
@@ -104,6 +126,7 @@ def test_every_slide_of_a_lecture_names_its_own_model_and_no_text_overlaps(serve
     assert "bbc-news" in _picked(page, 1) and "tweets" not in _picked(page, 1)
     assert "its attention over" not in page.inner_text("body")  # no other data set's statistics
     wrong += _check(_slides(page, browser), ("bbc-news-sanet · bbc-news, test split",), "Dataset statistics")
+    wrong += _on_page(page, "Dataset statistics")
     assert "data=bbc-news" in page.url and "model=bbc-news-sanet" in page.url
     page.reload()
     page.get_by_text("Distribution of").first.wait_for(timeout=240_000)
@@ -115,9 +138,77 @@ def test_every_slide_of_a_lecture_names_its_own_model_and_no_text_overlaps(serve
     settle(page)
     slides = _slides(page, browser)
     assert any(name.startswith("where-each-model-looks") for name, _, _ in slides), "the shaded text's slide"
-    wrong += _check(slides, ("A: ", "B: ", "bbc-news-han (", "bbc-news-hcan ("), "Compare")
+    wrong += _check(slides, ("A: ", "B: ", "bbc-news-han (", "bbc-news-hcan ("), "Compare") + _on_page(page, "Compare")
     no_exception(page)
+
+    wrong += _train_on_a_file(page, browser)
+    for where, ready, click in (("Evaluation", "Accuracy", _other_split), ("Dataset statistics", "Distribution of",
+                                                                           _other_rows)):
+        _go(page, where)
+        choose(page, "Model", TRAINED)
+        page.get_by_text(ready).first.wait_for(timeout=240_000)
+        assert "films (held out with the model)" in _picked(page, 1), (where, _picked(page, 1))
+        for n in range(5):  # clicks on something else: the browser sends its widget values back each time
+            click(page, n)
+        assert "films (held out with the model)" in _picked(page, 1), (where, "after five clicks", _picked(page, 1))
+        assert f"model={TRAINED}" in page.url and "data=films" in page.url, page.url
+        page.reload()
+        page.get_by_text(ready).first.wait_for(timeout=240_000)
+        settle(page)
+        assert TRAINED in _picked(page, 0) and "films (held out with the model)" in _picked(page, 1), (where, "reload")
+        no_exception(page)
     assert not wrong, "\n".join(wrong)
+
+
+TRAINED = "lecture-films-hcan"
+
+
+def _train_on_a_file(page, browser) -> list[str]:
+    """Train a small HCAN on an uploaded CSV from the Train page; export its curve and its sharpness
+    chart; what is wrong with those slides."""
+    from tests.app.test_train_page import toy_csv
+
+    _go(page, "Train")
+    page.get_by_text("my own file (CSV, TSV or JSONL)").click()
+    settle(page)
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(
+        files=[{"name": "films.csv", "mimeType": "text/csv", "buffer": toy_csv()}])
+    page.get_by_text("Stratified split").first.wait_for(timeout=60_000)
+    settle(page)
+    choose(page, "Architecture", "HCAN (hierarchical convolutional attention)")
+    for label, value in (("Model width d", "16"), ("Heads", "2"), ("Epochs", "3"), ("Batch size", "8"),
+                         ("Run name", TRAINED)):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter")
+        settle(page)
+    page.get_by_role("button", name="Start training").click()
+    page.get_by_role("button", name="Open it in Explore").wait_for(timeout=240_000)
+    settle(page)
+    no_exception(page)
+    from tests.system.conftest import ARTIFACTS
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for width in (1024, 1920):  # the finished run as a projector shows it
+        page.set_viewport_size({"width": width, "height": 1400})
+        settle(page)
+        page.get_by_role("button", name="Open it in Explore").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"lecture-train-{width}.png"))
+    page.set_viewport_size({"width": 1400, "height": 1800})
+    slides = _slides(page, browser)
+    names = sorted(name for name, _, _ in slides)
+    wrong = [] if len(slides) == 2 else [f"Train: exports {names}, expected the curve and the sharpness chart"]
+    return wrong + _check(slides, (f"{TRAINED} (HCAN) · trained on films",), "Train") + _on_page(page, "Train")
+
+
+def _other_split(page, n: int) -> None:
+    choose(page, "Split", ("validation", "test")[n % 2])
+
+
+def _other_rows(page, n: int) -> None:
+    rows = ("level", "overall")[n % 2]
+    page.locator("[data-testid=stButtonGroup] button").filter(has_text=re.compile(f"^{rows}$")).first.click()
+    settle(page)
 
 
 @pytest.mark.parametrize("width", [1024, 1920])

@@ -56,7 +56,7 @@ def _figures() -> dict:
                                                             "sentence · measured": [0.3, 0.4]}, "Gini"),
         "where the attention starts": viz.start_sweep_chart(
             {"HCAN": ([0.01, 1.0, 10.0], [0.3, 0.5, 0.6]), "HAN": ([0.01, 1.0, 10.0], [0.2, 0.2, 0.3])},
-            "word attention's JSD from even"),
+            "word attention's JSD from even", title="word attention's JSD from even"),
         "distribution": viz.distribution_chart([0.2, 0.3, 0.5], WORDS[:3]),
         "erasure curves": viz.erasure_chart([1, 2], {"attention": [0.1, 0.2], "random": [0.0, 0.1]}, "sport",
                                             "words removed"),
@@ -69,7 +69,7 @@ def _figures() -> dict:
             {"epoch": 2, "attention_gini": 0.3, "attention_diagonality_b3": 0.35,
              "attention_diagonality_b3_even": 0.25}]),
         "registry lines": viz.lines_chart({"han": ([10, 20], [0.5, 0.6]), "hcan": ([10, 20], [0.4, 0.7])},
-                                          "input length q (words)", "test accuracy"),
+                                          "input length q (words)", "test accuracy", "(test split)"),
         "clark layers": viz.clark_layers(rows, "[CLS]"),
         "where each model looks": viz.shaded_text([
             (f"{slot}: bbc-news-{kind} ({kind.upper()})", [WORDS, LONG] * 8,

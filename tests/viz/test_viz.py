@@ -66,15 +66,33 @@ def test_heatmap_colour_bar_is_as_tall_as_its_cells():
         assert fig.layout.yaxis.scaleanchor is None  # nothing shrinks the cells inside the plot area
 
 
-def test_every_word_is_named_up_to_sixty_down_the_side_and_thirty_across():
-    """Rows name every word up to sixty; the slanted top axis names at most thirty (60 overlapped in
-    the 320 px a column leaves the cells at 1024 px), every other word here, in order."""
-    fig = viz.attention_heatmap(torch.eye(60), [f"w{i}" for i in range(60)])
-    assert len(fig.layout.yaxis.ticktext) == 60
-    assert list(fig.layout.xaxis.ticktext) == [f"w{i}" for i in range(0, 60, 2)]
-    assert list(fig.layout.xaxis.tickvals) == list(range(0, 60, 2))
-    small = viz.attention_heatmap(torch.eye(12), [f"w{i}" for i in range(12)])
-    assert len(small.layout.xaxis.ticktext) == 12
+def _pitch(fig, axis: str) -> float:
+    """Pixels between two named labels of ``axis`` along the cells, for a figure of its own width."""
+    layout = fig.layout
+    cells = layout.width - layout.margin.l - layout.margin.r
+    values = list(getattr(layout, axis).tickvals)
+    return cells / len(layout.meta["labels"]) * ((values[1] - values[0]) if len(values) > 1 else 1)
+
+
+@pytest.mark.parametrize("n", [12, 24, 40, 60, 200])
+def test_a_heatmaps_labels_stand_clear_of_one_another_in_a_1024_px_column(n):
+    """Every word is named while its label fits; beyond, smaller labels (down to 9 px), then every
+    k-th, in order, so that slanted labels stand 1.3 font sizes apart across a cell x sin 60 and
+    rows 1.3 font sizes apart. The figure is never wider than a 1024 px page's column (a wider one
+    was squeezed into it: 24 words at 12 px overprinted by 3 px, and the cells were not square)."""
+    from hierattn.viz.figures import LEAST_FONT, PAGE_COLUMN
+
+    fig = viz.attention_heatmap(torch.eye(n), [f"w{i}" for i in range(n)])
+    assert fig.layout.width <= PAGE_COLUMN
+    for axis, apart in (("xaxis", 0.87), ("yaxis", 1.0)):
+        ticks = getattr(fig.layout, axis)
+        assert LEAST_FONT <= ticks.tickfont.size <= 12
+        assert _pitch(fig, axis) * apart >= 1.3 * ticks.tickfont.size, (axis, n)
+        step = list(ticks.tickvals)[1] - list(ticks.tickvals)[0]
+        assert list(ticks.ticktext) == [f"w{i}" for i in range(0, n, step)]
+    if n == 12:
+        assert len(fig.layout.xaxis.ticktext) == len(fig.layout.yaxis.ticktext) == 12
+        assert fig.layout.xaxis.tickfont.size == 12
 
 
 def test_training_chart_keeps_the_live_curve_small():
@@ -172,9 +190,10 @@ def test_a_heatmap_says_when_it_names_only_every_kth_word():
     assert every_kth("query", 330, 30) == "query: every 11th of 330 named"
     short, long = (viz.attention_heatmap(torch.eye(n), [f"w{i}" for i in range(n)]) for n in (20, 200))
     assert short.layout.xaxis.title.text == "attends to (key)" and short.layout.yaxis.title.text == "query"
-    assert long.layout.xaxis.title.text == "attends to (key): every 7th of 200 named"
-    assert long.layout.yaxis.title.text == "query: every 4th of 200 named"
-    assert list(long.layout.xaxis.tickvals)[:2] == [0, 7] and list(long.layout.yaxis.tickvals)[:2] == [0, 4]
+    across, down = (list(getattr(long.layout, a).tickvals)[1] for a in ("xaxis", "yaxis"))
+    assert long.layout.xaxis.title.text == every_kth("attends to (key)", 200, -(-200 // across))
+    assert long.layout.yaxis.title.text == every_kth("query", 200, -(-200 // down))
+    assert across > 1 and down > 1
     shown = slide(long, "a title")  # a slide names as many as its slanted labels leave room for, and says so
     step = list(shown.layout.yaxis.tickvals)[1]
     assert step >= 2 and shown.layout.yaxis.title.text == every_kth("query", 200, -(-200 // step))

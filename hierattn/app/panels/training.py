@@ -233,7 +233,7 @@ def run_panel(jobs, job_id: str) -> None:
             left, right = st.columns(2)
             left.caption("Training loss and validation accuracy")
             curve = viz.training_chart(snap["losses"], snap["history"], snap["steps"] / snap.get("loss_stride", 1))
-            run = Figures(f"{snap['name']} ({snap['model_type']}) · trained on {snap['dataset']}")
+            run = Figures(f"{snap['name']} ({snap['display_name']}) · trained on {snap['dataset']}")
             chart(curve, "Training loss and validation accuracy", left, key=f"curve_{snap['id']}", figures=run)
             right.caption("Self-attention on the validation set: mean Gini (sparsity) and diagonality (b=3); dashed, "
                           "the diagonality attention spread evenly over the same words would have (its Gini is 0): "
