@@ -55,10 +55,15 @@ def opening(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
-def keep_valid(key: str, options) -> None:
-    """Forget a widget value (from a link, or from another model) that is not among ``options``."""
-    if key in st.session_state and st.session_state[key] not in list(options):
-        del st.session_state[key]
+def keep_valid(key: str, options, default=None) -> None:
+    """Before the picker ``key`` is drawn: its value becomes ``default`` (else the first option) when
+    it is missing or not among ``options`` (a link's, or another model's: a layer the next model
+    lacks). Set, never deleted, as ``own_choice`` does: a deleted value let the browser keep showing
+    the old choice and send it back on the next click. The picker takes no ``index`` of its own:
+    its starting value is this ``default``."""
+    options = list(options)
+    if options and st.session_state.get(key) not in options:
+        st.session_state[key] = options[0] if default is None else default
 
 
 def own_choice(key: str, options, default, owner: str = "", link: str | None = None) -> None:

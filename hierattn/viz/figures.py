@@ -73,6 +73,7 @@ def _across(n: int) -> int:
 
 
 PAGE_COLUMN = 560  # px: the main column of a 1024 px page; a wider heatmap was squeezed into it, cells no longer square
+HALF_COLUMN = 272  # px: one of two columns side by side there (measured in Chromium)
 LEAST_FONT = 9  # px: the smallest tick label; below it, fewer labels
 
 
@@ -142,19 +143,21 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     scale = show_scale
     top = int(label_px * 0.9) + (28 if not compact else 6)
     left = label_px + (30 if not compact else 6)
-    right = 90 if scale else 12
+    # a fluid map's colour bar names itself above, not beside: the 30 px go to its cells, which a
+    # 1024 px page's half column leaves 83 px
+    right = (60 if fluid else 90) if scale else 12
     if not compact:
         side = min(side, PAGE_COLUMN - left - right)
     # the cells' width, for a fluid map the least it gets: half a 1024 px page's column (both callers
     # set two maps side by side)
-    cells = max(80, PAGE_COLUMN // 2 - left - right) if fluid else side
+    cells = max(80, HALF_COLUMN - left - right) if fluid else side
     across_font, across_every = fitting_labels(n, cells, font, _across(n), slanted=True)
     down_font, down_every = fitting_labels(n, cells, font, MAX_TICKS, slanted=False)
     across, down = (-(-n // across_every) if n else 1), (-(-n // down_every) if n else 1)  # labels named
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
                                colorscale=COLORSCALE, **zero_based(z, zmax), showscale=scale,
-                               colorbar=dict(title=dict(text="weight", side="right"), thickness=14, len=1,
-                                             lenmode="fraction", y=1 if fluid else 0.5,
+                               colorbar=dict(title=dict(text="weight", side="top" if fluid else "right"),
+                                             thickness=14, len=1, lenmode="fraction", y=1 if fluid else 0.5,
                                              yanchor="top" if fluid else "middle"),
                                hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>"))
     bottom = 44 if title else 12

@@ -208,3 +208,18 @@ def test_the_head_grids_key_sits_under_it_where_a_slides_subtitle_cannot_cover_i
     key = [a for a in fig.layout.annotations if a.text.startswith("prev: the previous token")]
     assert len(key) == 1 and key[0].y == 0 and key[0].yanchor == "top" and fig.layout.xaxis.side == "top"
     assert fig.layout.xaxis.title.text is None
+
+
+@pytest.mark.parametrize("n", [7, 30])
+def test_a_fluid_heatmaps_labels_fit_the_half_column_of_a_1024_px_page(n):
+    """Two fluid maps side by side (Compare, the trust panel) get 272 px each at 1024 px (measured:
+    83 px of cells before the colour bar's title moved above it): labels fit there, and a short
+    sentence keeps every word."""
+    from hierattn.viz.figures import HALF_COLUMN
+
+    fig = viz.attention_heatmap(torch.eye(n), [f"word{i}" for i in range(n)], "a map", fluid=True)
+    cells = HALF_COLUMN - fig.layout.margin.l - fig.layout.margin.r
+    ticks = fig.layout.xaxis
+    step = list(ticks.tickvals)[1] - list(ticks.tickvals)[0]
+    assert cells / n * step * 0.87 >= 1.3 * ticks.tickfont.size
+    assert (step == 1) == (n == 7)

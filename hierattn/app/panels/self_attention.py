@@ -180,8 +180,8 @@ def _group(ex, axes, level, branch, words, sentence_labels, doc_key, where) -> t
         layers = ex.layers(branch)
         if (linked := pending_view("layer")) and linked.isdigit() and int(linked) < layers:
             st.session_state["self_layer"] = int(linked)
-        keep_valid("self_layer", list(range(layers)))
-        group = where.selectbox("Layer", range(layers), index=layers - 1, format_func=lambda i: f"layer {i + 1}"
+        keep_valid("self_layer", list(range(layers)), default=layers - 1)
+        group = where.selectbox("Layer", range(layers), format_func=lambda i: f"layer {i + 1}"
                                 + (" (last)" if i == layers - 1 else ""), key="self_layer")
         return group, labels
     return None, labels
