@@ -82,11 +82,12 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
              (f"- {parameters:,} parameters" if isinstance(parameters, int) else "- Parameters: not recorded")
              + ("; weights stored in fp16 in `model.safetensors`"
                 + (f" ({weights_bytes / 2**20:.1f} MB)" if weights_bytes else "") + "."),
-             f"- Reads at most {text.get('max_sentences', '?')} sentences of {text.get('max_words', '?')} words"
-             + (f", {text['max_tokens']} words in all" if text.get("max_tokens") else "")
-             + (f", and at most {config['window']:,} subword tokens" if isinstance(config.get("window"), int) else "")
-             + ("; lower-cased" if text.get("lowercase", True) and not subwords else "")
-             + "; the rest of a document is cut.",
+             (f"- Reads at most {config['window']:,} subword tokens, its window, as `tokenizer(text, "
+              "truncation=True)` does; the rest of a document is cut." if isinstance(config.get("window"), int) else
+              f"- Reads at most {text.get('max_sentences', '?')} sentences of {text.get('max_words', '?')} words"
+              + (f", {text['max_tokens']} words in all" if text.get("max_tokens") else "")
+              + ("; lower-cased" if text.get("lowercase", True) and not subwords else "")
+              + "; the rest of a document is cut."),
              f"- Labels: {', '.join(f'`{_cell(x)}`' for x in labels) or 'not recorded'}.", "",
              "## Data set", ""]
     splits = metrics.get("split_sizes") or {}
@@ -134,7 +135,8 @@ def model_card(name: str, config: dict, metrics: dict, display_name: str, label:
               "## Limits", "",
               f"- It knows only `{dataset}`'s kind of text and its {len(labels)} labels; on other text its "
               "probabilities are not calibrated and its accuracy is unmeasured.",
-              "- Text beyond the sentence and word caps above is not read, and cannot affect the prediction.",
+              f"- Text beyond the {'window' if isinstance(config.get('window'), int) else 'sentence and word caps'} "
+              "above is not read, and cannot affect the prediction.",
               "- Attention weights are not, on their own, an explanation of the prediction: Explore's \"Can I trust "
               "this shading?\" and `python -m hierattn faithfulness` test them against erasure, gradients and "
               "random baselines.",

@@ -24,7 +24,7 @@ from hierattn import viz
 from hierattn.analysis import compare as comparing
 from hierattn.analysis.explain import Explanation, metrics_table
 from hierattn.analysis.explain import explain as _explain
-from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.classifier import WITHHELD, Classifier
 from hierattn.checkpoint.format import CheckpointError
 from hierattn.checkpoint.reading import load_classifier
 from hierattn.home import checkpoint_roots, find_checkpoint
@@ -73,9 +73,10 @@ def explain(model: Classifier, text: str) -> Explanation:
 
 
 def _header(ex: Explanation, title: str | None = None) -> str:
-    top = max(ex.probabilities)
     name = f"<b>{html.escape(title)}</b> · " if title else ""
-    return (f"<p style='margin:0 0 .4em 0'>{name}prediction <b>{html.escape(ex.label)}</b> ({top:.1%}) · "
+    said = (f"no prediction ({html.escape(WITHHELD[ex.withheld])})" if ex.withheld else
+            f"prediction <b>{html.escape(ex.label)}</b> ({max(ex.probabilities):.1%})")
+    return (f"<p style='margin:0 0 .4em 0'>{name}{said} · "
             f"{len(ex.document.sentences)} sentences · {ex.document.num_tokens} tokens read</p>")
 
 

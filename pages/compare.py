@@ -7,6 +7,7 @@ from hierattn.analysis.explain import ExplainError
 from hierattn.app import downloads, loading, url_state, widgets
 from hierattn.app.panels import comparison
 from hierattn.app.routing import run_through_app
+from hierattn.checkpoint.classifier import WITHHELD
 
 run_through_app()
 
@@ -66,6 +67,9 @@ for slot, ex in explanations.items():
 for column, (slot, ex) in zip(st.columns(2), explanations.items()):
     with column:
         st.markdown(f"#### {slot}: {models[slot].display_name}")
+        if ex.withheld:  # a base encoder's random head, or an untrained one: no label, no chart of chance
+            st.info(f"No prediction: {viz.md_code(names[slot])} is {viz.md_text(WITHHELD[ex.withheld])}.")
+            continue
         st.metric("Prediction", viz.md_text(ex.label), help=f"Checkpoint {viz.md_text(ex.classifier_name)}")
         downloads.chart(viz.probability_chart(ex.labels, ex.probabilities),
                         f"Class probabilities, {slot}", key=f"probs_{slot}",

@@ -44,9 +44,9 @@ with st.sidebar:
     if "test_accuracy" in classifier.metrics:
         st.caption(f"Test accuracy {classifier.metrics['test_accuracy']:.1%} · classes: "
                    f"{viz.md_text(', '.join(classifier.labels))}")
-    st.caption(f"Reads up to {classifier.text_config.max_sentences} sentences × "
-               f"{classifier.text_config.max_words} words" + (f", at most {classifier.window:,} subword tokens"
-                                                              if classifier.window else "")
+    st.caption((f"Reads up to {classifier.window:,} subword tokens, its window" if classifier.window else
+                f"Reads up to {classifier.text_config.max_sentences} sentences × "
+                f"{classifier.text_config.max_words} words")
                + "." + loading.untested_length(classifier) + loading.window_cut(classifier))
 
 text = widgets.document_input(classifier.dataset, "sample", "document", 180, "Paste a news article, a review or a "

@@ -76,7 +76,11 @@ def test_shipped_cards_are_what_their_checkpoints_record(path):
     for section in ("## Model", "## Data set", "## Training recipe", "## Metrics", "## Intended use", "## Limits"):
         assert section in text
     assert f"| test | {100 * metrics['test_accuracy']:.2f}% |" in text
-    assert f"Reads at most {config['text']['max_sentences']} sentences of {config['text']['max_words']} words" in text
+    if isinstance(config.get("window"), int):  # subword pieces: the window is the only cut
+        assert f"Reads at most {config['window']:,} subword tokens, its window" in text and "sentences of" not in text
+    else:
+        caps = config["text"]
+        assert f"Reads at most {caps['max_sentences']} sentences of {caps['max_words']} words" in text
 
 
 def test_every_save_writes_a_card(saved_checkpoint):

@@ -122,6 +122,55 @@ def test_a_shipped_transformer_predicts_what_plain_transformers_predicts_on_the_
         assert [t for t, _ in ex.subwords] == tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
 
 
+LONG_TEXTS = 12  # of the BBC test articles past the old caps; 200 of them measured in the closing note of issue 55
+
+
+TWEET_TRANSFORMERS = [p for p in TRANSFORMERS if p.name.startswith("tweets-")]  # caps of 8 x 50 words
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", TWEET_TRANSFORMERS, ids=[p.name for p in TWEET_TRANSFORMERS])
+def test_a_shipped_transformer_reads_a_long_text_to_its_window_as_plain_transformers_does(path):
+    """A text past the word models' caps its folder records (8 sentences x 50 words for the tweets
+    transformers, 50 x 60 otherwise): the app reads the same pieces as ``tokenizer(text,
+    truncation=True)``, to its window, and predicts the library's probabilities within 1e-3. The
+    caps once cut the text before the tokenizer (tweets-minilm read fewer pieces on 50 of 200
+    reviews, its probabilities up to 0.258 apart)."""
+    import json
+
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+    from hierattn.data.subwords import read_text
+    from hierattn.data.text import TextConfig, tokenize
+
+    caps = TextConfig(**json.loads((path / "hierattn.json").read_text())["text"])
+    tokenizer = AutoTokenizer.from_pretrained(path)
+
+    def pieces(text: str) -> int:
+        return len(tokenizer(text, truncation=True)["input_ids"])
+
+    # texts the old caps cut before the window: BBC articles, and runs of sixteen short test tweets
+    # (many short sentences: eight of them hold fewer pieces than a window of 128)
+    tweets, bbc = load_builtin("tweets"), load_builtin("bbc-news")
+    short = [tweets.texts[i] for i in stratified_split(tweets.labels)["test"] if len(tweets.texts[i].split()) <= 8]
+    candidates = [bbc.texts[i] for i in stratified_split(bbc.labels)["test"][::7]] + [
+        ". ".join(t.rstrip(" .!?") for t in short[k::len(short) // 16][:16]) + "." for k in range(0, 80, 3)]
+    longer = [t for t in candidates if pieces(read_text(tokenize(t, caps))[0]) < pieces(t)][:LONG_TEXTS]
+    assert len(longer) == LONG_TEXTS
+    classifier = load_classifier(path, device="cpu")
+    model = AutoModelForSequenceClassification.from_pretrained(path, dtype=torch.float32,
+                                                               attn_implementation="eager").eval()
+    for text in longer:
+        ex = explain(classifier, text)
+        ids = tokenizer(text, truncation=True)["input_ids"]
+        assert [t for t, _ in ex.subwords] == tokenizer.convert_ids_to_tokens(ids)
+        with torch.no_grad():
+            expected = model(**tokenizer(text, return_tensors="pt", truncation=True)).logits.softmax(-1)[0]
+        assert torch.tensor(ex.probabilities) == pytest.approx(expected, abs=1e-3)
+
+
 def outputs(path) -> list[dict]:
     """What the recorded file holds for one checkpoint: per sample document, the class
     probabilities, each attention map's shape, sum and position-weighted sum (a checksum of where

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from hierattn.card import recorded_hardware
-from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.classifier import WITHHELD, Classifier
 from hierattn.checkpoint.reading import load_classifier
 from hierattn.data.batches import streamed_batches
 from hierattn.data.dataset import Dataset
@@ -149,9 +149,14 @@ def result_row(classifier: Classifier, accuracy: float) -> Row:
 
 
 def evaluate_checkpoints(dataset: Dataset, paths: list[Path], device=None, seed: int = SEED) -> list[Row]:
+    """A row per checkpoint; a ValueError for one whose prediction is withheld (a base encoder's random
+    head, an untrained one): its accuracy would be chance printed as a result."""
     rows = []
     for path in paths:
         classifier = load_classifier(path, device=device)
+        if classifier.prediction_withheld:
+            raise ValueError(f"{classifier.name} is {WITHHELD[classifier.prediction_withheld]}: there is nothing to "
+                             "score (fine-tune it first: hierattn train --start-from)")
         rows.append(result_row(classifier, evaluate_split(classifier, dataset, "test", seed).accuracy))
     return rows
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from hierattn.analysis.metrics import GROUP_AXES, attention_metrics, real_matrices, shown_columns
-from hierattn.checkpoint.classifier import Classifier
+from hierattn.checkpoint.classifier import WITHHELD, Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
@@ -70,6 +70,8 @@ class Explanation:
     # (features,): the vector the model's classifier read (``ClassifierOutput.document``), where the
     # document sits among the model's own (``analysis.domain``); None where the model gives none
     vector: torch.Tensor | None = None
+    # why the probabilities are no prediction (``Classifier.prediction_withheld``), shown instead of a label
+    withheld: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.attentions, Maps):
@@ -301,8 +303,9 @@ class Explanation:
 
         return {
             "checkpoint": self.classifier_name,
-            "label": self.label,
-            "probabilities": dict(zip(self.labels, self.probabilities)),
+            "label": None if self.withheld else self.label,
+            "probabilities": None if self.withheld else dict(zip(self.labels, self.probabilities)),
+            **({"prediction_withheld": WITHHELD[self.withheld]} if self.withheld else {}),
             "truncation": self.document.truncation.message or None,
             "unknown_words": self.unknown_count,
             "sentences": [
@@ -341,7 +344,7 @@ def explain(classifier: Classifier, text: str, text_config: TextConfig | None = 
     tokens = getattr(classifier.vocab, "tokens", None)
     vector = None if output.document is None else output.document[0].float().cpu().clone()
     return Explanation(classifier.name, classifier.labels, probabilities, document, attentions, None, unknown,
-                       tokens(document) if tokens else [], vector)
+                       tokens(document) if tokens else [], vector, classifier.prediction_withheld)
 
 
 

@@ -209,20 +209,16 @@ def checkpoint_key(path: Path) -> tuple[str, float]:
 
 
 def no_prediction(classifier: Classifier, name: str) -> str:
-    """Why the model's prediction is not shown (a base encoder, or a head never trained), with what
-    to do instead; '' for a model whose prediction means something."""
-    why = getattr(classifier.model, "untrained_head", None)
+    """Why the model's prediction is not shown (``Classifier.prediction_withheld``), with what to
+    do instead; '' for a model whose prediction means something."""
+    from hierattn.checkpoint.classifier import WITHHELD
+
+    why = classifier.prediction_withheld
     if not why:
         return ""
-    start = (f"To classify with it, fine-tune it: the Train page, \"Start from\" {viz.md_code(name)}, or "
-             f"`hierattn train --start-from` with its folder.")
-    if why == "base encoder":
-        return (f"{viz.md_code(name)} is a base encoder: its folder holds the pretrained model without a "
-                "classification head, so it predicts nothing and no prediction is shown. Its self-attention below is "
-                "the pretrained model's own. " + start)
-    return (f"{viz.md_code(name)}'s classification head was never trained: every bias in it is exactly zero, as "
-            "transformers initialises a new head, so its \"prediction\" would be chance and none is shown. Its "
-            "self-attention below is the encoder's. " + start)
+    return (f"{viz.md_code(name)} is {WITHHELD[why]}, so no prediction is shown. Its self-attention below is the "
+            f"{'pretrained model' if why == 'base encoder' else 'encoder'}'s own. To classify with it, fine-tune it: "
+            f"the Train page, \"Start from\" {viz.md_code(name)}, or `hierattn train --start-from` with its folder.")
 
 
 def window_cut(classifier: Classifier) -> str:

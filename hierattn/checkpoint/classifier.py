@@ -15,6 +15,14 @@ def best_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+WITHHELD = {
+    "base encoder": "a base encoder: its folder holds the pretrained model without a classification head, so its "
+                    "output is a head drawn at random as it loads, not a prediction",
+    "untrained head": "its classification head was never trained (every bias in it is exactly zero, as transformers "
+                      "initialises a new head), so its output is chance, not a prediction",
+}
+
+
 @dataclass
 class Classifier:
     """A loaded model in eval mode with everything needed to read raw text."""
@@ -36,6 +44,14 @@ class Classifier:
     def spec(self):
         """The model type's ``ModelSpec`` (its paper name, knobs, what its maps mean)."""
         return REGISTRY[self.model_type]
+
+    @property
+    def prediction_withheld(self) -> str | None:
+        """Why no surface shows this model's output as a prediction (``WITHHELD``'s keys: "base
+        encoder", "untrained head"), or None for a model whose prediction means something. A base
+        encoder's head is drawn anew at every load (a RobertaModel folder said 0.498/0.502, a
+        ModernBERT's 96.6%), an untrained one is chance: shown as a label, either reads as a finding."""
+        return getattr(self.model, "untrained_head", None)
 
     @property
     def display_name(self) -> str:

@@ -16,6 +16,7 @@ from hierattn import budget, limits
 from hierattn.checkpoint.classifier import Classifier, best_device
 from hierattn.checkpoint.format import FILES, FORMAT_VERSION, HELDOUT, CheckpointError
 from hierattn.data.files import NotAFile, read_bytes
+from hierattn.data.subwords import window_only
 from hierattn.data.text import TextConfig, Vocab
 from hierattn.home import inside
 from hierattn.limits import LimitExceeded
@@ -90,7 +91,10 @@ def _load_folder(directory: Path, config: dict, spec: ModelSpec, device) -> Clas
         else {}
     device = torch.device(device) if device is not None else best_device()
     model.to(device).eval()
-    return Classifier(directory.name, model, spec.name, form.vocab(directory, model), labels, TextConfig(**text),
+    text_config = TextConfig(**text)
+    if getattr(model, "window", None):  # subword pieces: the window is the only cut
+        text_config = window_only(text_config, model.window)
+    return Classifier(directory.name, model, spec.name, form.vocab(directory, model), labels, text_config,
                       metrics, ours.get("dataset") if isinstance(ours, dict) else None, device)
 
 

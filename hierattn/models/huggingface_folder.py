@@ -40,6 +40,19 @@ CODE_KEYS = ("auto_map", "custom_pipelines")
 PADDED_POSITIONS = ("roberta", "xlm-roberta", "camembert", "longformer")
 
 
+def own_attention_readable(model_type: str) -> bool:
+    """Whether the family's attention runs through transformers' attention interface
+    (``_supports_attention_backend``), where ``library_attention`` keeps every layer's map and the
+    interventions act. DeBERTa-v2 (its disentangled attention) and MPNet (its relative position
+    bias) compute theirs in their own modules: their folders opened and fine-tuned, then every
+    explanation failed ("0 of 2 layers' attention passed through subword.self")."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
+
+    classifier = getattr(transformers, MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES[model_type], None)
+    return bool(getattr(classifier, "_supports_attention_backend", False))
+
+
 class HuggingFaceFolder:
     """A library folder, opened into ``classifier``: the model type's module, built as
     ``classifier(config, encoder)`` on the library's model (it declares this folder in its spec)."""
@@ -61,6 +74,7 @@ class HuggingFaceFolder:
     def problem(directory: Path, config: dict) -> str | None:
         """Why this folder is not read (None: it is)."""
         from transformers import CONFIG_MAPPING
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
         from transformers.models.auto.modeling_auto import MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
 
         model_type = config["model_type"]
@@ -71,6 +85,12 @@ class HuggingFaceFolder:
             return f"model type {model_type!r} is not one the transformers library defines{code}"
         if model_type not in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES:
             return f"transformers has no sequence classifier for model type {model_type!r}"
+        if not own_attention_readable(model_type):
+            family = CONFIG_MAPPING_NAMES[model_type].removesuffix("Config")
+            return (f"model type {model_type!r} ({family}) computes its attention in code of its own, outside "
+                    "transformers' attention interface, where hierattn reads every layer's attention and intervenes "
+                    "on it: its maps and tests would be missing, so it is neither opened nor fine-tuned here (BERT, "
+                    "DistilBERT, ALBERT, ELECTRA, RoBERTa, XLM-R and ModernBERT are)")
         if not (directory / WEIGHTS).is_file():
             pickled = [name for name in PICKLES if (directory / name).is_file()]
             if pickled:

@@ -313,7 +313,7 @@ def report_table(table: pd.DataFrame, titles: Mapping[str, str] | None = None) -
 
 def report_html(checkpoint: str, probabilities: Mapping[str, float], table: pd.DataFrame,
                 figures: dict[str, go.Figure], document_html: str | None = None, notes: list[str] | None = None,
-                truncation: str | None = None) -> bytes:
+                truncation: str | None = None, withheld: str | None = None) -> bytes:
     """One self-contained HTML file: the prediction, the shaded document, every figure (plotly.js
     embedded once, so it opens offline and stays interactive), the metrics table and ``notes``
     (verdicts, captions). Every piece of user text is escaped; ``document_html`` comes from
@@ -321,8 +321,12 @@ def report_html(checkpoint: str, probabilities: Mapping[str, float], table: pd.D
 
     ``checkpoint``: the model's name; ``probabilities``: class -> probability, in the model's class
     order (the prediction is the most probable, the first of equals); ``table``: the metrics table
-    as a page shows it (``report_table``); ``truncation``: what the caps left unread, if anything."""
+    as a page shows it (``report_table``); ``truncation``: what the caps left unread, if anything;
+    ``withheld``: why the probabilities are no prediction (a sentence), shown in their place."""
     label = max(probabilities, key=probabilities.__getitem__)
+    prediction = (f"<h2>No prediction</h2><p>The model is {html.escape(withheld)}.</p>" if withheld else
+                  f"<h2>Prediction: {html.escape(label)}</h2><p>"
+                  + " · ".join(f"{html.escape(name)} {p:.1%}" for name, p in probabilities.items()) + "</p>")
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>hierattn: {html.escape(checkpoint)} on a document</title>",
@@ -333,8 +337,7 @@ def report_html(checkpoint: str, probabilities: Mapping[str, float], table: pd.D
         "<h1>Attention analysis</h1>",
         f"<p class='meta'>Checkpoint <code>{html.escape(checkpoint)}</code> · exported "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC by hierattn</p>",
-        f"<h2>Prediction: {html.escape(label)}</h2><p>"
-        + " · ".join(f"{html.escape(name)} {p:.1%}" for name, p in probabilities.items()) + "</p>",
+        prediction,
     ]
     if truncation:
         parts.append(f"<p class='meta'>Long document: {html.escape(truncation)}.</p>")

@@ -88,3 +88,55 @@ def test_a_base_encoder_starts_a_fine_tuning_run_with_its_own_weights(base_encod
     pretrained = load_classifier(base_encoder, device="cpu").model.encoder.bert.state_dict()
     assert all(torch.equal(model.encoder.bert.state_dict()[k], v) for k, v in pretrained.items())
     assert model.encoder.config.num_labels == 2 and len(vocab) > 0
+
+
+def test_no_surface_shows_a_base_encoders_random_head_as_a_prediction(base_encoder, tmp_path, monkeypatch, capsys):
+    """The command line's JSON (no label, no probabilities, a field saying why), the notebook's
+    header, the HTML report, Compare and Evaluation: each says there is no prediction, and none
+    names a label. A RobertaModel folder once printed "LABEL_1" at 0.498/0.502, different on every
+    load; a trained model still shows its prediction everywhere."""
+    import json
+    import shutil
+
+    from hierattn import notebook
+    from hierattn.checkpoint.classifier import WITHHELD
+    from hierattn.cli import main
+    from hierattn.viz import export
+
+    assert main(["explain", "--checkpoint", str(base_encoder), "--text", TEXT]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["label"] is None and said["probabilities"] is None
+    assert said["prediction_withheld"] == WITHHELD["base encoder"]
+    assert main(["evaluate", "--dataset", "tweets", "--checkpoints", str(base_encoder)]) == 2
+    assert "is a base encoder" in capsys.readouterr().err
+    classifier = load_classifier(base_encoder, device="cpu")
+    ex = explain(classifier, TEXT)
+    header = notebook._header(ex)
+    assert "no prediction" in header and "LABEL_" not in header
+    report = export.report_html(ex.classifier_name, dict(zip(ex.labels, ex.probabilities)), export.pd.DataFrame(),
+                                {}, withheld=WITHHELD[ex.withheld]).decode()
+    assert "No prediction" in report and "LABEL_" not in report
+    trained = explain(load_classifier(checkpoint_root() / "tweets-transformer", device="cpu"), TEXT)
+    assert trained.withheld is None and trained.to_dict()["label"] in ("negative", "neutral", "positive")
+    assert "prediction <b>" in notebook._header(trained)
+
+    root = tmp_path / "checkpoints"
+    root.mkdir()
+    shutil.copytree(base_encoder, root / "tiny-bert-base")
+    shutil.copytree(checkpoint_root() / "tweets-transformer", root / "tweets-transformer")
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    monkeypatch.setenv("HIERATTN_SHIPPED", "0")
+    at = AppTest.from_file(str(REPO / "pages/compare.py"), default_timeout=120)
+    at.session_state["compare_a"], at.session_state["compare_b"] = "tiny-bert-base", "tweets-transformer"
+    at.query_params["a"], at.query_params["b"] = "tiny-bert-base", "tweets-transformer"
+    at = at.run()
+    at.text_area(key="compare_document").input(TEXT).run()
+    assert not at.exception, at.exception
+    infos = " ".join(shown(i.value) for i in at.info)
+    assert "No prediction: `tiny-bert-base` is a base encoder" in infos
+    assert [m.label for m in at.metric].count("Prediction") == 1  # B's, a trained model's
+    at = AppTest.from_file(str(REPO / "pages/evaluation.py"), default_timeout=120)
+    at.session_state["eval_model"] = "tiny-bert-base"
+    at = at.run()
+    assert not at.exception and "there is no prediction to score" in " ".join(shown(i.value) for i in at.info)
+    assert not at.metric

@@ -9,6 +9,7 @@ from hierattn.app import documents
 from hierattn.app.downloads import Figures
 from hierattn.app.panels.shading import Shading
 from hierattn.app.url_state import document_id, mirror_view
+from hierattn.checkpoint.classifier import WITHHELD
 from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_HOLD_MINUTES, KEPT_DOCUMENT_KB, KEPT_DOCUMENTS
 from hierattn.viz import export
 
@@ -46,7 +47,8 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
     def report() -> bytes:  # on the click: the report reads every map's metrics
         table = export.report_table(metrics_table(ex), {n: map_title(n) for n in ex.attentions})
         return export.report_html(ex.classifier_name, dict(zip(ex.labels, ex.probabilities)), table,
-                                  dict(figures.drawn), document_view, notes, ex.document.truncation.message)
+                                  dict(figures.drawn), document_view, notes, ex.document.truncation.message,
+                                  WITHHELD[ex.withheld] if ex.withheld else None)
 
     buttons = st.columns(4)
     buttons[0].download_button("Report (HTML)", report, f"{stem}-report.html", "text/html", key="export_report",
