@@ -90,6 +90,27 @@ def _original(runs: list[tuple[int, int]], position: int) -> int:
     return start + position - read
 
 
+# A folder's tokenizer settings beside tokenizer.json, which transformers reads to build its tokenizer
+# class: without them it builds the model type's default (a cased BERT lowercased with its accents
+# stripped, ALBERT's accents dropped, XLM-R's unknown pieces mapped to </s>). JSON only; a key that
+# names code (``auto_map``) is left out, as hierattn never runs a folder's code.
+SETTINGS = ("tokenizer_config.json", "special_tokens_map.json")
+CODE_KEYS = ("auto_map",)
+
+
+def _settings(directory: Path) -> dict[str, dict]:
+    """The settings files of ``directory`` that are JSON objects (each within ``limits.VOCAB_MB``)."""
+    out = {}
+    for name in SETTINGS:
+        try:
+            found = json.loads(read_bytes(directory / name, VOCAB_MB).decode("utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            continue
+        if isinstance(found, dict):
+            out[name] = {k: v for k, v in found.items() if k not in CODE_KEYS}
+    return out
+
+
 class SubwordVocab:
     """A Hugging Face tokenizer as a model's vocabulary: documents in, ``Pieces`` out.
 
@@ -129,13 +150,20 @@ class SubwordVocab:
         tokenizer.no_padding()
         vocab = cls(tokenizer, window, pad_id)
         vocab.process = shared(text)  # one child per tokenizer in this process
+        vocab.settings = _settings(Path(directory))
         return vocab
 
+    settings: dict[str, dict] = {}  # file name -> its JSON: the folder's tokenizer settings (``SETTINGS``)
+
     def save(self, directory: str | Path) -> None:
-        """``tokenizer.json``, and ``tokenizer_config.json`` with the window as ``model_max_length``:
-        without it transformers' ``tokenizer(text, truncation=True)`` cuts nothing, and a text longer
-        than the window fails in the model's position table instead of being read as the app reads it."""
+        """``tokenizer.json``; the settings files of the folder it came from (``SETTINGS``), so that a
+        model fine-tuned from a cased BERT is tokenised cased by plain transformers too; and
+        ``tokenizer_config.json`` with the window as ``model_max_length``: without it transformers'
+        ``tokenizer(text, truncation=True)`` cuts nothing, and a text longer than the window fails in
+        the model's position table instead of being read as the app reads it."""
         self.tokenizer.save(str(Path(directory) / TOKENIZER_FILE))
+        for name, settings in self.settings.items():
+            (Path(directory) / name).write_text(json.dumps(settings, indent=2))
         config = Path(directory) / "tokenizer_config.json"
         settings = json.loads(config.read_text()) if config.is_file() else {}
         config.write_text(json.dumps({**settings, "model_max_length": self.window}, indent=2))

@@ -102,3 +102,52 @@ def test_a_pretrained_start_on_the_command_line_gets_its_recipe_unless_told_othe
     assert (config.lr, config.epochs, config.lr_schedule) == (1e-4, 3, "constant")
     _, _, _, scratch = _model_and_text(_train_args())
     assert (scratch.lr, scratch.lr_schedule) == (1e-3, "constant")
+
+
+@pytest.mark.slow  # trains
+def test_a_fine_tuned_folder_keeps_its_starts_tokenizer_settings_so_a_cased_start_stays_cased(tmp_path):
+    """The start's tokenizer_config.json and special_tokens_map.json travel with the weights (less
+    any key naming code), so plain transformers tokenises the fine-tuned folder as the app does: a
+    cased BERT once came back lowercased with its accents stripped, since only model_max_length of
+    its settings was kept and transformers built the model type's default."""
+    import json
+
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig, PreTrainedTokenizerFast
+
+    from hierattn.analysis.explain import explain
+    from hierattn.cli import main
+    from tests.models.tiny_transformers import WORDS
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Café", "café", "Loved", "loved", "cafe"] + list(WORDS)
+    tok = Tokenizer(models.WordPiece({w: i for i, w in enumerate(dict.fromkeys(words))}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2),
+                                                                                                 ("[SEP]", 3)])
+    base = tmp_path / "cased-base"
+    torch.manual_seed(0)
+    AutoModelForSequenceClassification.from_config(BertConfig(
+        vocab_size=tok.get_vocab_size(), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64, num_labels=3)).save_pretrained(base)
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(base)
+    settings = json.loads((base / "tokenizer_config.json").read_text())
+    (base / "tokenizer_config.json").write_text(json.dumps({**settings, "tokenizer_class": "BertTokenizer",
+                                                            "do_lower_case": False, "strip_accents": False,
+                                                            "auto_map": {"AutoTokenizer": ["x.Tok", None]}}))
+    special = {"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+               "mask_token": "[MASK]"}  # as older transformers wrote it beside the config
+    (base / "special_tokens_map.json").write_text(json.dumps(special))
+    csv, _ = _csv(tmp_path)
+    out = tmp_path / "tuned"
+    assert main(["train", "--model", "transformer", "--file", str(csv), "--out", str(out), "--epochs", "1",
+                 "--start-from", str(base), "--device", "cpu"]) == 0
+    kept = json.loads((out / "tokenizer_config.json").read_text())
+    assert kept["do_lower_case"] is False and kept["strip_accents"] is False and "auto_map" not in kept
+    assert kept["model_max_length"] == 64 and json.loads((out / "special_tokens_map.json").read_text()) == special
+    text = "Café Loved the film."
+    ours = [t for t, _ in explain(load_classifier(out, device="cpu"), text).subwords]
+    theirs = AutoTokenizer.from_pretrained(out)
+    assert ours == theirs.convert_ids_to_tokens(theirs(text)["input_ids"])
+    assert "Café" in ours and "Loved" in ours  # cased, accents kept
