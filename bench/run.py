@@ -106,6 +106,18 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
             write_timing("attribution", results["attribution"])
         print("\n".join(format_attribution(results["attribution"])))
         return results
+    if only == "stats-memory":  # Dataset statistics' memory on a long-window transformer, recorded
+        from bench.stats_memory import format_stats_memory, record_stats_memory
+
+        results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        results["stats_memory"] = record_stats_memory(quick)
+        Path(out).write_text(json.dumps(results, indent=2))
+        if not quick:
+            from hierattn.experiments.results import write_timing
+
+            write_timing("stats-memory", {**results["stats_memory"], "hardware": hardware()})
+        print("\n".join(format_stats_memory(results["stats_memory"])))
+        return results
     if only == "trust-tab":  # the trust panel in one browser tab on an idle server, recorded
         from bench.trust_tab import format_trust_tab, record_trust_tab
 
@@ -442,6 +454,10 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
                     f"{t['alone_seconds']:.1f} s", t["alone_seconds"] <= 10))
         out.append(("two trust panels at once (two tabs, two articles), against one alone", "<= 2.5x",
                     f"{t['ratio']:.2f}x ({t['both_seconds']:.1f} s)", t["ratio"] <= 2.5))
+    if results.get("stats_memory"):
+        m = results["stats_memory"]
+        out.append((f"stats --documents {m['documents']} on {m['model']} with {m['dataset']}, peak over the loaded "
+                    "model", "<= +1 GB", f"+{m['growth_mb']:,.0f} MB", m["growth_mb"] <= m["goal_growth_mb"]))
     if results.get("trust_tab"):
         t = results["trust_tab"]
         out.append((f"trust panel in one browser tab, idle server, {t['model']}, {min(t['words'])}-{max(t['words'])} "

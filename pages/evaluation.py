@@ -25,9 +25,7 @@ widgets.own_choice("eval_model", names, names[0], link="model")
 with st.sidebar:
     name = st.selectbox("Model", names, key="eval_model", format_func=labels.get)
 classifier = loading.load_or_stop(checkpoints[name])
-if headless := loading.no_prediction(classifier, name):  # an accuracy of chance is no score
-    st.info(headless.replace("no prediction is shown", "there is no prediction to score"))
-    st.stop()
+loading.stop_without_prediction(classifier, name)  # a random head's accuracy is chance, no score
 own = samples.own_name(classifier) if samples.heldout(checkpoints[name]) else None  # trained on your own file
 fitting = [d for d in datasets if sorted(samples.builtin_dataset(d).label_names) == sorted(classifier.labels)]
 datasets = ([own] if own else []) + fitting  # only data sets whose classes are the model's

@@ -67,6 +67,25 @@ def paper_means() -> dict[str, dict[str, float]]:
     return out
 
 
+def batch_budget(classifier: Classifier, batch_size: int = 32) -> tuple[int, int]:
+    """(documents per batch, attention cells such a batch holds at the model's caps): at most
+    ``batch_size`` documents, and no more than fit ``limits.EXPLANATION_CELLS`` together (one at the
+    least), the budget one explanation has. A batch's maps are reduced to their metrics before the
+    next batch runs. Batches of 32 on a transformer of a 512-token window held every layer's maps
+    of 32 documents: ``stats --documents 20`` on MiniLM with BBC articles peaked at 12.7 GB."""
+    from hierattn.limits import EXPLANATION_CELLS
+    from hierattn.models.footprint import attention_cells
+
+    text, model = classifier.text_config, classifier.model
+    forward = getattr(model, "forward_cells", None)  # a transformer: its pass's peak, not only what it keeps
+    cells = forward(text.max_sentences, text.max_words) if callable(forward) else attention_cells(
+        model, text.max_sentences, text.max_words)
+    if not cells:
+        return batch_size, 0
+    documents = max(1, min(batch_size, int(EXPLANATION_CELLS.value) // cells))
+    return documents, documents * cells
+
+
 @torch.inference_mode()
 def split_statistics(classifier: Classifier, texts: list[str], labels: list[str] | None = None,
                      batch_size: int = 32, progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
@@ -74,9 +93,12 @@ def split_statistics(classifier: Classifier, texts: list[str], labels: list[str]
     each metric's even-spread value at the matrix's size (``gini_even``, ``diagonality_b1_even``, ...).
 
     ``labels``: the documents' true class names (None: unknown). ``progress(done, total)`` is
-    called after every batch. Empty frame (with the columns) when the model has no self-attention.
+    called after every batch; a batch holds at most ``batch_size`` documents, fewer where their
+    attention would pass one explanation's budget (``batch_budget``). Empty frame (with the
+    columns) when the model has no self-attention.
     """
     frames, done = [], 0
+    batch_size = batch_budget(classifier, batch_size)[0]
     for positions, _, batch in streamed_batches(texts, classifier.text_config, classifier.vocab, batch_size):
         out = classifier.model(batch.to(classifier.device), return_attentions=True)
         predicted = out.logits.argmax(-1).cpu()
@@ -93,6 +115,7 @@ def split_statistics(classifier: Classifier, texts: list[str], labels: list[str]
             frame.insert(3, "map", name)
             frame.insert(4, "level", a.level)
             frames.append(frame)
+        del out  # this batch's maps, before the next batch computes its own
         done += len(positions)
         if progress:
             progress(done, len(texts))

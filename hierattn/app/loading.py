@@ -221,6 +221,13 @@ def no_prediction(classifier: Classifier, name: str) -> str:
             f"the Train page, \"Start from\" {viz.md_code(name)}, or `hierattn train --start-from` with its folder.")
 
 
+def stop_without_prediction(classifier: Classifier, name: str) -> None:
+    """A page that scores predictions says why there are none to score, and stops."""
+    if said := no_prediction(classifier, name):
+        st.info(said.replace("no prediction is shown", "there is no prediction to score"))
+        st.stop()
+
+
 def window_cut(classifier: Classifier) -> str:
     """A sentence, when a library model reads fewer tokens than its positions hold, because one
     explanation of its whole window would hold more attention than the server allows; else ''."""

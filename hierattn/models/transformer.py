@@ -74,7 +74,8 @@ class TransformerClassifier(nn.Module):
         """The attention cells one explanation holds at a full window (``library_limits.held_cells``;
         ``budget`` reads this)."""
         summary = config_from_hf(self.encoder.config)
-        return held_cells(summary.layers, summary.heads, self.window, sentences)
+        # a window's pieces hold at most as many sentences as pieces (our caps are set past the window)
+        return held_cells(summary.layers, summary.heads, self.window, min(sentences, self.window))
 
     def forward_cells(self, sentences: int, words: int) -> int:
         """A full window's pass at its peak: the float32 stack of every layer's map, then what is held."""

@@ -263,3 +263,30 @@ def test_many_groups_read_one_row_each(checkpoint_dir):
     first = compact.loc["word self-attention, branch a (ELU) · head 1"]
     excess = wide.loc["Diagonality (bandwidth = 3)", "word.self.a · head 1 · excess"]
     assert first["b=3 excess"] == pytest.approx(excess)
+
+
+@pytest.mark.slow  # reads twelve BBC articles with MiniLM
+def test_a_long_window_transformers_statistics_batch_within_one_explanations_budget():
+    """tweets-minilm's window of 512 pieces: one article a batch (32 held 12.7 GB for 20 articles),
+    cut to the words its window reads, as explain cuts it; the rows are those of batches of any size."""
+    from hierattn.analysis.stats import batch_budget, split_statistics
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.split import stratified_split
+    from hierattn.limits import EXPLANATION_CELLS
+    from tests.conftest import REPO
+
+    minilm = load_classifier(REPO / "checkpoints" / "tweets-minilm", device="cpu")
+    assert batch_budget(minilm)[0] == 1
+    hcan = load_classifier(REPO / "checkpoints" / "bbc-news-hcan", device="cpu")
+    documents, cells = batch_budget(hcan)
+    assert 1 < documents < 32 and cells <= EXPLANATION_CELLS.value
+    data = load_builtin("bbc-news")
+    texts = [data.texts[i] for i in stratified_split(data.labels)["test"][::19]][:12]
+    rows = split_statistics(minilm, texts)
+    words = rows[rows["level"] == "word"].groupby("document")["size"].max()
+    read = [explain(minilm, t).word_count() for t in texts]
+    # each article's word maps cover the words its window read (less a word read as no piece), no more
+    assert all(0 <= r - w <= 2 for w, r in zip(words, read)) and max(read) < 600, (list(words), read)
+    one_each = split_statistics(hcan, texts[:6], batch_size=1)
+    together = split_statistics(hcan, texts[:6])
+    pd.testing.assert_frame_equal(one_each, together, atol=1e-5)

@@ -302,3 +302,25 @@ def test_explore_says_whether_a_text_is_like_the_models_own_beside_its_baseline(
     settle(article)
     warning = next(shown(w.value) for w in article.warning if "unlike the model" in w.value)
     assert "rare for the model" in warning and "as many or more in" in warning and "under 1.25%" in warning, warning
+
+
+def test_the_statistics_page_computes_inside_the_servers_budget_for_explanations(monkeypatch):
+    """Dataset statistics started its split-wide computation as soon as a model was picked, outside
+    the budget every explanation waits for: its batches now hold what one explanation may, and the
+    whole computation holds that much of the budget while it runs."""
+    from hierattn.app import admission as admission_module
+    from hierattn.app.admission import PEAK_PER_CELL, Admission
+    from hierattn.limits import EXPLANATION_CELLS
+
+    held = []
+    real = Admission.admitted
+
+    def recorded(self, cost, on_wait=None):
+        held.append(cost)
+        return real(self, cost, on_wait)
+
+    monkeypatch.setattr(Admission, "admitted", recorded)
+    at = open_page("pages/1_statistics.py", stats_documents=7)
+    assert at.dataframe and held, "the statistics ran, admitted"
+    assert 0 < max(held) <= PEAK_PER_CELL * EXPLANATION_CELLS.value
+    assert admission_module.admission().held == 0  # given back once computed

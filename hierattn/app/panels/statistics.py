@@ -27,10 +27,14 @@ def split_statistics(checkpoints: dict[str, Path], name: str, dataset: str, spli
     texts, true, _ = split_part(dataset, split, corpus, own)
 
     def compute(progress):
+        from hierattn.app.admission import PEAK_PER_CELL, admission
+
         start = time.perf_counter()
-        # documents spread through the split, which is sorted by class: its first ones are one class
-        rows = stats.split_statistics(classifier, evenly_spaced(texts, count), evenly_spaced(true, count),
-                                      progress=progress)
+        # within the server's budget for explanations, as one of them: a batch's peak at the caps
+        with admission().admitted(PEAK_PER_CELL * stats.batch_budget(classifier)[1]):
+            # documents spread through the split, which is sorted by class: its first ones are one class
+            rows = stats.split_statistics(classifier, evenly_spaced(texts, count), evenly_spaced(true, count),
+                                          progress=progress)
         return rows, time.perf_counter() - start
 
     return computed(statistics_key(checkpoints[name], dataset, split, count), compute,
