@@ -175,9 +175,20 @@ def _model_and_text(args, default_text=None):
             raise ValueError(unknown_model(args.model))
         model_type, model_config, config = args.model, {}, TrainConfig()
         if args.start_from:  # a pre-trained start's recipe unless the flags say otherwise
-            from hierattn.training.loop import PRETRAINED_EPOCHS, PRETRAINED_LR, PRETRAINED_SCHEDULE
+            from hierattn.data.split import TRAIN_SHARE
+            from hierattn.training.loop import (
+                PRETRAINED_BATCH,
+                PRETRAINED_EPOCHS,
+                PRETRAINED_LR,
+                PRETRAINED_SCHEDULE,
+                pretrained_epochs,
+            )
 
-            config = replace(config, lr=PRETRAINED_LR, epochs=PRETRAINED_EPOCHS, lr_schedule=PRETRAINED_SCHEDULE)
+            # a known number of documents: epochs enough for about a hundred steps
+            epochs = pretrained_epochs(int(TRAIN_SHARE * args.train_documents)) if args.train_documents \
+                else PRETRAINED_EPOCHS
+            config = replace(config, lr=PRETRAINED_LR, epochs=epochs, lr_schedule=PRETRAINED_SCHEDULE,
+                             batch_size=PRETRAINED_BATCH)
     for key in ("epochs", "batch_size", "lr", "patience", "seed", "lr_schedule", "weight_decay", "min_freq",
                 "word_dropout", "embeddings", "precision", "start_from", "train_documents"):
         if getattr(args, key) is not None:

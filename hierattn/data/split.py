@@ -10,7 +10,10 @@ from hierattn.data.text import Document, TextConfig, tokenize_many
 SEED = 1234
 
 
-def stratified_split(labels: list[int], seed: int = SEED, fractions=(0.8, 0.1, 0.1)) -> dict[str, list[int]]:
+TRAIN_SHARE = 0.8  # of a data set, the training split's (80/10/10, as HCAN §4.3)
+
+
+def stratified_split(labels: list[int], seed: int = SEED, fractions=(TRAIN_SHARE, 0.1, 0.1)) -> dict[str, list[int]]:
     """Indices of a stratified train/validation/test split (HCAN section 4.3: 80/10/10).
 
     Exactly scikit-learn's ``train_test_split(..., stratify=..., random_state=seed)`` twice (80 /

@@ -232,7 +232,13 @@ class TrainingJob:
             kind, said = baselines.judge(metrics["validation_accuracy"], recorded, "validation",
                                          metrics.get("split_sizes", {}).get("validation"))
             verdict = ""
-            if kind == "beats":
+            answered = [label for label, n in metrics.get("validation_predicted", {}).items() if n]
+            if len(answered) == 1 and len(metrics.get("validation_predicted", {})) > 1:
+                kind = "one class"  # whatever its accuracy beside the baselines, it has learned no distinction
+                verdict = (f" Every validation prediction is '{answered[0]}': the model answers one class whatever "
+                           "the text, and has learned nothing that tells the classes apart. More optimiser steps "
+                           "(more epochs, a smaller batch), a larger learning rate or more data may help.")
+            elif kind == "beats":
                 verdict = f" Beside the best baseline: {said}."
             elif kind != "unknown":
                 # after an early stop more epochs would not have helped: validation had stopped improving

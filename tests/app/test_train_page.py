@@ -186,11 +186,18 @@ def test_fine_tune_a_hugging_face_folder_from_the_page(train_env):
         "a new model, from scratch", "tiny-bert", "tiny-transformer", "all-MiniLM-L6-v2 (pretrained)"]
     assert [n.key for n in at.number_input if n.key.startswith("hp_transformer_")]  # from scratch: its sizes
     at.selectbox(key="start_from_transformer").set_value("tiny-bert").run()
-    # a pre-trained start: none of the sizes (the checkpoint's), a small learning rate and few epochs
+    # a pre-trained start: none of the sizes (the checkpoint's), a small learning rate, batches of 16 and
+    # epochs enough for about a hundred steps (48 training documents: 3 batches an epoch, so 20 epochs at most)
     assert not [n.key for n in at.number_input if n.key.startswith("hp_transformer_")]
-    assert at.number_input(key="lr_pretrained").value == 3e-5 and at.number_input(key="epochs_pretrained").value == 3
+    assert at.number_input(key="lr_pretrained").value == 3e-5
+    assert at.number_input(key="batch_size_pretrained").value == 16
+    assert at.number_input(key="epochs_pretrained").value == 20
+    assert "About 60 optimiser steps" in messages(at)  # 20 x 3: under a hundred, warned
     at.number_input(key="epochs_pretrained").set_value(1).run()
-    at.number_input(key="batch_size").set_value(8).run()
+    assert any("About 3 optimiser steps" in w.value and "moves little" in w.value for w in at.warning)
+    at.button(key="measure_rate").click().run()
+    assert "Measured here:" in messages(at) and "training documents a second" in messages(at)
+    at.number_input(key="batch_size_pretrained").set_value(8).run()
     at.number_input(key="lr_pretrained").set_value(1e-4).run()
     run_name_box(at).input("films-bert").run()
     at.button(key="start").click().run()

@@ -93,13 +93,24 @@ def _train_args(**given):
     return Namespace(**{**{k: None for k in keys}, "model": "transformer", **given})
 
 
+def test_a_pretrained_starts_epochs_reach_a_hundred_steps_on_a_small_split():
+    from hierattn.training.loop import pretrained_epochs
+
+    assert pretrained_epochs(240) == 7  # 300 uploaded documents: 15 steps an epoch, 105 steps in all
+    assert pretrained_epochs(24) == 20 and pretrained_epochs(3_200) == 3
+
+
 def test_a_pretrained_start_on_the_command_line_gets_its_recipe_unless_told_otherwise():
     from hierattn.cli.training import _model_and_text
 
     _, _, _, config = _model_and_text(_train_args(start_from="all-MiniLM-L6-v2", train_documents=400))
-    assert (config.lr, config.epochs, config.lr_schedule, config.train_documents) == (3e-5, 3, "warmup", 400)
-    _, _, _, config = _model_and_text(_train_args(start_from="x", lr=1e-4, lr_schedule="constant"))
-    assert (config.lr, config.epochs, config.lr_schedule) == (1e-4, 3, "constant")
+    # 320 training documents in batches of 16: 5 epochs make the hundred steps a start needs
+    assert (config.lr, config.epochs, config.batch_size, config.lr_schedule, config.train_documents) == (
+        3e-5, 5, 16, "warmup", 400)
+    _, _, _, config = _model_and_text(_train_args(start_from="x", lr=1e-4, lr_schedule="constant", batch_size=8))
+    assert (config.lr, config.epochs, config.batch_size, config.lr_schedule) == (1e-4, 3, 8, "constant")
+    _, _, _, many = _model_and_text(_train_args(start_from="x", train_documents=40_000))
+    assert many.epochs == 3  # 2,000 steps an epoch: the usual three
     _, _, _, scratch = _model_and_text(_train_args())
     assert (scratch.lr, scratch.lr_schedule) == (1e-3, "constant")
 

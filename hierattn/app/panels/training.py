@@ -26,7 +26,13 @@ from hierattn.limits import UPLOAD_MB
 from hierattn.models import REGISTRY
 from hierattn.models.knobs import defaults, knobs
 from hierattn.training import baselines
-from hierattn.training.loop import PRETRAINED_EPOCHS, PRETRAINED_LR, PRETRAINED_SCHEDULE, TrainConfig
+from hierattn.training.loop import (
+    PRETRAINED_BATCH,
+    PRETRAINED_LR,
+    PRETRAINED_SCHEDULE,
+    TrainConfig,
+    pretrained_epochs,
+)
 
 PREVIEW_COLUMNS = 30  # the preview's width; the pickers offer every column (at most limits.UPLOAD_COLUMNS)
 
@@ -119,12 +125,14 @@ def training_section(dataset, model_type: str, start_from: str = "") -> tuple[Te
     fitted = REGISTRY[model_type].fitted
     suggested = train_defaults(dataset.name)
     tuned = "_pretrained" if start_from else ""  # its own widgets, so each start keeps its own defaults
+    train_documents = dataset_summary(dataset)[1]["train"]
     t1, t2, t3 = st.columns(3)
-    epochs = t1.number_input("Epochs", 1, 200, PRETRAINED_EPOCHS if start_from else suggested["epochs"],
-                             key=f"epochs{tuned}", disabled=fitted,
-                             help="Passes over the training split; the best epoch on validation is kept.")
-    batch_size = t2.number_input("Batch size", 1, 512, suggested["batch_size"], key="batch_size", disabled=fitted,
-                                 help="Documents per optimisation step.")
+    epochs = t1.number_input("Epochs", 1, 200, pretrained_epochs(train_documents) if start_from else
+                             suggested["epochs"], key=f"epochs{tuned}", disabled=fitted,
+                             help="Passes over the training split; the best epoch on validation is kept. A "
+                                  "pre-trained start's default reaches about a hundred optimiser steps.")
+    batch_size = t2.number_input("Batch size", 1, 512, PRETRAINED_BATCH if start_from else suggested["batch_size"],
+                                 key=f"batch_size{tuned}", disabled=fitted, help="Documents per optimisation step.")
     lr = t3.number_input("Learning rate", 1e-6, 1e-1, PRETRAINED_LR if start_from else 1e-3, format="%.6f",
                          key=f"lr{tuned}", disabled=fitted,
                          help="Adam's step size: 1e-3 from scratch; 2e-5 to 5e-5 for a pre-trained model, whose "
@@ -140,16 +148,51 @@ def training_section(dataset, model_type: str, start_from: str = "") -> tuple[Te
                                    "A fine-tuned model keeps its own.")
     subset = t2.number_input("At most this many documents", 0, 10_000_000, 0, step=1000, key="subset",
                              help="0: all of them. Else a stratified sample, each class in its proportion, drawn with "
-                                  "the seed: a quick first run (a pre-trained model on two cores reads a few "
-                                  "documents a second).")
+                                  "the seed: a quick first run (the estimate below says how long a run takes here).")
     patience = t3.number_input("Patience (epochs)", 1, 50, 3, key="patience", disabled=fitted,
                                help="Stop when validation accuracy has not improved for this many epochs in a row; "
                                     "the best epoch is kept either way.")
+    if not fitted:
+        text = TextConfig(max_sentences=int(max_sentences), max_words=int(max_words))
+        _steps_and_time(dataset, model_type, start_from, text, int(epochs), int(batch_size), int(subset))
     return (TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
             TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
                         embeddings="random" if start_from else embeddings, start_from=start_from,
                         lr_schedule=PRETRAINED_SCHEDULE if start_from else "constant", patience=int(patience)),
             int(subset))
+
+
+def _steps_and_time(dataset, model_type: str, start_from: str, text: TextConfig, epochs: int, batch_size: int,
+                    subset: int) -> None:
+    """The run's optimiser steps, a warning when a pre-trained start gets too few to move, and for a
+    pre-trained start (the slow case) its time from a rate measured here on a click."""
+    from hierattn.data.split import TRAIN_SHARE
+    from hierattn.training.loop import PRETRAINED_STEPS
+
+    documents = min(subset, len(dataset.texts)) if subset else len(dataset.texts)
+    train = dataset_summary(dataset)[1]["train"] if not subset else int(TRAIN_SHARE * documents)
+    steps = epochs * -(-train // batch_size)
+    said = f"About {steps:,} optimiser steps: {epochs} epochs of {-(-train // batch_size):,} batches of {batch_size}."
+    if start_from and steps < PRETRAINED_STEPS:
+        st.warning(said + f" A pre-trained model moves little in under {PRETRAINED_STEPS}: 12 steps on 240 documents "
+                          "ended answering the largest class. More epochs or a smaller batch give it more.")
+    else:
+        st.caption(said)
+    if not start_from:
+        return
+    key = ("rate", start_from, model_type, batch_size, text.max_sentences, text.max_words)
+    if st.button("Estimate the time", key="measure_rate",
+                 help="Times two optimiser steps of this start on your documents, here and now (a few seconds)."):
+        from hierattn.training.in_memory import measured_rate
+
+        with st.spinner("Timing two optimiser steps…"):
+            st.session_state[key] = measured_rate(start_from, model_type, dataset.texts, dataset.labels,
+                                                  dataset.label_names, text, batch_size)
+    rate = st.session_state.get(key)
+    if rate:
+        st.caption(f"Measured here: {rate:.1f} training documents a second, so about "
+                   f"{duration(epochs * train / rate)} for the epochs, before validation (other runs and "
+                   "visitors on the server make it slower).")
 
 
 SCRATCH = "a new model, from scratch"
@@ -221,7 +264,7 @@ def run_panel(jobs, job_id: str) -> None:
             kind = metrics.get("baseline_verdict") or baselines.judge(
                 metrics.get("validation_accuracy", 0.0), metrics.get("baselines", {}), "validation",
                 metrics.get("split_sizes", {}).get("validation"))[0]
-            if kind in ("below", "within noise"):  # green only for a run that clearly beats its baselines
+            if kind in ("below", "within noise", "one class"):  # green only for a run that clearly beats them
                 st.warning(viz.md_text(snap["message"]))
             else:
                 st.success(viz.md_text(snap["message"]))
