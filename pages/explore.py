@@ -10,6 +10,7 @@ from hierattn.app.panels import (
     domain,
     faithfulness,
     gates,
+    head_importance,
     heads,
     self_attention,
     shading,
@@ -106,6 +107,7 @@ if not headless and st.toggle("What if? Drop or reorder sentences, replace a wor
 # 3. Every head at a glance (layers of heads); self-attention heatmaps and their metrics; MahNN's channels;
 # 4. target-attention distributions
 heads.head_overview(ex, name, figures)
+head_importance.which_heads_matter(classifier, checkpoints[name], ex, doc_key, figures)
 self_view = self_attention.self_attention(ex, words, sentence_labels, doc_key, name, figures)
 hidden = self_attention.channels(ex, words, figures) or gates.gates(ex, words, figures)
 if not ex.self_attention_names and ex.attentions and view.painted and not hidden and not view.coverage:

@@ -174,6 +174,9 @@ def add_stats(commands) -> None:
                                                      "(the task of each side is its data set's: bbc-news topic, "
                                                      "tweets sentiment; else --checkpoint is the topic side)")
     s.add_argument("--dataset2", help="the second checkpoint's data set (default: its own)")
+    s.add_argument("--heads-matter", action="store_true",
+                   help="also each head's drop in P(predicted) when its attention alone is made even (Michel et al. "
+                        "2019), with a 95%% interval over the documents: which heads the prediction needs")
     s.add_argument("--json", help="write the report here as JSON (shares of attention, 0..1)")
     s.add_argument("--device")
     plugin_argument(s)
@@ -207,6 +210,8 @@ def stats(args) -> int:
             report["versus"] = {"topic": sides["topic"][0], "sentiment": sides["sentiment"][0],
                                 **versus(sides["topic"][1], sides["sentiment"][1], level)}
         report["heads"], report["layers"] = _head_overview(classifier, rows.attrs["texts"])
+        if args.heads_matter:
+            report["heads_matter"] = _heads_matter(classifier, rows.attrs["texts"])
     except (CheckpointError, DataError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -227,6 +232,30 @@ def _head_overview(classifier, texts: list[str]) -> tuple[list[dict], list[dict]
     if first is None or heads.layered_map(first) is None:
         return [], []
     return clark.over_split(classifier, texts)
+
+
+def _heads_matter(classifier, texts: list[str]) -> list[dict]:
+    """Each head's drop over the documents (``analysis.head_importance.split_drops``), as rows."""
+    from hierattn.analysis.explain import explained
+    from hierattn.analysis.head_importance import split_drops
+
+    documents = [ex.document for _, ex in explained(classifier, texts) if ex is not None]  # as explain reads them
+    return [{"site": d.head.site, "layer": d.head.layer, "head": d.head.head, "drop": d.mean, "low": d.low,
+             "high": d.high, "documents": d.documents, "matters": d.matters}
+            for d in split_drops(classifier, documents)]
+
+
+def _heads_matter_text(rows: list[dict]) -> list[str]:
+    from hierattn.analysis.head_importance import MATTERS
+
+    needed = sum(r["matters"] for r in rows)
+    lines = [f"which heads matter over {rows[0]['documents']:,} documents (Michel et al. 2019): the drop in "
+             f"P(predicted) when one head's attention is made even, points [95%]; it matters when the interval is "
+             f"above {100 * MATTERS:.0f} point: {needed} of {len(rows)} heads"]
+    for r in sorted(rows, key=lambda r: -r["drop"]):
+        lines.append(f"  {r['site']} layer {r['layer'] + 1} head {r['head'] + 1}: {100 * r['drop']:+.2f} "
+                     f"[{100 * r['low']:+.2f}, {100 * r['high']:+.2f}]" + (" · matters" if r["matters"] else ""))
+    return lines
 
 
 def _layers_text(rows: list[dict]) -> list[str]:
@@ -289,6 +318,8 @@ def _stats_text(report: dict) -> str:
         lines += _heads_text(report["heads"])
     if report.get("layers"):
         lines += _layers_text(report["layers"])
+    if report.get("heads_matter"):
+        lines += _heads_matter_text(report["heads_matter"])
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ from hierattn.viz.figures import (
            probability_chart,
            unknown_note,
 )
-from hierattn.viz.heads import clark_layer_table, clark_layers, head_grid, head_table
+from hierattn.viz.heads import clark_layer_table, clark_layers, head_drop_grid, head_grid, head_table
 from hierattn.viz.html import (
            counted,
            difference_html,
@@ -40,8 +40,8 @@ from hierattn.viz.text import shaded_text
 __all__ = [
     "PALETTE", "TEMPLATE", "UNKNOWN_MARK",
     "attention_heatmap", "attention_sharpness_chart", "block_overview", "clark_layer_table", "clark_layers",
-    "confusion_heatmap", "counted", "difference_html",
-    "distribution_chart", "document_html", "erasure_chart", "head_grid", "head_table", "heads_grid", "lines_chart",
+    "confusion_heatmap", "counted", "difference_html", "distribution_chart", "document_html", "erasure_chart",
+    "head_drop_grid", "head_grid", "head_table", "heads_grid", "lines_chart",
     "marked_words", "matrix_heatmap", "md_code", "md_text", "metric_boxes", "plain_text_html", "probability_chart",
     "shaded_document_html", "shaded_text", "shading_legend_html", "start_sweep_chart", "training_chart", "unknown_note",
     "word_attention_html"

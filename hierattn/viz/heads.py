@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 
 from hierattn.analysis.heads import PATTERNS
@@ -133,3 +134,36 @@ def clark_layer_table(layers: list[dict], first_special: str | None = None):
     rows = [{"": names[key], "even": even(key),
              **{f"layer {r['layer'] + 1}": figure(r[key], key) for r in layers}} for key in (*TARGETS, "entropy")]
     return pd.DataFrame(rows)
+
+
+@own_style
+def head_drop_grid(drops, row_names: Sequence[str], head_names: Sequence[str],
+                   findings: Sequence[Sequence[str]] | None = None) -> go.Figure:
+    """``drops`` (rows, heads): the drop in P(predicted), 0..1, when each head's attention alone is
+    made even (``analysis.head_importance``); NaN where a row has fewer heads. A diverging scale
+    centred on 0, so a head whose removal strengthens the prediction (a negative drop) is told from
+    one that weakens it; each cell names its drop in points and, where the head grid found one, its
+    pattern (``findings``)."""
+    z = np.asarray(drops, dtype=np.float64) * 100
+    rows, cols = z.shape
+    top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
+    top = top if top > 0 else 1.0
+
+    def cell(i: int, j: int) -> str:
+        if not np.isfinite(z[i, j]):
+            return ""
+        found = findings[i][j] if findings and findings[i][j] not in ("", "no finding") else ""
+        return f"{z[i, j]:+.1f}" + (f"<br>{SHORT.get(found, found[:4])}" if found else "")
+
+    fig = go.Figure(go.Heatmap(
+        z=z.tolist(), x=list(range(cols)), y=list(range(rows)), zmin=-top, zmax=top, zauto=False,
+        colorscale="PuOr_r", text=[[cell(i, j) for j in range(cols)] for i in range(rows)], texttemplate="%{text}",
+        textfont=dict(size=11 if cols > 6 else 13),
+        customdata=[[f"{row_names[i]} · {head_names[j]}" for j in range(cols)] for i in range(rows)],
+        hovertemplate="%{customdata}<br>P(predicted) drops by %{z:+.2f} points<extra></extra>",
+        colorbar=dict(title=dict(text="drop, points", side="right"))))
+    fig.update_layout(height=max(220, 46 * rows + 110), margin=dict(l=10, r=10, t=10, b=10),
+                      xaxis=dict(tickmode="array", tickvals=list(range(cols)), ticktext=list(head_names), side="top"),
+                      yaxis=dict(tickmode="array", tickvals=list(range(rows)), ticktext=list(row_names),
+                                 autorange="reversed"))
+    return fig

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, shown
 from tests.models.tiny_transformers import TEXTS, save_tiny
 
 DOC = TEXTS[0] + " " + TEXTS[2]
@@ -100,3 +100,20 @@ def test_compare_statistics_and_evaluation_take_a_transformer(env):
     assert re.fullmatch(r"\d+\.\d%", layers.loc["to [CLS]", "even"])
     evaluation = _page("pages/evaluation.py").run()
     assert not evaluation.exception, evaluation.exception
+
+
+def test_explore_shows_which_heads_matter_beside_the_head_grid(env):
+    """The toggle makes each head even in turn in the background, then draws the grid of drops (with
+    an Export) and names the largest, beside the head grid's patterns."""
+    from tests.app.test_pages import settle
+
+    at = _page("app.py").run()
+    at.selectbox(key="model").set_value("tiny-bert").run()
+    at.text_area(key="document").input(DOC).run()
+    at.toggle(key="heads_matter").set_value(True).run()
+    at = settle(at)
+    assert not at.exception, at.exception
+    said = " ".join(shown(c.value) for c in at.caption)
+    assert "when one head's attention is replaced by an even spread" in said and "Largest: subword.self · layer" in said
+    assert "Of the " in said and "heads with a pattern in the grid above" in said
+    assert any(b.key.startswith("export_heads_matter_") for b in at.get("download_button"))  # a slide of it

@@ -58,6 +58,9 @@ def _figures() -> dict:
             {"HCAN": ([0.01, 1.0, 10.0], [0.3, 0.5, 0.6]), "HAN": ([0.01, 1.0, 10.0], [0.2, 0.2, 0.3])},
             "word attention's JSD from even", title="word attention's JSD from even"),
         "distribution": viz.distribution_chart([0.2, 0.3, 0.5], WORDS[:3]),
+        "which heads matter": viz.head_drop_grid(
+            [[0.052, -0.011, 0.0], [0.0, 0.021, float("nan")]], ["layer 1", "layer 2"], ["head 1", "head 2", "head 3"],
+            [["previous", "no finding", ""], ["", "special", ""]]),
         "erasure curves": viz.erasure_chart([1, 2], {"attention": [0.1, 0.2], "random": [0.0, 0.1]}, "sport",
                                             "words removed"),
         "training curve": viz.training_chart([1.0, 0.8, 0.7, 0.6], [
