@@ -22,7 +22,7 @@ from hierattn.viz.figures import (
            probability_chart,
            unknown_note,
 )
-from hierattn.viz.heads import clark_layer_table, clark_layers, head_drop_grid, head_grid, head_table
+from hierattn.viz.heads import DROP_SCALE, clark_layer_table, clark_layers, head_drop_grid, head_grid, head_table
 from hierattn.viz.html import (
            counted,
            difference_html,
@@ -41,7 +41,7 @@ __all__ = [
     "PALETTE", "TEMPLATE", "UNKNOWN_MARK",
     "attention_heatmap", "attention_sharpness_chart", "block_overview", "clark_layer_table", "clark_layers",
     "confusion_heatmap", "counted", "difference_html", "distribution_chart", "document_html", "erasure_chart",
-    "head_drop_grid", "head_grid", "head_table", "heads_grid", "lines_chart",
+    "DROP_SCALE", "head_drop_grid", "head_grid", "head_table", "heads_grid", "lines_chart",
     "marked_words", "matrix_heatmap", "md_code", "md_text", "metric_boxes", "plain_text_html", "probability_chart",
     "shaded_document_html", "shaded_text", "shading_legend_html", "start_sweep_chart", "training_chart", "unknown_note",
     "word_attention_html"

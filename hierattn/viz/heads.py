@@ -11,6 +11,7 @@ from hierattn.analysis.heads import PATTERNS
 from hierattn.viz.figures import COLORSCALE
 from hierattn.viz.style import LEGEND_ABOVE, own_style
 
+DROP_SCALE = 5.0  # points: the least a head-drop grid's colour scale reaches either side of 0
 SHORT = {"previous": "prev", "next": "next", "special": "spec", "same word": "same"}  # a pattern in a narrow cell
 
 
@@ -141,19 +142,21 @@ def head_drop_grid(drops, row_names: Sequence[str], head_names: Sequence[str],
                    findings: Sequence[Sequence[str]] | None = None) -> go.Figure:
     """``drops`` (rows, heads): the drop in P(predicted), 0..1, when each head's attention alone is
     made even (``analysis.head_importance``); NaN where a row has fewer heads. A diverging scale
-    centred on 0, so a head whose removal strengthens the prediction (a negative drop) is told from
-    one that weakens it; each cell names its drop in points and, where the head grid found one, its
-    pattern (``findings``)."""
+    centred on 0 (orange: the prediction weakens; purple: it grows), reaching at least
+    ``DROP_SCALE`` points either side; each cell names its drop in points and, where the head grid
+    found one, its pattern (``findings``)."""
     z = np.asarray(drops, dtype=np.float64) * 100
     rows, cols = z.shape
-    top = float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
-    top = top if top > 0 else 1.0
+    # the scale reaches at least DROP_SCALE points: a confident prediction moved by a tenth of a point
+    # took the darkest colour when the scale ran to the largest drop, a finding made by the scale
+    top = max(float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 0.0, DROP_SCALE)
 
     def cell(i: int, j: int) -> str:
         if not np.isfinite(z[i, j]):
             return ""
         found = findings[i][j] if findings and findings[i][j] not in ("", "no finding") else ""
-        return f"{z[i, j]:+.1f}" + (f"<br>{SHORT.get(found, found[:4])}" if found else "")
+        value = round(float(z[i, j]), 1) + 0.0  # never "-0.0"
+        return f"{value:+.1f}" + (f"<br>{SHORT.get(found, found[:4])}" if found else "")
 
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), x=list(range(cols)), y=list(range(rows)), zmin=-top, zmax=top, zauto=False,

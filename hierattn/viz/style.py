@@ -29,5 +29,7 @@ def own_style(build):
     def styled(*args, **kwargs) -> go.Figure:
         fig = build(*args, **kwargs)
         fig.update_layout(template=TEMPLATE, colorway=PALETTE)
+        if fig.layout.legend.y is not None and fig.layout.legend.y > 1:  # a key above: the toolbar goes down
+            fig.update_layout(modebar=dict(orientation="v"))  # the right side, not over the key's first row
         return fig
     return styled

@@ -48,7 +48,8 @@ def which_heads_matter(classifier: Classifier, path: Path, ex: Explanation, doc_
     others = [d for h, d in drops.items() if layered.get((h.layer, h.head), "no finding") == "no finding"]
     point = head_importance.MATTERS
     said = (f"The drop in P({viz.md_text(ex.label)}), in points, when one head's attention is replaced by an even "
-            "spread over its keys, every other head as trained (purple: the prediction weakens; orange: it grows). "
+            "spread over its keys, every other head as trained (orange: the prediction weakens; purple: it grows; the "
+            f"colours reach {viz.DROP_SCALE:g} points at the least, so a drop under a point stays pale). "
             "Largest: " + ", ".join(f"{viz.md_text(h.name)} {100 * d:+.1f}" for h, d in ranked[:3]) + ".")
     if layered:
         moved = sum(d >= point for d in patterned)
