@@ -129,6 +129,8 @@ class SubwordVocab:
         self.prefix, self.suffix = list(probe.ids[:first]), list(probe.ids[last:])
         self.prefix_tokens, self.suffix_tokens = list(probe.tokens[:first]), list(probe.tokens[last:])
         unk = tokenizer.get_vocab().get(getattr(tokenizer.model, "unk_token", None) or "")
+        if unk is None and type(tokenizer.model).__name__ == "Unigram":  # it keeps an id, not a token
+            unk = json.loads(tokenizer.to_str())["model"].get("unk_id")
         self.unk_id = unk
         if self.window <= len(self.prefix) + len(self.suffix):
             raise ValueError(f"a window of {self.window} tokens leaves no room for words")
@@ -262,7 +264,11 @@ class SubwordVocab:
         """(token as the tokenizer writes it, reading-order word index or -1 for a special token) of
         every token the model reads of ``document``, special tokens included, in sequence order;
         ``NO_WORD`` for a piece in no word."""
-        _, tokens, words, _ = self._read(document)
+        ids, tokens, words, _ = self._read(document)
+        # an unknown piece as the model reads it: the unknown token, not the text it stands for (a
+        # Unigram tokenizer writes the text: an unknown "," was labelled "," where the model read <unk>)
+        unk = self.tokenizer.id_to_token(self.unk_id) if self.unk_id is not None else None
+        tokens = [unk if i == self.unk_id and unk is not None else t for i, t in zip(ids, tokens)]
         return ([(t, -1) for t in self.prefix_tokens] + list(zip(tokens, words))
                 + [(t, -1) for t in self.suffix_tokens])
 
