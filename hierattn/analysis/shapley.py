@@ -3,9 +3,11 @@ sets them beside sentence occlusion and the sentence attention.
 
 Lundberg & Lee 2017's KernelSHAP at the sentence level: each sentence's Shapley value for
 P(class), the game's players the sentences, a coalition the document keeping a subset of them (one
-forward pass each). Up to ``EXACT_SENTENCES`` sentences every coalition is enumerated (2^7 = 128
-passes) and the values are exact: KernelSHAP with every coalition is the Shapley value, so there
-is nothing to estimate. Beyond that, captum's KernelSHAP samples coalitions in complementary pairs
+forward pass each). Wherever every coalition fits the pass budget (2^n <= ``SHAP_MAX_PASSES``: up to
+``EXACT_SENTENCES`` = 9 sentences at 512) every coalition is enumerated and the values are exact:
+KernelSHAP with every coalition is the Shapley value, so there is nothing to estimate, and sampling
+512 coalitions of a 9-sentence article left its values up to 7.3 points off for the same cost.
+Beyond that, captum's KernelSHAP samples coalitions in complementary pairs
 (a coalition and the rest of the document: the paired sampling of Covert & Lee 2021, which cancels
 much of the estimator's variance), in independent draws of ``SHAP_DRAW`` coalitions, until the
 standard error of their mean, measured from the spread between draws, is below ``SHAP_ERROR`` or
@@ -29,11 +31,12 @@ from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.text import Document
 
 SHAP = "KernelSHAP"
-EXACT_SENTENCES = 7  # up to 2^7 = 128 coalitions: enumerate them all, the Shapley values exactly
 SHAP_DRAW = 128  # coalitions a sampled draw (one forward pass each), in complementary pairs
 SHAP_MIN_DRAWS = 4  # independent draws at least: their spread measures the error (2 leave it one degree of freedom)
 SHAP_ERROR = 0.005  # sample until the values' standard error is below this (half a probability point) ...
 SHAP_MAX_PASSES = 512  # ... or this many coalitions are spent (4 draws: what Explore waits for)
+# every coalition within the pass budget: enumerate them all, the Shapley values exactly (2^9 = 512)
+EXACT_SENTENCES = SHAP_MAX_PASSES.bit_length() - 1
 SHAP_SAMPLES = SHAP_DRAW  # the cost of one draw, for the pages' descriptions
 
 
@@ -57,8 +60,8 @@ def exact_shapley(values: torch.Tensor, players: int) -> list[float]:
 def sentence_shap(classifier: Classifier, document: Document, label: int, samples: int | None = None,
                   seed: int = 0, max_passes: int = SHAP_MAX_PASSES, target_error: float = SHAP_ERROR
                   ) -> Attribution | None:
-    """The sentences' Shapley values for P(label) (see the module doc): exact up to
-    ``EXACT_SENTENCES`` sentences, else KernelSHAP in draws of ``samples`` (default ``SHAP_DRAW``)
+    """The sentences' Shapley values for P(label) (see the module doc): exact where every coalition
+    fits ``max_passes`` (2^n of them), else KernelSHAP in draws of ``samples`` (default ``SHAP_DRAW``)
     coalitions until the standard error is below ``target_error`` or ``max_passes`` are spent (at
     least ``SHAP_MIN_DRAWS`` draws, to measure it). ``samples`` given forces sampling at any length. None for a
     document of one sentence (nothing to share out). Seeded: the same document gets the same values."""
@@ -68,7 +71,7 @@ def sentence_shap(classifier: Classifier, document: Document, label: int, sample
     start = time.perf_counter()
     forward = removal_output(classifier, document, SENTENCE_UNITS, list(range(sentences)),
                               lambda distributions: distributions[:, label])
-    if samples is None and sentences <= EXACT_SENTENCES:
+    if samples is None and 2 ** sentences <= max_passes:
         masks = torch.arange(2 ** sentences)
         keep = ((masks[:, None] >> torch.arange(sentences)[None, :]) & 1).float()  # (2^n, n), bit i: sentence i kept
         values = torch.cat([forward(keep[i: i + PER_PASS]) for i in range(0, len(keep), PER_PASS)])

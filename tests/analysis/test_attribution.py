@@ -175,6 +175,28 @@ def test_sentence_shapley_values_are_exact_up_to_seven_sentences(checkpoint_dir)
     assert shapley.sentence_shap(classifier, one.document, label) is None
 
 
+NINE = LONGER + " Prices rose at the gate. Nobody minded at all."
+
+
+@pytest.mark.slow  # 2 x 512 coalitions and 9! orderings, read one by one
+def test_sentence_shapley_values_are_exact_up_to_nine_sentences_at_the_pass_budget():
+    """2^9 = 512 coalitions fit the 512 passes sampling would spend: a 9-sentence document's values
+    are exact, equal to the Shapley values by subsets and by orderings within 1e-6 (sampled, four
+    bbc-news-hcan articles of 9-10 sentences were 4.0-7.3 points off for the same passes); 10
+    sentences are sampled, with their errors. bbc-news-han: the tweet models read 8 sentences."""
+    classifier = load_classifier(REPO / "checkpoints" / "bbc-news-han", device="cpu")
+    ex = explain(classifier, NINE)
+    assert len(ex.document.sentences) == 9 == shapley.EXACT_SENTENCES
+    label = ex.labels.index(ex.label)
+    result = shapley.sentence_shap(classifier, ex.document, label)
+    assert result.exact and result.forward_passes == 512
+    assert result.scores == pytest.approx(_exact_shapley(classifier, ex.document, label), abs=1e-6)
+    assert result.scores == pytest.approx(_shapley_by_orderings(classifier, ex.document, label), abs=1e-6)
+    ten = explain(classifier, NINE + " The bus was late.")
+    sampled = shapley.sentence_shap(classifier, ten.document, label)
+    assert not sampled.exact and sampled.errors and sampled.forward_passes <= shapley.SHAP_MAX_PASSES
+
+
 def test_exact_shapley_on_a_game_with_known_values():
     """v(S) = sum of the players' worths + 1 when players 0 and 1 are both in: each player gets its
     worth, and 0 and 1 split the bonus."""

@@ -101,7 +101,7 @@ def document_erasure(classifier: Classifier, path: Path, ex: Explanation, shadin
 
 def sentence_attributions(classifier: Classifier, path: Path, ex: Explanation, doc_key: str) -> None:
     """Each sentence's attention beside captum's sentence occlusion and the sentences' Shapley values,
-    on request (one forward pass per sentence, then up to 2^7 for exact Shapley values, or
+    on request (one forward pass per sentence, then up to 2^9 for exact Shapley values, or
     KernelSHAP's draws of SHAP_SAMPLES until their error is small)."""
     if len(ex.document.sentences) < 2:
         return
