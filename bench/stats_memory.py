@@ -1,7 +1,7 @@
 """The Dataset statistics computation's memory on a long-window transformer: ``hierattn stats
 --documents 20`` on tweets-minilm with bbc-news articles (its 512-token window full), in a process of
 its own, peak resident memory against the same process's after loading the model and explaining one
-short text. Goal: at most +1 GB (issue 55; batches of 32 held every layer's maps of 32 articles and
+short text. Goal: at most +1 GB (batches of 32 held every layer's maps of 32 articles and
 peaked at 12.7 GB)."""
 from __future__ import annotations
 

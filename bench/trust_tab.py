@@ -1,7 +1,7 @@
 """Explore's "Can I trust this shading?" in one browser tab on an idle server: the time from ticking
 the box to the panel drawn ("How to read them" on the page, nothing running), for BBC test
 articles of about 265 words on the shipped bbc-news-hcan, each article a computation of its own
-(the app keeps results per checkpoint and document). Goal: 10 s (issue 54; 11.8-12.8 s were
+(the app keeps results per checkpoint and document). Goal: 10 s (11.8-12.8 s were
 measured in one tab on a busy machine).
 
 Unlike ``inference.trust_two_tabs`` (the battery through the library, as the app's background

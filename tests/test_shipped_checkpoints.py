@@ -122,7 +122,7 @@ def test_a_shipped_transformer_predicts_what_plain_transformers_predicts_on_the_
         assert [t for t, _ in ex.subwords] == tokenizer.convert_ids_to_tokens(tokenizer(text)["input_ids"])
 
 
-LONG_TEXTS = 12  # of the BBC test articles past the old caps; 200 of them measured in the closing note of issue 55
+LONG_TEXTS = 12  # texts past the old caps per model: a sample of what docs/TRANSFORMERS.md measured on 200
 
 
 TWEET_TRANSFORMERS = [p for p in TRANSFORMERS if p.name.startswith("tweets-")]  # caps of 8 x 50 words

@@ -154,7 +154,8 @@ def training_section(dataset, model_type: str, start_from: str = "") -> tuple[Te
                                     "the best epoch is kept either way.")
     if not fitted:
         text = TextConfig(max_sentences=int(max_sentences), max_words=int(max_words))
-        _steps_and_time(dataset, model_type, start_from, text, int(epochs), int(batch_size), int(subset))
+        _steps_and_time(dataset, model_type, start_from, text, int(epochs), int(batch_size), int(subset),
+                        train_documents)
     return (TextConfig(max_sentences=int(max_sentences), max_words=int(max_words)),
             TrainConfig(epochs=int(epochs), batch_size=int(batch_size), lr=float(lr), seed=int(seed),
                         embeddings="random" if start_from else embeddings, start_from=start_from,
@@ -163,14 +164,14 @@ def training_section(dataset, model_type: str, start_from: str = "") -> tuple[Te
 
 
 def _steps_and_time(dataset, model_type: str, start_from: str, text: TextConfig, epochs: int, batch_size: int,
-                    subset: int) -> None:
+                    subset: int, train_documents: int) -> None:
     """The run's optimiser steps, a warning when a pre-trained start gets too few to move, and for a
     pre-trained start (the slow case) its time from a rate measured here on a click."""
     from hierattn.data.split import TRAIN_SHARE
     from hierattn.training.loop import PRETRAINED_STEPS
 
     documents = min(subset, len(dataset.texts)) if subset else len(dataset.texts)
-    train = dataset_summary(dataset)[1]["train"] if not subset else int(TRAIN_SHARE * documents)
+    train = train_documents if not subset else int(TRAIN_SHARE * documents)
     steps = epochs * -(-train // batch_size)
     said = f"About {steps:,} optimiser steps: {epochs} epochs of {-(-train // batch_size):,} batches of {batch_size}."
     if start_from and steps < PRETRAINED_STEPS:
