@@ -26,8 +26,10 @@ RUNS = ROOT / "runs" / "experiments"
 # trying a spec.
 QUICK_EPOCHS, QUICK_TRAIN_DOCUMENTS = 1, 300
 # Groups whose runs also record what their attention looks like once trained (``probe``): the sweep of
-# where the pooling query starts (``<data set>.<model>-start.toml``). A quick budget probes a few documents.
+# where the pooling query starts (``<data set>.<model>-start.toml``) and its training-length axis
+# (``<data set>.epochs.toml``). A quick budget probes a few documents.
 PROBED_SUFFIX = "-start"
+PROBED_GROUPS = ("epochs",)
 QUICK_PROBE_DOCUMENTS = 12
 
 
@@ -56,7 +58,7 @@ def run_seed(experiment: Experiment, seed: int, results: Path = RESULTS, runs: P
     elif budget != "full":
         raise ValueError(f"budget must be 'full' or 'quick', got {budget!r}")
     out = runs / experiment.name / f"seed-{seed}"
-    probed = experiment.group.endswith(PROBED_SUFFIX)
+    probed = experiment.group.endswith(PROBED_SUFFIX) or experiment.group in PROBED_GROUPS
     at_start: dict = {}
 
     def remember_start(model):
