@@ -359,6 +359,8 @@ def tour_rates(args) -> int:
             texts, truth = evenly_spaced(texts, args.documents), evenly_spaced(truth, args.documents)
         splits[name] = (texts, truth)
     rates, stamps = {}, {}
+    before, before_stamps = record.load(Path(args.write)) if args.write and args.steps else ({}, {})
+    taken: dict[str, set[int]] = {}  # data set -> documents earlier steps offer: no document shows two steps
     for number in args.steps or sorted(STEPS):
         step = STEPS[number]
         try:
@@ -368,11 +370,13 @@ def tour_rates(args) -> int:
             return 2
         for n in step.checkpoints:
             stamps[n] = record.checkpoint_digest(root / n)
-        rates[number] = step.rate(models, {name: splits[name] for name in step.datasets})
+        for earlier in [r for n, r in before.items() if n < number] + [r for n, r in rates.items() if n < number]:
+            for dataset, indices in earlier.showcased().items():
+                taken.setdefault(dataset, set()).update(indices)
+        rates[number] = step.rate(models, {name: splits[name] for name in step.datasets}, taken=taken)
         print(f"step {number}: {step.sentence(rates[number])}", flush=True)
     if args.write:
-        if args.steps and Path(args.write).exists():  # some steps: the others' records stay
-            before, before_stamps = record.load(Path(args.write))
+        if args.steps:  # some steps: the others' records stay
             rates, stamps = {**before, **rates}, {**before_stamps, **stamps}
         record.save(dict(sorted(rates.items())), stamps, Path(args.write))
         print(f"wrote {args.write}")

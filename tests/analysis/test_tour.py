@@ -8,7 +8,7 @@ import torch
 
 from hierattn.analysis.explain import explain
 from hierattn.analysis.tour.diagonal_or_columnar import MatrixShape, matrix_shape, sanet_verdict
-from hierattn.analysis.tour.han_and_hcan import han_hcan_verdict
+from hierattn.analysis.tour.han_and_hcan import han_hcan_verdict, verdict_of
 from hierattn.analysis.tour.target_attention import Concentration, concentration, concentration_verdict
 from hierattn.analysis.tour.two_self_attentions import branch_contrast, branch_verdict
 from hierattn.checkpoint.reading import load_classifier
@@ -122,9 +122,25 @@ def test_no_step_reports_uniform_or_random_attention_as_the_papers_finding(check
     shapes = [matrix_shape(ex, ex.self_attention_names[0]) for ex in (tweet, article)]
     for shown, text in sanet_verdict(*shapes):
         assert not shown and not _claims_it(text)
-    # step 4: HAN more focused than HCAN
-    shown, text = han_hcan_verdict(concentration(han), concentration(hcan))
-    assert not shown and not _claims_it(text)
+    # step 4: HAN more focused than HCAN. Its bar is random maps' 95th percentile, so random maps pass
+    # about 5% of the time (test_step_4_passes_random_maps_at_its_level); an even spread never does
+    shown, text, _ = verdict_of(han, hcan)
+    assert kind == "random" or not shown
+    assert not _claims_it(text)
+
+
+def test_step_4_passes_random_maps_at_its_level(checkpoint_dir):
+    """Step 4's bar is the 95th percentile of the Gini gap between random maps of the two models'
+    shapes read the same way (HCAN's sentence heads averaged, HAN's one head not). Random maps of
+    those shapes lean HAN's way (averaging flattens HCAN's sentence weights), so a fixed bar alone
+    is not a null; with the measured bar, 200 random pairs on one document pass about 5% of the
+    time (measured: 14 of 200)."""
+    base_hcan, base_han = _explained(checkpoint_dir, "tiny-hcan", LONG), _explained(checkpoint_dir, "tiny-han", LONG)
+    found = [verdict_of(_with_attention(base_han, "random", 1000 + s), _with_attention(base_hcan, "random", s))
+             for s in range(200)]
+    passes = sum(v[0] for v in found)
+    assert 2 <= passes <= 20  # 5% of 200 is 10 (standard error 3); the null is neither vacuous nor loose
+    assert sum(v[2] > 0 for v in found) > 120  # random maps of these shapes lean HAN's way already
 
 
 def _claims_it(text: str) -> bool:
@@ -171,7 +187,7 @@ def test_every_step_can_report_the_finding(checkpoint_dir, tmp_path, tiny_vocab)
     assert contrast.splits == 35 and contrast.p_value == pytest.approx(1 / 35)
     assert branch_verdict(contrast)[0]
     uniform_hcan = _with_attention(hcan, "uniform")
-    assert han_hcan_verdict(concentration(focused), concentration(uniform_hcan))[0]
+    assert verdict_of(focused, uniform_hcan)[0]
 
     def sanet(text, build):
         ex = _explained(checkpoint_dir, "tiny-sanet", text)
@@ -217,13 +233,14 @@ def test_a_sharper_copy_of_one_branch_is_not_shown(checkpoint_dir):
 
 
 def test_the_rates_over_a_split_on_a_quick_budget(tmp_path, capsys):
-    """The path that records results/tour.json (``python -m hierattn tour``), on 8 documents a split."""
+    """The path that records results/tour.json (``python -m hierattn tour``), on 16 documents a split:
+    enough for the five steps on tweets to offer three documents each, none offered twice."""
     from hierattn.analysis.tour import record
     from hierattn.analysis.tour.rates import PICKS
     from hierattn.cli import main
 
     out = tmp_path / "tour.json"
-    assert main(["tour", "--documents", "8", "--write", str(out)]) == 0
+    assert main(["tour", "--documents", "16", "--write", str(out)]) == 0
     rates, stamps = record.load(out)
     assert sorted(rates) == [1, 2, 3, 4, 5, 6]
     assert set(stamps) >= {"bbc-news-hcan", "tweets-han", "tweets-sanet", "tweets-transformer", "tweets-minilm"}
@@ -233,8 +250,15 @@ def test_the_rates_over_a_split_on_a_quick_budget(tmp_path, capsys):
         assert {"typical", "weakest"} <= picks <= set(PICKS)  # "strongest" only where the claim holds
         if rate.holds == 0 and rate.step != 3:
             assert "strongest" not in picks
-    assert rates[3].documents == 8 * 8  # (tweet, article) pairs
+    assert rates[3].documents == 16 * 16  # (tweet, article) pairs
     assert "claim holds on" in capsys.readouterr().out
+    offered: dict[str, list[int]] = {}
+    for rate in rates.values():
+        for dataset, indices in rate.showcased().items():
+            offered.setdefault(dataset, []).extend(indices)
+    assert set(offered) == {"tweets", "bbc-news"}
+    for indices in offered.values():
+        assert len(indices) == len(set(indices))  # no document is offered by two steps
 
 
 def test_recording_some_steps_keeps_the_others(tmp_path):

@@ -222,3 +222,51 @@ def test_showcase_documents_are_readable_and_the_strongest_holds():
     assert chosen["strongest"] == 1 and chosen["weakest"] == 3  # 0 does not hold; 4 is not clean
     chosen, _ = pick_documents(effects, correct, [False] * 5, clean)
     assert "strongest" not in chosen and chosen["typical"] == 2
+
+
+def test_step_1_does_not_depend_on_how_the_sentence_heads_are_labelled():
+    """HCAN's sentence heads are not its word heads one level up (the sentence level's convolutions
+    mix every channel), so relabelling the sentence heads must leave step 1's verdict, each word
+    head's share and the rate over a sample of articles as they are. Pairing word head h with
+    sentence head h, as the step once did, changes under the same relabellings: the test can fail."""
+    from itertools import permutations
+
+    from hierattn.analysis.battery_split import evenly_spaced
+    from hierattn.analysis.explain import explain, head_axis
+    from hierattn.app.samples import split_part
+    from hierattn.checkpoint.reading import load_classifier
+    from hierattn.home import checkpoint_root
+
+    model = load_classifier(checkpoint_root() / "bbc-news-hcan", device="cpu")
+    texts, _, _ = split_part("bbc-news", "test")
+    exs = [explain(model, t) for t in evenly_spaced(texts, 24)]
+    relabellings = [p for p in permutations(range(4)) if p != (0, 1, 2, 3)][::4]  # 6 of the 23
+
+    def relabelled(ex, order):
+        a = ex.attentions["sentence.target"]
+        dim = a.axis(head_axis(a))
+        index = torch.tensor(order)
+        mask = a.mask.index_select(dim, index) if a.mask.dim() == a.weights.dim() and a.mask.shape[dim] == 4 else a.mask
+        return replace(ex, attentions={**ex.attentions, "sentence.target": replace(
+            a, weights=a.weights.index_select(dim, index), mask=mask)})
+
+    def paired_shares(ex):  # the old pairing: word head h times sentence head h
+        out = []
+        for h in range(4):
+            words, sentences = ex.target_attention("word", h), ex.target_attention("sentence", h)
+            flat = np.asarray([w * sentences[s] for s, ws in enumerate(words) for w in ws])
+            k = max(1, round(0.1 * flat.size))
+            out.append(float(np.sort(flat)[-k:].sum() / flat.sum()))
+        return out
+
+    base = [concentration(ex) for ex in exs]
+    old_moved = 0
+    for order in relabellings:
+        moved = [concentration(relabelled(ex, order)) for ex in exs]
+        assert [c.focused_heads for c in moved] == [c.focused_heads for c in base]
+        for c, m in zip(base, moved):
+            assert m.head_top_shares == pytest.approx(c.head_top_shares, abs=1e-6)  # float32 sums
+        assert sum(c.focused for c in moved) == sum(c.focused for c in base)
+        old_moved += sum(max(abs(a - b) for a, b in zip(paired_shares(ex), paired_shares(relabelled(ex, order))))
+                         > 0.01 for ex in exs)
+    assert old_moved > 0  # the old pairing does depend on the labels

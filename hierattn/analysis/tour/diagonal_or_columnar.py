@@ -14,7 +14,7 @@ import torch
 from hierattn.analysis.explain import Explanation
 from hierattn.analysis.metrics import diagonality, even_spread, gini
 from hierattn.analysis.tour.draws import seeded_by_shape
-from hierattn.analysis.tour.rates import Step, StepRate, check_each_document, pick_documents
+from hierattn.analysis.tour.rates import Step, StepRate, check_each_document, pick_documents, taken_rows
 
 DRAWS = 200  # row permutations per check
 PERMUTED_CELLS = 40_000_000  # fewer permutations of a long article's matrix, at least MIN_DRAWS
@@ -137,20 +137,28 @@ def sanet_verdict(sentiment: MatrixShape, topic: MatrixShape) -> list[tuple[bool
     ]
 
 
-def _over_split(step: Step, models, split, progress) -> StepRate:
+def _over_split(step: Step, models, split, progress, taken) -> StepRate:
     """Each tweet's matrix more diagonal than its rows shuffled, each article's more columnar, and the
     claim as the Tour checks it on a pair: a (tweet, article) pair holds when both sides do and the
-    tweet is further towards a band than the article, the article further towards columns."""
+    tweet is further towards a band than the article, the article further towards columns. Both
+    shapes are counted on both sides (a tweet can be columnar too, and most are).
+
+    The showcases: a band showcase must read as a band, so the strongest tweet is the one with the
+    largest excess of within-band weight over its null among the tweets diagonal beyond the null and
+    further towards a band than towards columns (``band > columns``); likewise the strongest article
+    is the most columnar beyond its null among those further towards columns than towards a band. A
+    tweet drawn as two bright columns is not offered as a band, whatever its diagonal share."""
     sides = {}
     for model, (dataset, (texts, truth)), kind in zip(models, split.items(), ("diagonal", "columnar")):
         def check(ex, kind=kind):
             shape = matrix_shape(ex, ex.self_attention_names[0]) if ex.self_attention_names else None
             if shape is None:
                 return None
+            both = (shape.diagonal_beyond_random, shape.columnar_beyond_random)
             if kind == "diagonal":
-                return shape.diagonal_beyond_random, (shape.diagonality_b3 - shape.random_diagonality_b3,
-                                                      shape.band, shape.columns)
-            return shape.columnar_beyond_random, (shape.columnar - shape.random_columnar, shape.band, shape.columns)
+                return both[0], (shape.diagonality_b3 - shape.random_diagonality_b3, shape.band, shape.columns,
+                                 both)
+            return both[1], (shape.columnar - shape.random_columnar, shape.band, shape.columns, both)
         sides[kind] = (dataset, *check_each_document(texts, truth, [model], check, progress))
     (tweets, rows_t, kept_t), (articles, rows_a, kept_a) = sides["diagonal"], sides["columnar"]
     band_a, cols_a = np.array([r[1][1] for r in rows_a]), np.array([r[1][2] for r in rows_a])
@@ -158,26 +166,39 @@ def _over_split(step: Step, models, split, progress) -> StepRate:
     # pairs where the tweet is diagonal beyond random and further towards a band than the article,
     # and the article is columnar beyond random and further towards columns than the tweet
     pairs = int(sum(((band > band_a) & ok_a & (cols_a > cols)).sum()
-                    for holds, (_, band, cols), _, _ in rows_t if holds))
-    picks_t, effects_t = pick_documents([r[1][0] for r in rows_t], [r[2] for r in rows_t],
-                                        [bool(r[0]) for r in rows_t], [r[3] for r in rows_t])
-    picks_a, effects_a = pick_documents([r[1][0] for r in rows_a], [r[2] for r in rows_a],
-                                        [bool(r[0]) for r in rows_a], [r[3] for r in rows_a])
-    return StepRate(step.number, step.claim, f"{tweets} and {articles}", len(rows_t) * len(rows_a), pairs,
-                    {**{f"tweet {k}": kept_t[i] for k, i in picks_t.items()},
-                     **{f"article {k}": kept_a[i] for k, i in picks_a.items()}},
+                    for holds, (_, band, cols, _), _, _ in rows_t if holds))
+    reads_as_band = [bool(r[0]) and r[1][1] > r[1][2] for r in rows_t]
+    reads_as_columns = [bool(r[0]) and r[1][2] > r[1][1] for r in rows_a]
+    picks_t, effects_t = pick_documents([r[1][0] for r in rows_t], [r[2] for r in rows_t], reads_as_band,
+                                        [r[3] for r in rows_t], taken_rows(kept_t, taken.get(tweets)))
+    picks_a, effects_a = pick_documents([r[1][0] for r in rows_a], [r[2] for r in rows_a], reads_as_columns,
+                                        [r[3] for r in rows_a], taken_rows(kept_a, taken.get(articles)))
+    picks = {**{f"tweet {k}": kept_t[i] for k, i in picks_t.items()},
+             **{f"article {k}": kept_a[i] for k, i in picks_a.items()}}
+    return StepRate(step.number, step.claim, f"{tweets} and {articles}", len(rows_t) * len(rows_a), pairs, picks,
                     {**{f"tweet {k}": v for k, v in effects_t.items()},
                      **{f"article {k}": v for k, v in effects_a.items()}},
-                    {"tweets diagonal": [len(rows_t), int(sum(r[0] for r in rows_t))],
-                     "articles columnar": [len(rows_a), int(sum(r[0] for r in rows_a))]})
+                    {"tweets diagonal": [len(rows_t), sum(r[1][3][0] for r in rows_t)],
+                     "tweets columnar": [len(rows_t), sum(r[1][3][1] for r in rows_t)],
+                     "tweets reading as a band": [len(rows_t), sum(reads_as_band)],
+                     "articles columnar": [len(rows_a), sum(r[1][3][1] for r in rows_a)],
+                     "articles diagonal": [len(rows_a), sum(r[1][3][0] for r in rows_a)]},
+                    {k: tweets if k.startswith("tweet ") else articles for k in picks})
 
 
 def _said(rate: StepRate) -> str:
     tweets, articles = rate.parts["tweets diagonal"], rate.parts["articles columnar"]
-    return (f"Over the test splits: {tweets[1]:,} of {tweets[0]:,} tweets ({tweets[1] / tweets[0]:.0%}) are more "
-            f"diagonal than their rows shuffled among their keys, {articles[1]:,} of {articles[0]:,} articles "
-            f"({articles[1] / articles[0]:.0%}) more columnar, and the claim holds for {rate.rate:.1%} of "
-            f"(tweet, article) pairs. Where the claim is false, about 5% pass each side by chance.")
+    out = (f"Over the test splits: {tweets[1]:,} of {tweets[0]:,} tweets ({tweets[1] / tweets[0]:.0%}) are more "
+           f"diagonal than their rows shuffled among their keys, {articles[1]:,} of {articles[0]:,} articles "
+           f"({articles[1] / articles[0]:.0%}) more columnar, and the claim holds for {rate.rate:.1%} of "
+           f"(tweet, article) pairs. Where the claim is false, about 5% pass each side by chance.")
+    columnar = rate.parts.get("tweets columnar")
+    if columnar:
+        band = rate.parts.get("tweets reading as a band", [0, 0])
+        out += (f" Tweets are columnar too: {columnar[1]:,} of {columnar[0]:,} ({columnar[1] / columnar[0]:.1%}) are "
+                f"more columnar than the same null, so on our SANets columns do not separate topic from sentiment; "
+                f"{band[1]:,} tweets are diagonal beyond the null and further towards a band than towards columns.")
+    return out
 
 
 STEP = Step(3, "sentiment attention is band-diagonal and topic attention columnar (each beyond its rows' weights "

@@ -55,6 +55,14 @@ class StepRate:
     effects: dict[str, float] = field(default_factory=dict)  # pick -> its effect (figure minus its bar)
     # step 1: "per head" and "heads averaged"; step 3: per side; each [count, holds]
     parts: dict[str, list[int]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # pick -> the data set its index is into
+
+    def showcased(self) -> dict[str, set[int]]:
+        """Data set -> the indices of its test documents this step offers (no other step offers them)."""
+        out: dict[str, set[int]] = {}
+        for pick, index in self.picks.items():
+            out.setdefault(self.sources.get(pick, self.dataset), set()).add(index)
+        return out
 
     @property
     def rate(self) -> float:
@@ -62,13 +70,19 @@ class StepRate:
 
 
 def pick_documents(effects: list[float], correct: list[bool], holds: list[bool] | None = None,
-                   clean: list[bool] | None = None) -> tuple[dict[str, int], dict[str, float]]:
+                   clean: list[bool] | None = None, taken: list[bool] | None = None
+                   ) -> tuple[dict[str, int], dict[str, float]]:
     """The documents to show: among the clean ones classified correctly (or, failing that, the clean
     ones, then all), the median and the smallest effect, and the largest among those where the claim
-    holds (none when it holds on none: the page then says no document of the split makes the point)."""
-    everyone = list(range(len(effects)))
+    holds (none when it holds on none: the page then says no document of the split makes the point).
+    ``holds`` may be stricter than the rate's check where a showcase must also look like the claim
+    (step 3's band must read as a band). Documents ``taken`` by an earlier step are never offered:
+    one document showing two steps' claims would teach that they are one finding."""
+    everyone = [i for i in range(len(effects)) if taken is None or not taken[i]]
     clean = clean if clean is not None else [True] * len(effects)
     pool = ([i for i in everyone if correct[i] and clean[i]] or [i for i in everyone if clean[i]] or everyone)
+    if not pool:  # every document is offered by an earlier step (a few-document budget)
+        return {}, {}
     order = sorted(pool, key=lambda i: -effects[i])
     chosen = {"typical": order[len(order) // 2], "weakest": order[-1]}
     holding = [i for i in order if holds is None or holds[i]]
@@ -98,12 +112,18 @@ def check_each_document(texts: list[str], truth: list[str], models: list[Classif
     return rows, kept
 
 
-def tally(step: Step, dataset: str, rows, kept) -> StepRate:
-    """``check_each_document``'s rows as the step's rate, with the documents it offers."""
+def taken_rows(kept: list[int], taken: set[int] | None) -> list[bool]:
+    """Per checked document (``kept``: its index into the split), whether an earlier step offers it."""
+    return [i in (taken or set()) for i in kept]
+
+
+def tally(step: Step, dataset: str, rows, kept, taken: set[int] | None = None) -> StepRate:
+    """``check_each_document``'s rows as the step's rate, with the documents it offers (none of
+    ``taken``, the split indices earlier steps offer)."""
     if not rows:
         return StepRate(step.number, step.claim, dataset, 0, 0)
     picks, effects = pick_documents([r[1] for r in rows], [r[2] for r in rows], [bool(r[0]) for r in rows],
-                                    [r[3] for r in rows])
+                                    [r[3] for r in rows], taken_rows(kept, taken))
     return StepRate(step.number, step.claim, dataset, len(rows), sum(r[0] for r in rows),
                     {k: kept[i] for k, i in picks.items()}, effects)
 
@@ -120,7 +140,7 @@ class Step:
 
     ``check(*explanations)``: one document read by each of ``checkpoints``, in order, ->
     (holds, effect), or None where it cannot be checked; the rate counts the documents it holds on.
-    ``over_split(step, models, split, progress)``: for a step whose rate is more than that count
+    ``over_split(step, models, split, progress, taken)``: for a step whose rate is more than that count
     (step 1 also counts heads; step 3 pairs a tweet with an article), the rate itself.
     ``said(rate)``: the rate in words, where ``plain_sentence`` is not enough."""
 
@@ -133,12 +153,15 @@ class Step:
     said: Callable[[StepRate], str] = plain_sentence
 
     def rate(self, models: list[Classifier], split: dict[str, tuple[list[str], list[str]]],
-             progress=None) -> StepRate:
-        """The check on every document of ``split`` ({data set: (texts, true labels)})."""
+             progress=None, taken: dict[str, set[int]] | None = None) -> StepRate:
+        """The check on every document of ``split`` ({data set: (texts, true labels)}), offering
+        none of the documents ``taken`` ({data set: split indices}) by earlier steps."""
+        taken = taken or {}
         if self.over_split is not None:
-            return self.over_split(self, models, split, progress)
+            return self.over_split(self, models, split, progress, taken)
         (dataset, (texts, truth)), = split.items()
-        return tally(self, dataset, *check_each_document(texts, truth, models, self.check, progress))
+        return tally(self, dataset, *check_each_document(texts, truth, models, self.check, progress),
+                     taken.get(dataset))
 
     def sentence(self, rate: StepRate) -> str:
         """The rate in words, for the Tour."""

@@ -3,10 +3,15 @@ weight.
 
 "Most of the weight": the top 10% of words hold more than half of it (the claim's own words), and
 at least ``MIN_SHARE`` more than an even spread of the same structure gives (a hierarchical model's
-even spread weighs each sentence equally, so a short sentence's words weigh more). Judged per head,
-each head's word weight times its own sentence weight: averaging heads flattens them (a mean of two
-one-hot heads on different words is two half-weights), so the averaged weights would hide a
-focused head. The verdict names the heads where it holds. The claim is about sharpness alone,
+even spread weighs each sentence equally, so a short sentence's words weigh more). Judged per word
+head: each word head's word weights times the sentence weights averaged over the sentence heads.
+Averaging the word heads would flatten them (a mean of two one-hot heads on different words is two
+half-weights) and hide a focused head, so the word heads are judged one at a time. The sentence
+heads are averaged because they do not correspond to the word heads: HCAN's sentence level reads
+the sentence vectors through convolutions that mix every channel, so sentence head h is not word
+head h one level up, and pairing them by number would make the verdict depend on how the sentence
+heads happen to be labelled (any relabelling of them leaves this verdict as it is; a test checks it).
+The verdict names the word heads where it holds. The claim is about sharpness alone,
 which no permutation of the weights changes, so its null is the even spread; beside it the verdict
 gives how often random attention of the same structure (Dirichlet(1) sentence weights times
 Dirichlet(1) word weights) passes the same check: products of two random levels are heavy-tailed,
@@ -32,7 +37,7 @@ MOST = 0.5  # "most of the weight" on the top 10% of words
 MIN_SHARE = 0.2  # and this much more of it than an even spread of the same structure gives
 
 
-def _gini_rows(values: np.ndarray) -> np.ndarray:
+def gini_rows(values: np.ndarray) -> np.ndarray:
     """``gini_of_values`` of each row of a (draws, n) array."""
     x = np.sort(values, axis=1)
     n = x.shape[1]
@@ -116,23 +121,43 @@ def concentration(ex: Explanation, top: float = 0.1) -> Concentration | None:
     heaviest = [[tokens[i].text for i in np.argsort(-h, kind="stable")[:5]] for h in heads]
     even_share = float(_top_share(even[None], k)[0])
     return Concentration(len(values), sum(values[i] for i in order[:k]), gini, [tokens[i].text for i in order[:5]],
-                         even_share, float(_gini_rows(even[None])[0]), float(np.mean(ginis)), shares, heaviest,
-                         random_concentration(ex.sentence_lengths, hierarchical, k, even_share))
+                         even_share, float(gini_rows(even[None])[0]), float(np.mean(ginis)), shares, heaviest,
+                         random_concentration(ex.sentence_lengths, hierarchical, k, even_share,
+                                              sentence_heads=head_count(ex, "sentence") if hierarchical else 1))
 
 
 RANDOM_HEADS = 200  # random heads per document for step 1's comparison
 
 
+def head_count(ex: Explanation, level: str) -> int:
+    """How many heads the target attention at ``level`` has (1 without a head axis, or none there)."""
+    name = ex.target_name(level)
+    if name is None:
+        return 1
+    a = ex.attentions[name]
+    axis = head_axis(a)
+    return a.weights.shape[a.axis(axis)] if axis else 1
+
+
+def random_word_importances(rng: np.random.Generator, lengths: list[int], draws: int, word_heads: int = 1,
+                            sentence_heads: int = 1) -> np.ndarray:
+    """(draws, word_heads, words): random target attention of a hierarchical model of this shape,
+    read as steps 1 and 4 read a real one: Dirichlet(1) sentence weights averaged over
+    ``sentence_heads`` draws, times each word head's Dirichlet(1) weights over each sentence's words."""
+    sentences = rng.dirichlet(np.ones(len(lengths)), size=(sentence_heads, draws)).mean(0)  # (draws, S)
+    return np.concatenate([sentences[:, None, [s]] * rng.dirichlet(np.ones(n), size=(draws, word_heads))
+                           for s, n in enumerate(lengths)], axis=2)
+
+
 def random_concentration(lengths: list[int], hierarchical: bool, k: int, even_share: float,
-                         draws: int = RANDOM_HEADS) -> float:
-    """The share of random heads of this structure (Dirichlet(1) over the sentences, times
-    Dirichlet(1) over each sentence's words; Dirichlet(1) over all words for a flat model) whose top
-    k words pass step 1's check: what the check gives attention that knows nothing."""
+                         draws: int = RANDOM_HEADS, sentence_heads: int = 1) -> float:
+    """The share of random heads of this structure (Dirichlet(1) over the sentences, averaged over
+    ``sentence_heads`` such draws as the model's sentence heads are averaged, times Dirichlet(1)
+    over each sentence's words; Dirichlet(1) over all words for a flat model) whose top k words pass
+    step 1's check: what the check gives attention that knows nothing."""
     rng = seeded_by_shape(k, *lengths[:16], len(lengths))
     if hierarchical:
-        sentences = rng.dirichlet(np.ones(len(lengths)), size=draws)  # (draws, S)
-        words = np.concatenate([sentences[:, [s]] * rng.dirichlet(np.ones(n), size=draws)
-                                for s, n in enumerate(lengths)], axis=1)
+        words = random_word_importances(rng, lengths, draws, 1, sentence_heads)[:, 0]
     else:
         words = rng.dirichlet(np.ones(sum(lengths)), size=draws)
     shares = _top_share(words, k)
@@ -140,17 +165,18 @@ def random_concentration(lengths: list[int], hierarchical: bool, k: int, even_sh
 
 
 def _head_importances(ex: Explanation, hierarchical: bool) -> list[np.ndarray]:
-    """Each head's own word importance, reading order (word weight x its sentence weight, in the same
-    head): an average over heads is smoother than any one head, so a multi-head model is judged a
-    head at a time (random attention averaged over two heads has a lower Gini than over one)."""
+    """Each word head's word importance, reading order: its word weight times its sentence's weight
+    averaged over the sentence heads (see the module doc: sentence heads are not word heads one
+    level up). An average over word heads is smoother than any one of them, so a multi-head model
+    is judged a word head at a time (random attention averaged over two heads has a lower Gini
+    than over one)."""
     a = ex.attentions[ex.target_name("word")]
     axis = head_axis(a)
     heads = a.weights.shape[a.axis(axis)] if axis else 1
+    sentences = ex.target_attention("sentence") if hierarchical else None  # (S,), sentence heads averaged
     out = []
     for h in range(heads):
-        head = h if axis else None
-        words = ex.target_attention("word", head)
-        sentences = ex.target_attention("sentence", head) if hierarchical else None
+        words = ex.target_attention("word", h if axis else None)
         flat = ([w * sentences[s] for s, ws in enumerate(words) for w in ws] if sentences is not None
                 else [w for ws in words for w in ws])
         flat = np.asarray(flat, dtype=np.float64)
@@ -186,12 +212,12 @@ def _concentrated(ex):
                        c.random_focused or 0.0)
 
 
-def _over_split(step: Step, models, split, progress) -> StepRate:
+def _over_split(step: Step, models, split, progress, taken) -> StepRate:
     """The documents where some head holds, and beside them the (document, head) pairs, the heads
     averaged, and the random heads of the same documents' shapes."""
     (dataset, (texts, truth)), = split.items()
     rows, kept = check_each_document(texts, truth, models, _concentrated, progress)
-    rate = tally(step, dataset, [(h, e[0], ok, clean) for h, e, ok, clean in rows], kept)
+    rate = tally(step, dataset, [(h, e[0], ok, clean) for h, e, ok, clean in rows], kept, taken.get(dataset))
     rate.parts = {"per head": [sum(r[1][1] for r in rows), sum(r[1][2] for r in rows)],
                   "heads averaged": [len(rows), sum(r[1][3] for r in rows)],
                   "random heads": [len(rows) * RANDOM_HEADS, round(sum(r[1][4] for r in rows) * RANDOM_HEADS)]}

@@ -7,8 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis.tour.han_and_hcan import han_hcan_verdict, heaviest_word
-from hierattn.analysis.tour.target_attention import concentration
+from hierattn.analysis.tour.han_and_hcan import heaviest_word, verdict_of
 from hierattn.analysis.tour.two_self_attentions import branch_lines
 from hierattn.app import loading
 from hierattn.app.downloads import Figures, chart
@@ -38,8 +37,7 @@ def draw(checkpoints: dict[str, Path]) -> None:
     st.caption("**What to notice.** Is HAN's shading darker on fewer words than HCAN's?")
     right.html(viz.shaded_document_html(**hcan.text_view(), words=hcan.target_attention("word"),
                                          sentences=hcan.target_attention("sentence")))
-    c_han, c_hcan = concentration(han), concentration(hcan)
-    shown, verdict = han_hcan_verdict(c_han, c_hcan)
+    shown, verdict, _ = verdict_of(han, hcan)
     show_verdict(shown, viz.md_text(verdict), "“HAN is more focused”")
     start_sweep_lesson()
     sentence, chosen = heaviest_word(hcan)
