@@ -82,8 +82,11 @@ def ranked_taus(classifier: Classifier, texts: list[str], max_loo_words: int = M
         for name, (reference, at) in references.items():
             pairs = {"attention": kendall_tau([two_stage[j] for j in at], reference)}
             if multi:  # one sentence: the null is constant and the two-stage ranking is the word ranking
-                pairs["sentence x even words"] = kendall_tau([null[j] for j in at], reference)
-                pairs["attention, multi-sentence"] = pairs["attention"]
+                null_tau = kendall_tau([null[j] for j in at], reference)
+                # the attention and its null side by side: on the same documents, both defined
+                if not any(t is None or math.isnan(t) for t in (null_tau, pairs["attention"])):
+                    pairs["sentence x even words"] = null_tau
+                    pairs["attention, multi-sentence"] = pairs["attention"]
             if len(at) == words:
                 owner = [s for s, n in enumerate(lengths) for _ in range(n)]
                 pairs["attention within sentences"] = within_sentences(two_stage, reference, owner)

@@ -105,22 +105,68 @@ def table(dataset: str, root: Path = RESULTS) -> str | None:
     recorded_runs = sum(r.seeds for r in found)
     lines = ["| model | T or u_w starts at N(0, v), v = | seeds | test accuracy (%) | word JSD from even | "
              "sentence JSD from even | word-level query norm: start → end | Kendall tau with leave-one-out | "
-             "with Integrated Gradients | within sentences (leave-one-out) | sentence × even words "
-             "(leave-one-out) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "with Integrated Gradients | within sentences (leave-one-out) | documents of 2+ sentences: attention "
+             "(leave-one-out) | the same documents: sentence × even words |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in found:
         lines.append(
             f"| {r.label} | {r.variance:g} | {r.seeds} | {_cell(r.accuracy, 2, 100)} | {_cell(r.word_jsd)} | "
             f"{_cell(r.sentence_jsd)} | {_mean(r.norm_start):.2f} → {_mean(r.norm_end):.2f} | "
-            + " | ".join(_cell(r.taus.get(t, [])) for t in (TAUS[0], TAUS[1], TAUS[2], TAUS[4])) + " |")
+            + " | ".join(_cell(r.taus.get(t, [])) for t in (TAUS[0], TAUS[1], TAUS[2], TAUS[3], TAUS[4])) + " |")
     return ("\n".join(lines) + "\n\nMean ± standard deviation over the recorded seeds. JSD: the mean Jensen-Shannon "
             "divergence (natural log, 0..0.69) of the target attention from an even spread over the same keys, over "
             "the whole test split. Norms: the word-level query per head (HCAN: T split into its heads; HAN: u_w), "
             "averaged over heads. Taus: the two-stage word ranking against leave-one-out and Integrated Gradients "
             "on documents spread through the test split (tweets 200, bbc-news 50); \"within sentences\" the mean "
-            "tau inside each sentence; \"sentence × even words\" the null's own tau, on the documents of two or "
-            f"more sentences. {recorded_runs} of the sweep's {registered} runs on {dataset} are recorded.\n\n"
+            "tau inside each sentence. The last two columns are a pair on the same documents (those of two or more "
+            "sentences where both taus are defined): the attention's tau and its null's, the sentence weights "
+            f"spread evenly over each sentence's words. {recorded_runs} of the sweep's {registered} runs on "
+            f"{dataset} are recorded.\n\n"
             + "".join(f"- {line}\n" for line in lesson(found)))
+
+
+def start_variance(model_type: str, config: dict) -> float | None:
+    """The variance a model's word-level pooling query started at, N(0, v), read from its config
+    as the model reads it (HCAN: ``target_variance``, else N(0, 1) for ``target_start`` "normal" and
+    N(0, 1/d) for "scaled", which a config without the key means; HAN: ``context_variance``, else
+    1 / attention_dim). None for a model without such a query."""
+    from hierattn.models.han import HANConfig
+    from hierattn.models.hcan import HCANConfig
+
+    if model_type == "hcan":
+        if config.get("pooling", "target") != "target":
+            return None
+        if config.get("target_variance") is not None:
+            return float(config["target_variance"])
+        start = config.get("target_start", HCANConfig.LEGACY["target_start"])
+        return 1.0 if start == "normal" else 1.0 / config.get("d", HCANConfig.d)
+    if model_type == "han":
+        if config.get("context_variance") is not None:
+            return float(config["context_variance"])
+        return 1.0 / config.get("attention_dim", HANConfig.attention_dim)
+    return None
+
+
+def shipped_starts(folders: dict[str, Path], dataset: str) -> dict[str, float]:
+    """The sweep's series label -> the start of the shipped checkpoint of that model on ``dataset``
+    (``<data set>-han``, ``<data set>-hcan``), to mark on the sweep's charts."""
+    import json
+
+    from hierattn.models import display_name
+
+    out = {}
+    for model in ("hcan", "han"):
+        folder = folders.get(f"{dataset}-{model}")
+        try:
+            config = json.loads((Path(folder) / "config.json").read_text()) if folder else None
+        except (OSError, ValueError):
+            config = None
+        if not config or config.get("model_type") != model:
+            continue
+        variance = start_variance(model, config.get("model_config", {}))
+        if variance is not None:
+            out[display_name(model, config.get("model_config", {}))] = variance
+    return out
 
 
 @dataclass
@@ -136,9 +182,23 @@ class ModelSweep:
     tau: list[float]  # with leave-one-out
     moved: list[float]  # every run's relative change of the word-level query norm in training
 
+    accuracy_sds: list[float] = field(default_factory=list)  # per start, over its seeds
+    seeds: int = 0  # seeds per start (the fewest of any start)
+
     @property
     def accuracy_range(self) -> float:
         return max(self.accuracy) - min(self.accuracy)
+
+    @property
+    def accuracy_resolution(self) -> float:
+        """The smallest accuracy difference between two starts that this many seeds resolve: the
+        half-width of a 95% interval of a difference of two starts' means, t(k(n - 1)) x the pooled
+        sd x sqrt(2 / n). "Equal accuracy" means no difference of this size or more."""
+        n, k = self.seeds, len(self.accuracy_sds)
+        if n < 2 or k == 0:
+            return math.nan
+        pooled = math.sqrt(sum(sd ** 2 for sd in self.accuracy_sds) / k)
+        return t_quantile(k * (n - 1)) * pooled * math.sqrt(2 / n)
 
     @property
     def sharpness_ratio(self) -> float:
@@ -160,8 +220,73 @@ def by_model(found: list[StartRow]) -> list[ModelSweep]:
         sds = [_sd(r.accuracy) for r in mine if len(r.accuracy) >= 2]
         out.append(ModelSweep(model, mine[0].label, [r.variance for r in mine], [_mean(r.accuracy) for r in mine],
                               _mean(sds) if sds else 0.0, [_mean(r.word_jsd) for r in mine],
-                              [_mean(r.taus.get(TAUS[0], [])) for r in mine], [m for r in mine for m in r.moved]))
+                              [_mean(r.taus.get(TAUS[0], [])) for r in mine], [m for r in mine for m in r.moved],
+                              [_sd(r.accuracy) for r in mine], min(r.seeds for r in mine)))
     return out
+
+
+def t_quantile(df: float, p: float = 0.975) -> float:
+    """Student's t quantile at ``df`` degrees of freedom (fractional for Welch's)."""
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
+@dataclass
+class LeadCell:
+    """HAN's Kendall tau with leave-one-out less HCAN's at the i-th start of each (their starts
+    differ in scale: 1/200 and 1/128 the smallest), with a Welch 95% interval over the seeds."""
+
+    dataset: str
+    han_start: float
+    hcan_start: float
+    lead: float
+    low: float
+    high: float
+
+    @property
+    def resolves(self) -> bool:
+        """The interval excludes no lead: HAN ahead, with these seeds."""
+        return self.low > 0
+
+
+def welch_interval(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    """(mean(a) - mean(b), low, high): Welch's 95% interval of a difference of two means."""
+    va, vb = _sd(a) ** 2 / len(a), _sd(b) ** 2 / len(b)
+    se = math.sqrt(va + vb)
+    diff = _mean(a) - _mean(b)
+    if se == 0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    half = t_quantile(df) * se if df >= 1 else math.inf
+    return diff, diff - half, diff + half
+
+
+def lead_cells(found: list[StartRow]) -> list[LeadCell]:
+    """HAN's lead over HCAN in Kendall tau with leave-one-out, start by start (the i-th smallest
+    of each), each with its interval: "HAN leads from every start" holds only where each resolves."""
+    han = sorted((r for r in found if r.model == "han"), key=lambda r: r.variance)
+    hcan = sorted((r for r in found if r.model == "hcan"), key=lambda r: r.variance)
+    out = []
+    for a, b in zip(han, hcan):
+        ta, tb = a.taus.get(TAUS[0], []), b.taus.get(TAUS[0], [])
+        if len(ta) >= 2 and len(tb) >= 2:
+            out.append(LeadCell(a.dataset, a.variance, b.variance, *welch_interval(ta, tb)))
+    return out
+
+
+def lead_sentence(cells: list[LeadCell]) -> str:
+    """How many (data set, start) cells resolve HAN's lead, and the ones that do not."""
+    if not cells:
+        return ""
+    open_cells = [c for c in cells if not c.resolves]
+    out = (f"HAN ranks words more like leave-one-out than HCAN (Kendall tau, Welch 95% interval over the seeds) in "
+           f"{len(cells) - len(open_cells)} of {len(cells)} (data set, start) cells")
+    if open_cells:
+        out += "; not resolved: " + "; ".join(
+            f"{c.dataset} from v = {c.han_start:g} (HAN) and {c.hcan_start:g} (HCAN), HAN's lead {c.lead:+.3f} "
+            f"[{c.low:+.3f}, {c.high:+.3f}]" for c in open_cells)
+    return out + "."
 
 
 def lesson(found: list[StartRow]) -> list[str]:
@@ -176,17 +301,22 @@ def lesson(found: list[StartRow]) -> list[str]:
                  "one seed a start so far: the seeds' own spread is not measured yet")
         follows = len(m.starts) >= 2 and m.sharpness_ratio >= 3
         if follows and seeded:
-            verdict = ("The spread follows the start while accuracy does not: how focused it looks is the start's "
-                       "doing." if m.start_decides_sharpness else
+            verdict = ("The spread follows the start while accuracy does not move by that much: how focused it "
+                       "looks is mostly the start's doing." if m.start_decides_sharpness else
                        "The spread follows the start, and accuracy moves beyond the seeds' spread too.")
         elif follows:
             verdict = ("The spread follows the start; whether accuracy does waits for the seeds still to run.")
         else:
             verdict = "The spread does not simply follow the start here."
+        resolution = m.accuracy_resolution
+        if not math.isnan(resolution):
+            noise += (f"; with {m.seeds} seeds a start, a difference of {100 * resolution:.1f} points between two "
+                      "starts is the smallest these runs resolve")
         lines.append(
             f"{m.label}: test accuracy {100 * min(m.accuracy):.1f}% to {100 * max(m.accuracy):.1f}% across "
             f"the {len(m.starts)} starts ({noise}); the word attention's JSD from even {m.word_jsd[0]:.3f} at "
             f"v = {m.starts[0]:g} and {m.word_jsd[-1]:.3f} at v = {m.starts[-1]:g} ({m.sharpness_ratio:.1f} "
             f"times); Kendall tau with leave-one-out {min(m.tau):z.2f} to {max(m.tau):z.2f}; training changed the "
             f"query's norm by {100 * min(m.moved):+.0f}% to {100 * max(m.moved):+.0f}%. {verdict}")
-    return lines
+    lead = lead_sentence(lead_cells(found))
+    return lines + ([lead] if lead else [])

@@ -4,6 +4,7 @@ figures out; never a model, never Streamlit."""
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -111,13 +112,18 @@ def lines_chart(series: dict[str, tuple[Sequence[float], Sequence[float | None]]
     return fig
 
 
+SHIPPED_KEY = "shipped checkpoint's start"
+
+
 @own_style
 def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]], y_title: str,
-                      percent: bool = False, title: str = "") -> go.Figure:
+                      percent: bool = False, title: str = "", shipped: dict[str, float] | None = None) -> go.Figure:
     """One marker per recorded seed and a line through each start's mean: series name -> (start
     variances, values). The x axis is logarithmic (the starts span 1/d to 10); the y axis starts at
-    zero, so a flat attention looks flat."""
+    zero, so a flat attention looks flat. ``shipped``: series name -> the start of the checkpoint the
+    app ships, ringed at that start's mean, so a reader sees where the model they explore sits."""
     fig = go.Figure()
+    shipped = shipped or {}
     for k, (name, (xs, ys)) in enumerate(points.items()):
         colour = PALETTE[k % len(PALETTE)]  # a series' seeds and its mean in one colour
         fig.add_trace(go.Scatter(x=list(xs), y=list(ys), mode="markers", name=f"{name}, each seed",
@@ -128,8 +134,17 @@ def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]]
         for x, y in zip(xs, ys):
             by_x.setdefault(x, []).append(y)
         mean_x = sorted(by_x)
-        fig.add_trace(go.Scatter(x=mean_x, y=[sum(by_x[x]) / len(by_x[x]) for x in mean_x], mode="lines",
+        means = {x: sum(by_x[x]) / len(by_x[x]) for x in mean_x}
+        fig.add_trace(go.Scatter(x=mean_x, y=[means[x] for x in mean_x], mode="lines",
                                  name=name, legendgroup=name, hoverinfo="skip", line=dict(color=colour)))
+        at = next((x for x in mean_x if name in shipped and math.isclose(x, shipped[name], rel_tol=1e-6)), None)
+        if at is not None:
+            first = not any(t.name == SHIPPED_KEY for t in fig.data)
+            fig.add_trace(go.Scatter(x=[at], y=[means[at]], mode="markers", name=SHIPPED_KEY, legendgroup="shipped",
+                                     showlegend=first, marker=dict(symbol="circle-open", size=16, color=colour,
+                                                                   line=dict(width=2.5)),
+                                     hovertemplate=f"{name}: the shipped checkpoint's start, v = %{{x:g}}"
+                                                   "<extra></extra>"))
     top = max((y for _, ys in points.values() for y in ys), default=1.0)
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10),
                       xaxis=dict(title="variance of the query vector at the start (log scale)", type="log"),

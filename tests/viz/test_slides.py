@@ -56,7 +56,8 @@ def _figures() -> dict:
                                                             "sentence · measured": [0.3, 0.4]}, "Gini"),
         "where the attention starts": viz.start_sweep_chart(
             {"HCAN": ([0.01, 1.0, 10.0], [0.3, 0.5, 0.6]), "HAN": ([0.01, 1.0, 10.0], [0.2, 0.2, 0.3])},
-            "word attention's JSD from even", title="word attention's JSD from even"),
+            "word attention's JSD from even", title="word attention's JSD from even",
+            shipped={"HCAN": 1.0, "HAN": 0.01}),
         "distribution": viz.distribution_chart([0.2, 0.3, 0.5], WORDS[:3]),
         "which heads matter": viz.head_drop_grid(
             [[0.052, -0.011, 0.0], [0.0, 0.021, float("nan")]], ["layer 1", "layer 2"], ["head 1", "head 2", "head 3"],

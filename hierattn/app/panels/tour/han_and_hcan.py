@@ -39,7 +39,7 @@ def draw(checkpoints: dict[str, Path]) -> None:
                                          sentences=hcan.target_attention("sentence")))
     shown, verdict, _ = verdict_of(han, hcan)
     show_verdict(shown, viz.md_text(verdict), "“HAN is more focused”")
-    start_sweep_lesson()
+    start_sweep_lesson(checkpoints=checkpoints)
     sentence, chosen = heaviest_word(hcan)
     tokens = [t.text for t in sentence.tokens]
     st.markdown(f"**Figure 8 on our HCAN.** Its heaviest word is {viz.md_code(tokens[chosen])}; before the target "
@@ -48,7 +48,7 @@ def draw(checkpoints: dict[str, Path]) -> None:
     st.html(viz.word_attention_html(tokens, branch_lines(hcan, sentence.start, span), chosen))
 
 
-def start_sweep_lesson(dataset: str = "tweets") -> None:
+def start_sweep_lesson(dataset: str = "tweets", checkpoints: dict[str, Path] | None = None) -> None:
     """What the sweep of the query's start shows (``experiments.start_sweep``): the same models trained
     from starts of every scale, their accuracy, their sharpness and their rank agreement."""
     from hierattn.experiments import start_sweep
@@ -73,12 +73,14 @@ def start_sweep_lesson(dataset: str = "tweets") -> None:
             out[r.label][1].extend(values)
         return out
 
+    shipped = start_sweep.shipped_starts(checkpoints or {}, dataset)
     left, middle, right = st.columns(3)
     for column, (title, figure, percent) in zip((left, middle, right), (
             ("test accuracy", lambda r: r.accuracy, True),
             ("word attention's JSD from even", lambda r: r.word_jsd, False),
             ("Kendall tau with leave-one-out", lambda r: r.taus.get(start_sweep.TAUS[0], []), False))):
-        chart(viz.start_sweep_chart(points(figure), title, percent), f"Where the attention starts: {title}",
+        chart(viz.start_sweep_chart(points(figure), title, percent, shipped=shipped),
+              f"Where the attention starts: {title}",
               column, key=f"tour4_sweep_{title}", figures=recorded)
     seeds = sum(r.seeds for r in rows)
     st.markdown(f"**What the {seeds} recorded runs show.**\n" + "\n".join(
