@@ -20,7 +20,7 @@ from safetensors.torch import save_file
 
 from hierattn import budget
 from hierattn.card import model_card
-from hierattn.checkpoint.format import FORMAT_VERSION, HELDOUT, CheckpointError
+from hierattn.checkpoint.format import FORMAT_VERSION, HELDOUT, PLAYBACK, CheckpointError
 from hierattn.checkpoint.reading import described, read_json
 from hierattn.data.files import exchange, fsync, is_replaceable, remove_stale_temporaries
 from hierattn.data.text import TextConfig, Vocab
@@ -29,10 +29,13 @@ from hierattn.models import REGISTRY, display_name, model_config_dict, plugins
 
 def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: str, vocab: Vocab,
                     labels: list[str], text_config: TextConfig, metrics: dict, dataset: str | None = None,
-                    dtype: torch.dtype = torch.float16, heldout: dict | None = None) -> Path:
+                    dtype: torch.dtype = torch.float16, heldout: dict | None = None,
+                    playback: dict | None = None) -> Path:
     """Write a checkpoint directory atomically. Weights are stored as ``dtype`` (fp16 keeps it small).
     ``heldout``: {"validation" | "test": [[text, label], ...]}, held-out documents of a data set of
-    your own, kept as ``heldout.json`` so the pages can sample, evaluate and describe it."""
+    your own, kept as ``heldout.json`` so the pages can sample, evaluate and describe it.
+    ``playback``: the run's attention recorded epoch by epoch (``training.playback``), kept as
+    ``playback.json``."""
     directory = Path(directory)
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +68,8 @@ def save_checkpoint(directory: str | Path, model: torch.nn.Module, model_type: s
         (tmp / "README.md").write_text(card(tmp, directory.name))
         if heldout:
             (tmp / HELDOUT).write_text(json.dumps(heldout, ensure_ascii=False))
+        if playback:
+            (tmp / PLAYBACK).write_text(json.dumps(playback, ensure_ascii=False))
         # mkdtemp and safetensors create owner-only modes; a checkpoint is shareable
         for f in tmp.iterdir():
             os.chmod(f, 0o644)

@@ -318,7 +318,7 @@ def readme_sections(root: Path = RESULTS) -> dict[str, str]:
         table = spread_table(dataset, root)
         if table:
             sections[f"spread:{dataset}"] = table
-    from hierattn.experiments import erasure_table, null_rates, start_sweep
+    from hierattn.experiments import erasure_table, null_rates, start_length, start_sweep
 
     table = erasure_table.table(root)
     if table:
@@ -328,6 +328,9 @@ def readme_sections(root: Path = RESULTS) -> dict[str, str]:
         table = start_sweep.table(dataset, root)
         if table:
             sections[f"start:{dataset}"] = table
+        table = start_length.length_table(dataset, root)
+        if table:
+            sections[f"start-epochs:{dataset}"] = table
     table = null_rates.table(root / "verdict-null.json")
     if table:
         sections["verdict-null"] = table

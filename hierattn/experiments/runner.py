@@ -16,9 +16,19 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from functools import lru_cache
 from pathlib import Path
 
-from hierattn.experiments.results import RESULTS, SeedResult, encode, read_result, write_result, write_test_labels
+from hierattn.checkpoint.format import PLAYBACK
+from hierattn.experiments.results import (
+    RESULTS,
+    SeedResult,
+    encode,
+    read_result,
+    result_path,
+    write_result,
+    write_test_labels,
+)
 from hierattn.experiments.spec import ROOT, Experiment
 from hierattn.training.loop import hardware
+from hierattn.training.playback import WATCHED
 
 RUNS = ROOT / "runs" / "experiments"
 # --budget quick: one epoch on an evenly spaced sample of the training split (the split is in data
@@ -31,6 +41,11 @@ QUICK_EPOCHS, QUICK_TRAIN_DOCUMENTS = 1, 300
 PROBED_SUFFIX = "-start"
 PROBED_GROUPS = ("epochs",)
 QUICK_PROBE_DOCUMENTS = 12
+
+
+def playback_path(results: Path, experiment: str, seed: int) -> Path:
+    """Where a probed run's playback is kept: beside its result, ``playback-seed-N.json``."""
+    return result_path(results, experiment, seed).with_name(f"playback-seed-{seed}.json")
 
 
 @lru_cache(maxsize=2)
@@ -67,7 +82,11 @@ def run_seed(experiment: Experiment, seed: int, results: Path = RESULTS, runs: P
         at_start.update(query_norms(model))
 
     metrics = train(experiment.model, experiment.config, data, experiment.text, recipe, out, device="cpu",
-                    at_start=remember_start if probed else None)
+                    at_start=remember_start if probed else None, watch=WATCHED if probed else 0)
+    if probed and (out / PLAYBACK).exists():  # attention forming as it trained, for the Tour
+        target = playback_path(results, experiment.name, seed)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((out / PLAYBACK).read_bytes())
     classifier = load_classifier(out, device="cpu")
     tested = evaluate_split(classifier, data.dataset, "test")
     attention = None

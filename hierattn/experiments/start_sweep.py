@@ -46,14 +46,14 @@ class StartRow:
         return [(e - s) / s for s, e in zip(self.norm_start, self.norm_end) if s > 0]
 
 
-def _mean(values: list[float]) -> float:
+def mean_of(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-def _sd(values: list[float]) -> float:
+def sd_of(values: list[float]) -> float:
     if len(values) < 2:
         return math.nan
-    m = _mean(values)
+    m = mean_of(values)
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
@@ -76,8 +76,8 @@ def rows(dataset: str, root: Path = RESULTS) -> list[StartRow]:
                 row.word_jsd.append(spread.get("word", {}).get("jsd", [math.nan])[0])
                 row.sentence_jsd.append(spread.get("sentence", {}).get("jsd", [math.nan])[0])
                 start, end = a["query_norm_start"].get("word.target", []), a["query_norm_end"].get("word.target", [])
-                row.norm_start.append(_mean(start))
-                row.norm_end.append(_mean(end))
+                row.norm_start.append(mean_of(start))
+                row.norm_end.append(mean_of(end))
                 for name in TAUS:
                     tau = a.get("taus", {}).get(name)
                     if tau:
@@ -87,11 +87,11 @@ def rows(dataset: str, root: Path = RESULTS) -> list[StartRow]:
     return out
 
 
-def _cell(values: list[float], digits: int = 3, scale: float = 1.0) -> str:
+def table_cell(values: list[float], digits: int = 3, scale: float = 1.0) -> str:
     if not values:
         return "—"
-    mean = _mean(values) * scale
-    sd = _sd(values) * scale
+    mean = mean_of(values) * scale
+    sd = sd_of(values) * scale
     return f"{mean:.{digits}f}" + ("" if math.isnan(sd) else f" ± {sd:.{digits}f}")
 
 
@@ -110,9 +110,9 @@ def table(dataset: str, root: Path = RESULTS) -> str | None:
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in found:
         lines.append(
-            f"| {r.label} | {r.variance:g} | {r.seeds} | {_cell(r.accuracy, 2, 100)} | {_cell(r.word_jsd)} | "
-            f"{_cell(r.sentence_jsd)} | {_mean(r.norm_start):.2f} → {_mean(r.norm_end):.2f} | "
-            + " | ".join(_cell(r.taus.get(t, [])) for t in (TAUS[0], TAUS[1], TAUS[2], TAUS[3], TAUS[4])) + " |")
+            f"| {r.label} | {r.variance:g} | {r.seeds} | {table_cell(r.accuracy, 2, 100)} | {table_cell(r.word_jsd)} | "
+            f"{table_cell(r.sentence_jsd)} | {mean_of(r.norm_start):.2f} → {mean_of(r.norm_end):.2f} | "
+            + " | ".join(table_cell(r.taus.get(t, [])) for t in (TAUS[0], TAUS[1], TAUS[2], TAUS[3], TAUS[4])) + " |")
     return ("\n".join(lines) + "\n\nMean ± standard deviation over the recorded seeds. JSD: the mean Jensen-Shannon "
             "divergence (natural log, 0..0.69) of the target attention from an even spread over the same keys, over "
             "the whole test split. Norms: the word-level query per head (HCAN: T split into its heads; HAN: u_w), "
@@ -125,37 +125,15 @@ def table(dataset: str, root: Path = RESULTS) -> str | None:
             + "".join(f"- {line}\n" for line in lesson(found)))
 
 
-def start_variance(model_type: str, config: dict) -> float | None:
-    """The variance a model's word-level pooling query started at, N(0, v), read from its config
-    as the model reads it (HCAN: ``target_variance``, else N(0, 1) for ``target_start`` "normal" and
-    N(0, 1/d) for "scaled", which a config without the key means; HAN: ``context_variance``, else
-    1 / attention_dim). None for a model without such a query."""
-    from hierattn.models.han import HANConfig
-    from hierattn.models.hcan import HCANConfig
-
-    if model_type == "hcan":
-        if config.get("pooling", "target") != "target":
-            return None
-        if config.get("target_variance") is not None:
-            return float(config["target_variance"])
-        start = config.get("target_start", HCANConfig.LEGACY["target_start"])
-        return 1.0 if start == "normal" else 1.0 / config.get("d", HCANConfig.d)
-    if model_type == "han":
-        if config.get("context_variance") is not None:
-            return float(config["context_variance"])
-        return 1.0 / config.get("attention_dim", HANConfig.attention_dim)
-    return None
-
-
-def shipped_starts(folders: dict[str, Path], dataset: str) -> dict[str, float]:
-    """The sweep's series label -> the start of the shipped checkpoint of that model on ``dataset``
-    (``<data set>-han``, ``<data set>-hcan``), to mark on the sweep's charts."""
+def shipped_starts(folders: dict[str, Path], dataset: str, model_types) -> dict[str, float]:
+    """The sweep's series label -> the start of the shipped checkpoint of that model type on
+    ``dataset`` (the folder ``<data set>-<model type>``), to mark on the sweep's charts."""
     import json
 
-    from hierattn.models import display_name
+    from hierattn.models import display_name, query_start_variance
 
     out = {}
-    for model in ("hcan", "han"):
+    for model in model_types:
         folder = folders.get(f"{dataset}-{model}")
         try:
             config = json.loads((Path(folder) / "config.json").read_text()) if folder else None
@@ -163,7 +141,7 @@ def shipped_starts(folders: dict[str, Path], dataset: str) -> dict[str, float]:
             config = None
         if not config or config.get("model_type") != model:
             continue
-        variance = start_variance(model, config.get("model_config", {}))
+        variance = query_start_variance(model, config.get("model_config", {}))
         if variance is not None:
             out[display_name(model, config.get("model_config", {}))] = variance
     return out
@@ -217,11 +195,11 @@ def by_model(found: list[StartRow]) -> list[ModelSweep]:
     out = []
     for model in dict.fromkeys(r.model for r in found):
         mine = sorted((r for r in found if r.model == model), key=lambda r: r.variance)
-        sds = [_sd(r.accuracy) for r in mine if len(r.accuracy) >= 2]
-        out.append(ModelSweep(model, mine[0].label, [r.variance for r in mine], [_mean(r.accuracy) for r in mine],
-                              _mean(sds) if sds else 0.0, [_mean(r.word_jsd) for r in mine],
-                              [_mean(r.taus.get(TAUS[0], [])) for r in mine], [m for r in mine for m in r.moved],
-                              [_sd(r.accuracy) for r in mine], min(r.seeds for r in mine)))
+        sds = [sd_of(r.accuracy) for r in mine if len(r.accuracy) >= 2]
+        out.append(ModelSweep(model, mine[0].label, [r.variance for r in mine], [mean_of(r.accuracy) for r in mine],
+                              mean_of(sds) if sds else 0.0, [mean_of(r.word_jsd) for r in mine],
+                              [mean_of(r.taus.get(TAUS[0], [])) for r in mine], [m for r in mine for m in r.moved],
+                              [sd_of(r.accuracy) for r in mine], min(r.seeds for r in mine)))
     return out
 
 
@@ -234,27 +212,30 @@ def t_quantile(df: float, p: float = 0.975) -> float:
 
 @dataclass
 class LeadCell:
-    """HAN's Kendall tau with leave-one-out less HCAN's at the i-th start of each (their starts
-    differ in scale: 1/200 and 1/128 the smallest), with a Welch 95% interval over the seeds."""
+    """The sweep's second model's Kendall tau with leave-one-out less its first's (HAN's less
+    HCAN's) at the i-th start of each (their starts differ in scale: 1/200 and 1/128 the
+    smallest), with a Welch 95% interval over the seeds."""
 
     dataset: str
-    han_start: float
-    hcan_start: float
+    leader: str  # the label of the model whose lead it is
+    trailer: str
+    leader_start: float
+    trailer_start: float
     lead: float
     low: float
     high: float
 
     @property
     def resolves(self) -> bool:
-        """The interval excludes no lead: HAN ahead, with these seeds."""
+        """The interval excludes no lead: the leader ahead, with these seeds."""
         return self.low > 0
 
 
 def welch_interval(a: list[float], b: list[float]) -> tuple[float, float, float]:
     """(mean(a) - mean(b), low, high): Welch's 95% interval of a difference of two means."""
-    va, vb = _sd(a) ** 2 / len(a), _sd(b) ** 2 / len(b)
+    va, vb = sd_of(a) ** 2 / len(a), sd_of(b) ** 2 / len(b)
     se = math.sqrt(va + vb)
-    diff = _mean(a) - _mean(b)
+    diff = mean_of(a) - mean_of(b)
     if se == 0:
         return diff, diff, diff
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
@@ -263,29 +244,33 @@ def welch_interval(a: list[float], b: list[float]) -> tuple[float, float, float]
 
 
 def lead_cells(found: list[StartRow]) -> list[LeadCell]:
-    """HAN's lead over HCAN in Kendall tau with leave-one-out, start by start (the i-th smallest
-    of each), each with its interval: "HAN leads from every start" holds only where each resolves."""
-    han = sorted((r for r in found if r.model == "han"), key=lambda r: r.variance)
-    hcan = sorted((r for r in found if r.model == "hcan"), key=lambda r: r.variance)
+    """The sweep's second model's lead over its first (HAN over HCAN) in Kendall tau with
+    leave-one-out, start by start (the i-th smallest of each), each with its interval: "leads from
+    every start" holds only where each resolves."""
+    models = list(dict.fromkeys(r.model for r in found))
+    if len(models) != 2:
+        return []
+    trailing, leading = ([r for r in found if r.model == m] for m in models)
     out = []
-    for a, b in zip(han, hcan):
+    for a, b in zip(sorted(leading, key=lambda r: r.variance), sorted(trailing, key=lambda r: r.variance)):
         ta, tb = a.taus.get(TAUS[0], []), b.taus.get(TAUS[0], [])
         if len(ta) >= 2 and len(tb) >= 2:
-            out.append(LeadCell(a.dataset, a.variance, b.variance, *welch_interval(ta, tb)))
+            out.append(LeadCell(a.dataset, a.label, b.label, a.variance, b.variance, *welch_interval(ta, tb)))
     return out
 
 
 def lead_sentence(cells: list[LeadCell]) -> str:
-    """How many (data set, start) cells resolve HAN's lead, and the ones that do not."""
+    """From how many starts the lead resolves, and the ones where it does not."""
     if not cells:
         return ""
     open_cells = [c for c in cells if not c.resolves]
-    out = (f"HAN ranks words more like leave-one-out than HCAN (Kendall tau, Welch 95% interval over the seeds) in "
-           f"{len(cells) - len(open_cells)} of {len(cells)} (data set, start) cells")
+    first = cells[0]
+    out = (f"{first.leader} ranks words more like leave-one-out than {first.trailer} (Kendall tau, Welch 95% "
+           f"interval over the seeds) from {len(cells) - len(open_cells)} of {len(cells)} starts on {first.dataset}")
     if open_cells:
         out += "; not resolved: " + "; ".join(
-            f"{c.dataset} from v = {c.han_start:g} (HAN) and {c.hcan_start:g} (HCAN), HAN's lead {c.lead:+.3f} "
-            f"[{c.low:+.3f}, {c.high:+.3f}]" for c in open_cells)
+            f"from v = {c.leader_start:g} ({c.leader}) and {c.trailer_start:g} ({c.trailer}), {c.leader}'s lead "
+            f"{c.lead:+.3f} [{c.low:+.3f}, {c.high:+.3f}]" for c in open_cells)
     return out + "."
 
 
@@ -301,8 +286,8 @@ def lesson(found: list[StartRow]) -> list[str]:
                  "one seed a start so far: the seeds' own spread is not measured yet")
         follows = len(m.starts) >= 2 and m.sharpness_ratio >= 3
         if follows and seeded:
-            verdict = ("The spread follows the start while accuracy does not move by that much: how focused it "
-                       "looks is mostly the start's doing." if m.start_decides_sharpness else
+            verdict = ("The spread follows the start while accuracy stays within what the seeds resolve: how "
+                       "focused it looks is mostly the start's doing." if m.start_decides_sharpness else
                        "The spread follows the start, and accuracy moves beyond the seeds' spread too.")
         elif follows:
             verdict = ("The spread follows the start; whether accuracy does waits for the seeds still to run.")
@@ -319,4 +304,22 @@ def lesson(found: list[StartRow]) -> list[str]:
             f"times); Kendall tau with leave-one-out {min(m.tau):z.2f} to {max(m.tau):z.2f}; training changed the "
             f"query's norm by {100 * min(m.moved):+.0f}% to {100 * max(m.moved):+.0f}%. {verdict}")
     lead = lead_sentence(lead_cells(found))
-    return lines + ([lead] if lead else [])
+    return lines + null_lines(found) + ([lead] if lead else [])
+
+
+def null_lines(found: list[StartRow]) -> list[str]:
+    """Per model, in how many runs the attention's tau on documents of two or more sentences is
+    above its null's on the same documents (the sentence weights spread evenly over the words)."""
+    out = []
+    for model in dict.fromkeys(r.model for r in found):
+        pairs = [(a, b) for r in found if r.model == model
+                 for a, b in zip(r.taus.get(TAUS[3], []), r.taus.get(TAUS[4], []))]
+        if not pairs:
+            continue
+        above = sum(a > b for a, b in pairs)
+        label = next(r.label for r in found if r.model == model)
+        out.append(f"{label}'s word ranking is above its null (sentence weights times even words, the same documents "
+                   f"of two or more sentences, Kendall tau with leave-one-out) in {above} of {len(pairs)} runs across "
+                   "the starts.")
+    return out
+

@@ -108,6 +108,15 @@ def sized_for_text(model_type: str, config: dict, max_sentences: int, max_words:
     return {**sizing(config, max_sentences, max_words), **config} if sizing else dict(config)
 
 
+def query_start_variance(model_type: str, config: dict) -> float | None:
+    """The variance its word-level pooling query started at, N(0, v), for a model with such a query
+    (a config class's ``query_start_variance``: HCAN's T, HAN's u_w), read from a config dict as
+    the model reads it; None for any other model."""
+    entry = REGISTRY.get(model_type)
+    start = getattr(entry.config, "query_start_variance", None) if entry else None
+    return start(config) if start else None
+
+
 def text_problem(model_type: str, config: dict, max_sentences: int, max_words: int) -> str | None:
     """Why a model with ``config`` cannot read every text its caps let through (a config class's
     ``text_problem``: HCAN's positional tables), or None."""

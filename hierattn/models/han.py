@@ -37,6 +37,13 @@ class HANConfig:
     # attention ends (docs/RESULTS.md, "Where the attention starts").
     context_variance: float | None = None
 
+    @staticmethod
+    def query_start_variance(config: dict) -> float | None:
+        """The variance v of N(0, v) that u_w started at, as a saved config means it."""
+        if config.get("context_variance") is not None:
+            return float(config["context_variance"])
+        return 1.0 / config.get("attention_dim", HANConfig.attention_dim)
+
 
 ENCODERS = ("gru", "lstm", "cached_lstm")
 

@@ -81,6 +81,18 @@ class HCANConfig:
         return {"word_positions": max_words, "sentence_positions": max_sentences}
 
     @staticmethod
+    def query_start_variance(config: dict) -> float | None:
+        """The variance v of N(0, v) that T started at, as a saved config means it (a config
+        without ``target_start`` was written when T started at N(0, 1/d)); None without target
+        pooling."""
+        if config.get("pooling", "target") != "target":
+            return None
+        if config.get("target_variance") is not None:
+            return float(config["target_variance"])
+        start = config.get("target_start", HCANConfig.LEGACY["target_start"])
+        return 1.0 if start == "normal" else 1.0 / config.get("d", HCANConfig.d)
+
+    @staticmethod
     def text_problem(config: dict, max_sentences: int, max_words: int) -> str | None:
         """Why a model with ``config`` cannot read text with these caps (None: it can)."""
         if config.get("clamp_positions", False):

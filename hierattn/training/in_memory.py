@@ -78,7 +78,8 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
           on_event: Callable[[TrainEvent], None] | None = None,
           stop: threading.Event | None = None, progress: bool = False, device=None,
           after_epoch: Callable[[torch.nn.Module, list[Batch], torch.device], dict] | None = None,
-          at_start: Callable[[torch.nn.Module], None] | None = None, private_heldout: bool = False) -> dict:
+          at_start: Callable[[torch.nn.Module], None] | None = None, private_heldout: bool = False,
+          watch: int = 0) -> dict:
     """Train with Adam, keep the best-validation weights, stop early, evaluate on test, save.
 
     Returns the metrics written to ``metrics.json``. ``stop`` ends training after the current
@@ -86,6 +87,8 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     ``after_epoch(model, validation batches, device)`` may measure more after each epoch (the Train
     page: attention Gini and diagonality); its numbers join that epoch's history row.
     ``at_start(model)`` sees the model as training starts (the registry records its query vectors).
+    ``watch``: record the run's explanation of this many validation documents at the start and after
+    each epoch (``playback``), kept beside the checkpoint as ``playback.json``.
     ``progress``: a progress bar per epoch and a line per validation on the terminal.
     """
     seed_everything(config.seed)
@@ -113,11 +116,19 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     if at_start:
         at_start(model)
     model = model.to(device)
+    recorder = _recorder(data, model_type, vocab, text_config, device, watch) if watch else None
+    if recorder:
+        recorder(model)  # the start: epoch 0
     epochs = InMemoryEpochs(train_docs, train_y, vocab, config, val_batches, device)
     optimizer, scheduler = optimiser(model, config, epochs.steps)
     state, started, bar = Progress(), time.perf_counter(), _Bar(config, epochs.steps) if progress else None
+
+    def measure(m):
+        row = after_epoch(m, val_batches, device) if after_epoch else {}
+        return {**row, **recorder(m)} if recorder else row
+
     outcome = run(model, model, epochs, optimizer, scheduler, config, device, state, on_event=on_event, stop=stop,
-                  measure=(lambda m: after_epoch(m, val_batches, device)) if after_epoch else None,
+                  measure=measure if (after_epoch or recorder) else None,
                   on_step=bar.step if bar else None, on_validation=bar.validated if bar else None)
     if bar:
         bar.close()
@@ -129,7 +140,22 @@ def train(model_type: str, model_config: dict, data: PreparedData, text_config: 
     return _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device,
                      record(state, outcome, model, config, device, started, pretrained_words=pretrained_words,
                             **_base_model(config.start_from)),
-                     private_heldout)
+                     private_heldout, recorder.finish(state.history, state.best_epoch) if recorder else None)
+
+
+def _recorder(data: PreparedData, model_type: str, vocab, text_config: TextConfig, device, count: int):
+    """A ``playback.Recorder`` of ``count`` validation documents, explaining the model in training
+    as a loaded checkpoint of it would be explained."""
+    from hierattn.checkpoint.classifier import Classifier
+    from hierattn.training.playback import Recorder, watched_documents
+
+    names = data.dataset.label_names
+    indices = data.split["validation"]
+    texts = [data.dataset.texts[i] for i in indices]
+    chosen = watched_documents(texts, [data.dataset.labels[i] for i in indices], count)
+    return Recorder([texts[j] for j in chosen], [names[data.dataset.labels[indices[j]]] for j in chosen],
+                    lambda model: Classifier("training", model, model_type, vocab, list(names), text_config, {},
+                                             data.dataset.name, torch.device(device)))
 
 
 def _base_model(start_from: str) -> dict:
@@ -219,7 +245,7 @@ def _fit(model_type, model_config, data, parts, text_config, config, out, on_eve
 
 
 def _conclude(model, model_type, vocab, data, parts, text_config, out, on_event, device, metrics: dict,
-              private_heldout: bool = False) -> dict:
+              private_heldout: bool = False, playback: dict | None = None) -> dict:
     """Test the chosen weights, write ``metrics.json`` with the checkpoint, report "done". A data set of
     your own keeps its held-out documents with it; ``private_heldout``: marked as its visitor's own
     (a Train-page run on a shared server), shown to no other visitor."""
@@ -235,7 +261,8 @@ def _conclude(model, model_type, vocab, data, parts, text_config, out, on_event,
     if out is not None:
         save_checkpoint(out, model, model_type, vocab, data.dataset.label_names, text_config, metrics,
                         dataset=data.dataset.name,
-                        heldout=None if data.dataset.name in BUILTIN else heldout(data) | {"private": private_heldout})
+                        heldout=None if data.dataset.name in BUILTIN else heldout(data) | {"private": private_heldout},
+                        playback=playback)
     if on_event:
         on_event(TrainEvent("done", metrics["best_epoch"], val_accuracy=metrics["validation_accuracy"]))
     return metrics

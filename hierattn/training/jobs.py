@@ -31,6 +31,7 @@ from hierattn.threads import cores, threads_of
 from hierattn.training import baselines
 from hierattn.training.in_memory import train
 from hierattn.training.loop import TrainConfig, TrainEvent
+from hierattn.training.playback import WATCHED
 from hierattn.training.run_names import JobError, validate_run_name
 from hierattn.training.sharpness import mean_self_attention_metrics
 
@@ -309,7 +310,7 @@ def _train_in_child(spec: dict, events, stop) -> None:
         if not stop.is_set():
             metrics = train(spec["model_type"], spec["model_config"], data, spec["text_config"], spec["config"],
                             spec["out"], on_event=lambda e: events.put(("event", asdict(e))), stop=stop,
-                            device=spec["device"], after_epoch=mean_self_attention_metrics,
+                            device=spec["device"], after_epoch=mean_self_attention_metrics, watch=WATCHED,
                             private_heldout=spec.get("private_heldout", False))
         events.put(("done", metrics))
     except Exception as exc:  # the page shows the message; the traceback goes to the server log

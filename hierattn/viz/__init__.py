@@ -3,11 +3,12 @@
 and plain values, as bertviz draws; never an explanation or a model, never Streamlit. The figures
 and the HTML are importable from here."""
 from hierattn.viz.curves import (
-           attention_sharpness_chart,
-           erasure_chart,
-           lines_chart,
-           start_sweep_chart,
-           training_chart,
+    attention_sharpness_chart,
+    erasure_chart,
+    forming_chart,
+    lines_chart,
+    start_sweep_chart,
+    training_chart,
 )
 from hierattn.viz.figures import (
            UNKNOWN_MARK,
@@ -38,6 +39,7 @@ from hierattn.viz.style import PALETTE, TEMPLATE
 from hierattn.viz.text import shaded_text
 
 __all__ = [
+    "forming_chart",
     "PALETTE", "TEMPLATE", "UNKNOWN_MARK",
     "attention_heatmap", "attention_sharpness_chart", "block_overview", "clark_layer_table", "clark_layers",
     "confusion_heatmap", "counted", "difference_html", "distribution_chart", "document_html", "erasure_chart",

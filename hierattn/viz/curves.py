@@ -152,3 +152,32 @@ def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]]
                                  tickformat=".0%" if percent else None),
                       legend=titled_key(title))
     return fig
+
+
+@own_style
+def forming_chart(series: dict[str, tuple[Sequence[int], Sequence[float | None], Sequence[float]]],
+                  chosen: int | None = None) -> go.Figure:
+    """Attention forming as a run trains: per run (series name -> (epochs, validation accuracy or
+    None at the start, the watched document's word attention JSD from even)), the accuracy (solid,
+    left axis) and the document's sharpness (dotted, right axis) epoch by epoch, and a line at the
+    ``chosen`` epoch. Both axes start at zero, so a flat attention looks flat."""
+    fig = go.Figure()
+    top = max((v for _, _, spread in series.values() for v in spread), default=0.0)
+    for k, (name, (epochs, accuracy, spread)) in enumerate(series.items()):
+        colour = PALETTE[k % len(PALETTE)]
+        shown = [(e, a) for e, a in zip(epochs, accuracy) if a is not None]
+        fig.add_trace(go.Scatter(x=[e for e, _ in shown], y=[a for _, a in shown], mode="lines+markers",
+                                 name=f"{name}: validation accuracy", line=dict(color=colour),
+                                 hovertemplate="epoch %{x}<br>validation accuracy %{y:.1%}<extra></extra>"))
+        fig.add_trace(go.Scatter(x=list(epochs), y=list(spread), mode="lines+markers", yaxis="y2",
+                                 name=f"{name}: this document's word JSD from even",
+                                 line=dict(color=colour, dash="dot"), marker=dict(symbol="diamond"),
+                                 hovertemplate="epoch %{x}<br>JSD from even %{y:.3f}<extra></extra>"))
+    if chosen is not None:
+        fig.add_vline(x=chosen, line=dict(color="#555", width=1, dash="dash"))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=10, b=10), legend=LEGEND_ABOVE,
+                      xaxis=dict(title="epoch (0: the start)", rangemode="tozero", dtick=1),
+                      yaxis=dict(title="validation accuracy", tickformat=".0%", range=[0, 1.02]),
+                      yaxis2=dict(title="word attention's JSD from even", overlaying="y", side="right",
+                                  range=[0, max(top * 1.15, 0.05)], showgrid=False))
+    return fig

@@ -6,6 +6,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.app.downloads import Figures, chart
+from hierattn.app.panels import playback
 from hierattn.app.samples import builtin_dataset, heldout_samples
 from hierattn.app.train_form import (
     dataset_from_upload,
@@ -33,6 +34,7 @@ from hierattn.training.loop import (
     TrainConfig,
     pretrained_epochs,
 )
+from hierattn.training.playback import read as read_playback
 
 PREVIEW_COLUMNS = 30  # the preview's width; the pickers offer every column (at most limits.UPLOAD_COLUMNS)
 
@@ -290,6 +292,13 @@ def run_panel(jobs, job_id: str) -> None:
             else:
                 right.info("Measured after each epoch.")
         if snap["status"] in ("finished", "cancelled") and snap["metrics"]:
+            recorded = read_playback(job.out)
+            if recorded:
+                st.markdown("**Attention forming as it trained.** The run explained a few validation documents "
+                            "before training and after each epoch, exactly as Explore would have had it stopped "
+                            "there. Slide through the epochs:")
+                playback.show({snap["name"]: recorded}, f"playback_{snap['id']}",
+                              f"{snap['name']} ({snap['display_name']}) · trained on {snap['dataset']}")
             if st.button("Open it in Explore", key=f"open_{snap['id']}"):
                 own = heldout_samples(job.out, None, per_class=1)  # a document of its own data, not a built-in one
                 if own:

@@ -73,7 +73,7 @@ def start_sweep_lesson(dataset: str = "tweets", checkpoints: dict[str, Path] | N
             out[r.label][1].extend(values)
         return out
 
-    shipped = start_sweep.shipped_starts(checkpoints or {}, dataset)
+    shipped = start_sweep.shipped_starts(checkpoints or {}, dataset, dict.fromkeys(r.model for r in rows))
     left, middle, right = st.columns(3)
     for column, (title, figure, percent) in zip((left, middle, right), (
             ("test accuracy", lambda r: r.accuracy, True),

@@ -7,6 +7,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.analysis.tour.target_attention import concentration, concentration_verdict
+from hierattn.app import loading
 from hierattn.app.panels.tour.recorded import explained_pick, show_rate
 from hierattn.app.panels.tour.verdict import show_verdict
 
@@ -27,17 +28,25 @@ def draw(checkpoints: dict[str, Path]) -> None:
     show_verdict(shown, f"The heaviest words {where} are " + viz.md_text(", ".join(heaviest)) + ". "
                  + viz.md_text(verdict), "“a few words carry the weight”")
     if rate is not None and rate.rate < 0.5:
-        st.markdown("**What this says, and what it does not.** Each head is judged on its own: averaging HCAN's "
+        from hierattn.experiments.start_length import start_and_length
+
+        moved = start_and_length("bbc-news", loading.load(checkpoints["bbc-news-hcan"]).model_type)
+        st.markdown("**What this says, and what it does not.** Each word head is judged on its own, with the "
+                    "sentence weights averaged over the sentence heads (HCAN's sentence heads mix every channel of "
+                    "the sentence vectors, so sentence head 1 is not word head 1 one level up). Averaging the word "
                     "heads flattens them, so the averaged shading below can look even where one head is not. On our "
                     "HCAN most heads spread an article's weight widely; the paper draws a spread-out but not flat map "
-                    "(its Figure 4). How peaked a target attention ends is set mostly by where its target vector "
-                    "started, not by training (step 4 shows the sweep), and random attention of the same shape "
-                    "passes this check often: concentration describes the map, it does not show that the words are "
-                    "the right ones. The model classifies 97% of the test articles correctly, so accuracy does not "
-                    "need peaked attention, and a heatmap's colour scale must start at zero to show that.")
+                    "(its Figure 4). How peaked a target attention ends follows where its target vector started, and "
+                    "how long it trained: "
+                    + (viz.md_text(moved) if moved else "step 4 shows the sweep of starts.")
+                    + " Random attention of the same shape passes this check too: concentration describes the map, "
+                    "it does not show that the words are the right ones. The model classifies 97% of the test "
+                    "articles correctly, so accuracy does not need peaked attention, and a heatmap's colour scale "
+                    "must start at zero to show that.")
     head = c.focused_heads[0] if c.focused and len(c.head_top_shares) > 1 else None
-    st.caption(f"Shaded: head {head + 1}, the first where the claim holds, on its own scale." if head is not None
-               else "Shaded: the heads averaged (no head holds the claim here).")
+    st.caption((f"Shaded: word head {head + 1}, the first where the claim holds, on its own scale" if head is not None
+                else "Shaded: the word heads averaged (no head holds the claim here)")
+               + "; the sentence bars: the sentence heads averaged.")
     with st.container(height=460):  # a long article scrolls inside, the step's layout stays on screen
         st.html(viz.shaded_document_html(**ex.text_view(), words=ex.target_attention("word", head),
-                                         sentences=ex.target_attention("sentence", head)))
+                                         sentences=ex.target_attention("sentence")))
