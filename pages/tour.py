@@ -8,8 +8,8 @@ from hierattn.app.routing import run_through_app
 
 run_through_app()
 st.title("A tour of attention in text classifiers")
-st.caption("Four ideas from the HCAN and SANet papers and two from a study of BERT's heads, each with what to notice "
-           "and a live check on our own "
+st.caption("Four ideas from the HCAN and SANet papers, two from a study of BERT's heads and one from our own sweep "
+           "of where training starts, each with what to notice and a live check on our own "
            "models. A claim holds on a document only when the model beats a baseline that keeps what the claim is "
            "not about (an even spread of the same structure; every other split of the same heads; each row's own "
            "weights shuffled among its keys), on the same document. The numbers are computed on the "

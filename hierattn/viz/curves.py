@@ -117,11 +117,14 @@ SHIPPED_KEY = "shipped checkpoint's start"
 
 @own_style
 def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]], y_title: str,
-                      percent: bool = False, title: str = "", shipped: dict[str, float] | None = None) -> go.Figure:
+                      percent: bool = False, title: str = "", shipped: dict[str, float] | None = None,
+                      x_title: str = "variance of the query vector at the start (log scale)",
+                      log_x: bool = True) -> go.Figure:
     """One marker per recorded seed and a line through each start's mean: series name -> (start
     variances, values). The x axis is logarithmic (the starts span 1/d to 10); the y axis starts at
     zero, so a flat attention looks flat. ``shipped``: series name -> the start of the checkpoint the
-    app ships, ringed at that start's mean, so a reader sees where the model they explore sits."""
+    app ships, ringed at that start's mean, so a reader sees where the model they explore sits.
+    ``x_title`` and ``log_x``: the same chart over another axis of the sweep (training length)."""
     fig = go.Figure()
     shipped = shipped or {}
     for k, (name, (xs, ys)) in enumerate(points.items()):
@@ -147,7 +150,7 @@ def start_sweep_chart(points: dict[str, tuple[Sequence[float], Sequence[float]]]
                                                    "<extra></extra>"))
     top = max((y for _, ys in points.values() for y in ys), default=1.0)
     fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10),
-                      xaxis=dict(title="variance of the query vector at the start (log scale)", type="log"),
+                      xaxis=dict(title=x_title, type="log" if log_x else "linear"),
                       yaxis=dict(title=y_title, rangemode="tozero", range=[0, top * 1.1],
                                  tickformat=".0%" if percent else None),
                       legend=titled_key(title))

@@ -56,10 +56,30 @@ def draw(checkpoints: dict[str, Path]) -> None:
             + (f"{columnar:.0%} of articles are more columnar than theirs: the columns survive the null that keeps "
                "each row's sharpness, so topic attention here does look at a few words throughout."
                if columnar >= 0.5 else
-               f"{columnar:.0%} of articles are more columnar than theirs (5% by chance)."))
+               f"{columnar:.0%} of articles are more columnar than theirs (5% by chance).")
+            + _tweets_columnar(rate.parts, "tweet strongest" in rate.picks))
     st.caption("Why these baselines: attention spread evenly over a 15-word tweet already has 41% of its weight "
                "within 3 positions of the diagonal, over a 1,000-word article under 1%, so raw shares mostly measure "
                "length. And a sharp row puts much of its weight near the diagonal or on a few keys by chance: the "
                "check shuffles each row's own weights among its keys, which keeps how sharp the row is and destroys "
                "only where its weight sits. Over whole test splits (Dataset statistics page, topic versus "
                "sentiment) our tweets SANet's attention is no more diagonal than an even spread.")
+
+
+def _tweets_columnar(parts: dict, offered: bool) -> str:
+    """The columnar rate of the tweets, beside the diagonal one: columns on both sides mean columns do
+    not tell topic from sentiment here; and whether any tweet that reads as a band is offered."""
+    columnar, band = parts.get("tweets columnar"), parts.get("tweets reading as a band")
+    if not columnar:
+        return ""
+    share = columnar[1] / max(columnar[0], 1)
+    out = (f" But {share:.1%} of tweets are more columnar than their own rows shuffled too, so on our SANets columns "
+           "do not separate topic from sentiment")
+    if band:
+        out += (f". {band[1]:,} tweets are more diagonal than the null and read as a band (further towards a band "
+                "than towards columns)")
+        out += (": the strongest readable one is offered first above" if offered else
+                ", and none of them is one to show a class (each has a web address, a @handle or fewer than 8 "
+                "words), so no tweet is offered as the band's example: the tweets above are the typical and the "
+                "weakest")
+    return out + "."

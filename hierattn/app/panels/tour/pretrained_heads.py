@@ -8,7 +8,7 @@ import streamlit as st
 
 from hierattn import viz
 from hierattn.app.downloads import Figures, chart
-from hierattn.app.panels.tour.recorded import explained_pick, show_rate
+from hierattn.app.panels.tour.recorded import explained_pick, recorded_rate, show_rate
 from hierattn.app.panels.tour.verdict import show_verdict
 
 
@@ -37,7 +37,17 @@ def draw(checkpoints: dict[str, Path]) -> None:
                  f"(even: {sink['first special_even']:.0%}).", "“pre-training leaves positional heads and a sink”")
     chart(viz.clark_layers(layers, first), "What the heads look at, layer by layer", key="tour_pretrained_layers",
           figures=Figures.of_document("tweets-minilm", ex.document.text))
+    rate = recorded_rate(6)
+    sink = ""
+    if rate and "sink over half" in rate.parts:
+        count, holds = rate.parts["sink over half"]
+        positional = rate.parts["positional head over half"]
+        sink = (f" At their bar, over half of the attention, this encoder has a positional head on "
+                f"{positional[1] / max(positional[0], 1):.0%} of the test tweets, but its best layer sinks over half "
+                f"on {viz.md_text(first)} on only {holds / max(count, 1):.0%} of them. Both pass this step's own "
+                f"bar (30 points above an even spread) on {rate.rate:.0%}: the positional heads are as Clark et al. "
+                "found them, the sink is weaker than the one they report.")
     st.markdown(f"**Beside the paper.** In BERT-base, Clark et al. report heads with over 50% on the previous or "
                 f"next token, and over half of layers 6-10's attention on [SEP]. This encoder sinks on "
-                f"{viz.md_text(first)} instead: the same habit, another token (a sink is where a head puts attention "
-                "it has no use for). Step 5 asks the same of a BERT trained from scratch on these tweets alone.")
+                f"{viz.md_text(first)} instead (a sink is where a head puts attention it has no use for).{sink} "
+                "Step 5 asks the same of a BERT trained from scratch on these tweets alone.")

@@ -35,6 +35,11 @@ def _digest(folder: str, stamp: float) -> str:
     return record.checkpoint_digest(Path(folder))
 
 
+def recorded_rate(step: int) -> StepRate | None:
+    """The step's recorded rate, without saying it on the page (``show_rate`` says it)."""
+    return _record()[0].get(step)
+
+
 def show_rate(step: int, checkpoints: dict[str, Path]) -> StepRate | None:
     """The step's rate over the test split, said on the page; None when not recorded."""
     rates, stamps = _record()
