@@ -39,6 +39,9 @@ os.environ.setdefault("HIERATTN_RUNTIME", os.path.join(os.environ.get("TMPDIR", 
 # A test that names a checkpoints folder (HIERATTN_CHECKPOINTS) sees its own models alone, not the shipped
 # ones beside them; a test without one sees the shipped models.
 os.environ["HIERATTN_SHIPPED"] = "0"
+# What the app keeps on disk for every worker (the out-of-domain references) goes to the session's own folder.
+os.environ.setdefault("HIERATTN_CACHE", os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                                     f"hierattn-tests-{os.getpid()}", "cache"))
 # Pasted documents the app keeps for links (hierattn/app/documents.py) go to the session's own folder.
 os.environ.setdefault("HIERATTN_DOCUMENTS", os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                          f"hierattn-tests-{os.getpid()}", "documents"))

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -248,3 +249,49 @@ def check(classifier: Classifier, document: Document, probabilities, ref: Domain
     return DomainCheck(share, rare_p, rare_reached, rare_described, value, entropy_p,
                        (at_or_above(null, value), len(null)), entropy_described, flagged, examples,
                        distance, distance_p, distance_reached, length, length_p, length_reached)
+
+
+def save_reference(ref: DomainReference, path: Path) -> None:
+    """Write ``ref`` to ``path`` (safetensors, atomically: a reader sees the old file or the whole
+    new one), so that every worker of a server, and the server after a restart, reads it instead
+    of computing it again."""
+    import os
+
+    from safetensors.numpy import save_file
+
+    tensors = {"entropies": np.asarray(ref.entropies, dtype=np.float64)}
+    if ref.lengths is not None:
+        tensors["lengths"] = np.asarray(ref.lengths, dtype=np.float64)
+    if ref.vectors is not None:
+        tensors["vectors"] = np.ascontiguousarray(ref.vectors, dtype=np.float32)
+    if ref.distances is not None:
+        tensors["distances"] = np.asarray(ref.distances, dtype=np.float64)
+    if ref.rare_flags is not None:
+        tensors["rare_flags"] = np.concatenate([f.astype(np.uint8) for f in ref.rare_flags] or [np.zeros(0, np.uint8)])
+        tensors["rare_lengths"] = np.array([len(f) for f in ref.rare_flags], dtype=np.int64)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    save_file(tensors, str(tmp), metadata={"source": ref.source, "format": "1"})
+    os.replace(tmp, path)
+
+
+def load_reference(path: Path) -> DomainReference | None:
+    """A reference ``save_reference`` wrote, or None when there is none or it cannot be read (then
+    it is computed again). Read with safetensors: nothing in it is unpickled or run."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (OSError, ValueError, RuntimeError, SafetensorError):
+        return None
+    if meta.get("format") != "1" or "entropies" not in tensors:
+        return None
+    rare = None
+    if "rare_flags" in tensors:
+        ends = np.cumsum(tensors["rare_lengths"])
+        rare = [part.astype(bool) for part in np.split(tensors["rare_flags"], ends[:-1])] if len(ends) else []
+    return DomainReference(meta.get("source", ""), rare, tensors["entropies"], tensors.get("vectors"),
+                           tensors.get("distances"), tensors.get("lengths"))
+

@@ -234,6 +234,14 @@ class _ResultStore:
                 task.claim()
             return task
 
+    def keep(self, key, value) -> None:
+        """File a result found elsewhere (read from a file another worker wrote)."""
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.capacity:
+                self.items.popitem(last=False)
+
     def finish(self, key, task: _Task) -> None:
         """File a finished task's result (a failed one is dropped, so the next request retries)."""
         with self.lock:
@@ -321,6 +329,11 @@ def is_computed(key: tuple) -> bool:
 def result(key: tuple):
     """A computed result, or None."""
     return _results().get(key)
+
+
+def keep(key: tuple, value) -> None:
+    """File ``value`` as the result of ``key``, as if computed here (it was read from a shared file)."""
+    _results().keep(key, value)
 
 
 def is_running(key: tuple) -> bool:

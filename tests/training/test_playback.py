@@ -39,7 +39,8 @@ def test_the_watched_documents_span_the_classes_in_turn():
 
 
 @pytest.mark.slow  # trains twice
-@pytest.mark.parametrize("model_type, config", [("hcan", {"d": 16, "heads": 2}), ("han", {"embed_dim": 8, "hidden": 4})])
+@pytest.mark.parametrize("model_type, config", [("hcan", {"d": 16, "heads": 2}),
+                                                ("han", {"embed_dim": 8, "hidden": 4})])
 def test_each_recorded_map_is_the_models_own_at_that_epoch(tmp_path, model_type, config):
     """Every epoch's weights are kept as the run trains; each is loaded into a fresh model and the
     document explained as the app explains a paste: its maps and probabilities equal the record's.

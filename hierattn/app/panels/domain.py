@@ -31,18 +31,27 @@ def _percent(value: float) -> str:
 def domain_signal(where, classifier: Classifier, path: Path, ex: Explanation) -> None:
     """A caption with both figures and their thresholds; a warning in their place when the document is
     flagged. Nothing while the reference is computed (once per checkpoint, in the background)."""
+    from hierattn.app import domain_reference
     from hierattn.app.loading import checkpoint_key
-    from hierattn.app.tasks import computed
+    from hierattn.app.tasks import computed, keep, result
 
     texts, source = _test_texts(classifier, path)
     if not texts:
         where.caption("No test documents of the model's data set are at hand, so nothing says whether this text "
                       "is like them.")
         return
-    with where:
-        ref = computed(("domain", *checkpoint_key(path)),
-                       lambda progress: domain.reference(classifier, texts, source, progress),
-                       f"Reading {source} to judge the text against it:")
+    key = ("domain", *checkpoint_key(path))
+    ref = result(key)
+    if ref is None:  # computed once for the server, by whichever worker came first: read, not computed
+        kept = domain_reference.reference_file(path, checkpoint_key(path)[1], texts, source)
+        ref = domain_reference.read(kept)
+        if ref is not None:
+            keep(key, ref)
+        else:
+            with where:
+                ref = computed(key, lambda progress: domain_reference.computed_once(classifier, texts, source, kept,
+                                                                                    progress),
+                               f"Reading {source} to judge the text against it:")
     if ref is None:
         return
     found = domain.check(classifier, ex.document, ex.probabilities, ref, ex.vector)
