@@ -131,6 +131,21 @@ def run_bench(out: str | Path, quick: bool = False, checkpoints: str | Path = "c
         print("\n".join(format_trust_tab(results["trust_tab"])))
         print("\n".join(f"{g[0]}: {g[2]}" for g in _goals(results) if g[0].startswith("trust panel in one")))
         return results
+    if only == "paste-cpu":  # the server's CPU, messages and bytes per paste, per model family, recorded
+        from bench.paste_cpu import format_paste_cpu, run_paste_cpu
+        from hierattn.experiments.results import read_timing, write_timing
+
+        results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
+        before = read_timing("paste-cpu")
+        results["paste_cpu"] = {"rows": run_paste_cpu(), "hardware": hardware(),
+                                "before": before.get("rows") if before else None}
+        Path(out).write_text(json.dumps(results, indent=2))
+        if not quick:
+            write_timing("paste-cpu", {"rows": results["paste_cpu"]["rows"], "hardware": hardware(),
+                                       "measured": time.strftime("%Y-%m-%d")})
+        print("\n".join(format_paste_cpu(results["paste_cpu"]["rows"])))
+        print("\n".join(f"{g[0]}: {g[2]}" for g in _goals(results) if g[0].startswith("server CPU per paste")))
+        return results
     if only == "soak":  # the soak (visitors and attacks on a server, round after round) alone, merged
         results = json.loads(Path(out).read_text()) if Path(out).is_file() else {}
         results["soak"] = record_soak(2 if quick else 3)
@@ -462,6 +477,17 @@ def _goals(results: dict) -> list[tuple[str, str, str, bool]]:
         t = results["trust_tab"]
         out.append((f"trust panel in one browser tab, idle server, {t['model']}, {min(t['words'])}-{max(t['words'])} "
                     "words, median", "<= 10 s", f"{t['median_seconds']:.1f} s", t["median_seconds"] <= 10))
+    if results.get("paste_cpu"):
+        before = {r["model"]: r for r in results["paste_cpu"].get("before") or []}
+        for r in results["paste_cpu"]["rows"]:
+            last = before.get(r["model"])
+            regressed = last is not None and r["cpu_ms"] > 1.2 * last["cpu_ms"]
+            said = (f"{r['cpu_ms']:.0f} ms ({r['kb']:.0f} KB, {r['messages']} messages; the model "
+                    f"{r['model_ms']:.0f} ms)" + (f"; {r['cpu_ms'] / last['cpu_ms'] - 1:+.0%} against the last "
+                                                  f"recorded {last['cpu_ms']:.0f} ms: a regression" if regressed else
+                                                  f"; last recorded {last['cpu_ms']:.0f} ms" if last else ""))
+            out.append((f"server CPU per paste, ~{r['words']}-word article, warm server, {r['model']}", "<= 50 ms",
+                        said, r["cpu_ms"] <= 50 and not regressed))
     if results.get("soak"):
         soak = results["soak"]
         idle = soak["seconds_to_idle"]

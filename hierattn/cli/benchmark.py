@@ -12,12 +12,15 @@ def add_bench(commands) -> None:
     b.add_argument("--markdown", help="also write the table as Markdown here (e.g. BENCHMARKS.md)")
     b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     b.add_argument("--only", choices=["corpus", "batch-one", "overlap", "gpu", "soak", "classroom", "load",
-                                        "huggingface", "attribution", "long-document", "trust-tab", "stats-memory"],
+                                        "huggingface", "attribution", "long-document", "trust-tab", "stats-memory",
+                                        "paste-cpu"],
                    help="run this section alone and merge it into the --json figures (batch-one: HCAN Table 2's "
                         "timing protocol, also recorded under results/timing/; overlap: two trainings at once, and the "
                         "pages while a run trains; gpu: training and explain on the GPU, recorded; soak: sessions "
                         "that leave mid-computation, then the server's memory and time back to idle; load: 30 sessions "
-                        "pasting at once into 1 and 2 workers; trust-tab: Explore's trust panel in one browser tab, "
+                        "pasting at once into 1 and 2 workers; paste-cpu: the server's CPU, messages and bytes per "
+                        "paste and where the CPU went, per model family, recorded; "
+                        "trust-tab: Explore's trust panel in one browser tab, "
                         "recorded; stats-memory: Dataset statistics' peak memory on MiniLM, recorded; attribution: "
                         "each attribution method's cost per document, recorded; long-document: a 512-token "
                         "document on all-MiniLM-L6-v2, explained and drawn in Explore)")

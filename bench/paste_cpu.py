@@ -1,0 +1,148 @@
+"""What one paste costs the server, per model family: its CPU time, the messages and bytes it sends
+the browser, and where the CPU went (a breakdown by what the sampled stacks were doing), beside the
+model's own explanation of the same articles.
+
+One ``streamlit run app.py`` on this machine, one websocket session speaking Streamlit's protocol
+(``bench.load.Session``) on Explore with the model picked in the address; three warm-up pastes,
+then ``PASTES`` distinct ~550-word BBC articles (``bench.load.articles``), one at a time. The
+server's CPU time is read from /proc around each paste, after it has gone back to idle (so the
+background work a paste starts is counted with it). The breakdown comes from ``py-spy`` sampling
+the server at 200 Hz during the timed pastes (``--nonblocking``: the server is not paused), each
+sample put in the first category its stack reaches, from the innermost frame out (``CATEGORIES``).
+The model's own figure is ``analysis.explain`` on the same articles in this process.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.load import Session, articles
+from bench.served import cpu_seconds, seconds_to_idle, start_server
+
+MODELS = ("bbc-news-han", "bbc-news-hcan")
+PASTES = 12
+WARM = 3
+# (category, substrings of a frame's "function (file)" that put a sample in it), tried from the
+# innermost frame of a stack outwards: the first category a frame matches takes the sample
+CATEGORIES = (
+    ("waiting (not counted)", ("EpollSelector.select", "selectors.py")),
+    ("garbage collection", ("_on_script_finished", "postScriptGC", "gc_collect")),
+    ("model", ("hierattn/models/", "torch/nn/modules/")),
+    ("tokenisation", ("spacy/", "hierattn/data/text.py")),
+    ("figures", ("plotly/",)),
+    ("tables", ("pandas/io/formats/style", "pandas/")),
+    ("messages", ("google/protobuf", "forward_msg", "websocket", "tornado/", "browser_websocket")),
+    ("attention and statistics", ("hierattn/analysis/", "hierattn/viz/")),
+    ("the page", ("hierattn/app/", "pages/", "app.py")),
+    ("streamlit", ("streamlit/",)),
+)
+
+
+def _category(stack: str) -> str:
+    for frame in reversed(stack.split(";")):
+        for name, marks in CATEGORIES:
+            if any(mark in frame for mark in marks):
+                return name
+    return "other"
+
+
+def breakdown(collapsed: str) -> dict[str, float]:
+    """py-spy's collapsed stacks ("frame;frame;... count" lines) -> each category's share of the busy
+    samples (an event loop waiting in ``select`` is sampled as busy by py-spy; it is left out)."""
+    counts: dict[str, int] = {}
+    for line in collapsed.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            counts[_category(stack)] = counts.get(_category(stack), 0) + int(count)
+    counts.pop(CATEGORIES[0][0], None)
+    total = sum(counts.values()) or 1
+    return {k: round(v / total, 3) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
+
+
+def _model_ms(model: str, texts: list[str]) -> float:
+    """The median of ``analysis.explain`` on ``texts`` in this process (after one untimed call)."""
+    from hierattn.analysis.explain import explain
+    from hierattn.checkpoint.reading import load_classifier
+    from hierattn.home import checkpoint_root
+
+    classifier = load_classifier(checkpoint_root() / model, device="cpu")
+    explain(classifier, texts[0])
+    times = []
+    for text in texts:
+        start = time.process_time()
+        explain(classifier, text)
+        times.append(1000 * (time.process_time() - start))
+    return statistics.median(times)
+
+
+async def _pastes(url: str, model: str, texts: list[str], pid: int, profile: Path | None) -> dict:
+    session = Session(url, f"model={model}")
+    await session.open()
+    for text in texts[:WARM]:
+        await session.paste(text)
+    seconds_to_idle(pid, 30)
+    spy = None
+    if profile is not None and shutil.which("py-spy"):
+        spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--rate", "200", "--nonblocking",
+                                "--format", "raw", "--output", str(profile), "--duration", "600"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+    cpu, sizes, counts = [], [], []
+    for text in texts[WARM:WARM + PASTES]:
+        before = cpu_seconds(pid)
+        shown = await session.paste(text)
+        if not shown:
+            raise RuntimeError(f"the explanation was not shown: {session.shown_text()[:600]}")
+        seconds_to_idle(pid, 30)
+        cpu.append(1000 * (cpu_seconds(pid) - before))
+        sizes.append(sum(len(m) for m in session.last_run))
+        counts.append(len(session.last_run))
+    if spy is not None:
+        spy.send_signal(2)  # SIGINT: py-spy writes what it sampled
+        spy.wait(60)
+    await session.close()
+    return {"cpu_ms": round(statistics.median(cpu), 1), "cpu_ms_range": [round(min(cpu), 1), round(max(cpu), 1)],
+            "kb": round(statistics.median(sizes) / 1024, 1), "messages": int(statistics.median(counts))}
+
+
+def run_paste_cpu(models=MODELS) -> list[dict]:
+    """One row per model: the server's CPU per paste, bytes, messages, breakdown and the model's time."""
+    texts = articles(550)[: WARM + PASTES]
+    rows = []
+    for model in models:
+        env = {**os.environ, "HIERATTN_CACHE": tempfile.mkdtemp(prefix="hierattn-bench-")}
+        server, url = start_server(env, limit=240, own_group=True)
+        try:
+            profile = Path(tempfile.mkdtemp()) / "stacks.txt"
+            row = {"model": model, "pastes": PASTES, "words": 550,
+                   **asyncio.run(_pastes(url, model, texts, server.pid, profile))}
+            row["breakdown"] = breakdown(profile.read_text()) if profile.exists() else {}
+        finally:
+            os.killpg(server.pid, 15)
+            server.wait(30)
+        row["model_ms"] = round(_model_ms(model, texts[WARM:WARM + PASTES]), 1)
+        row["ratio"] = round(row["cpu_ms"] / row["model_ms"], 1) if row["model_ms"] else None
+        rows.append(row)
+    return rows
+
+
+def format_paste_cpu(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        parts = ", ".join(f"{k} {100 * v:.0f}%" for k, v in r.get("breakdown", {}).items())
+        out.append(f"{r['model']}: {r['cpu_ms']:.0f} ms of server CPU a paste ({r['cpu_ms_range'][0]:.0f}-"
+                   f"{r['cpu_ms_range'][1]:.0f}), {r['messages']} messages, {r['kb']:.0f} KB; the model's own "
+                   f"explanation {r['model_ms']:.0f} ms ({r['ratio']} times); where: {parts}")
+    return out
+
+
+if __name__ == "__main__":
+    for line in format_paste_cpu(run_paste_cpu(sys.argv[1:] or MODELS)):
+        print(line)
