@@ -105,6 +105,11 @@ class Session:
         self.url, self.cookies, self.socket, self.box = url, {}, None, None
         self.query = query  # the page's address after "?", as a link gives it
         self.last_run: list[bytes] = []  # the messages of the latest run, as sent
+        # what a browser sends back with every rerun: each widget's value as the page last drew it
+        # (a select box's choice above all). Without them a rerun sent only the Document box, the
+        # Model box fell back to the page's default, and every paste after the first was explained
+        # by bbc-news-hcan, whatever the address asked for.
+        self.widgets: dict[str, tuple[str, object]] = {}
 
     async def open(self) -> None:
         await _get(f"{self.url}/?{self.query}", self.cookies)
@@ -141,12 +146,23 @@ class Session:
             message = ForwardMsg()
             message.ParseFromString(raw)
             kind = message.WhichOneof("type")
-            if find_box and kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+            if kind == "delta" and message.delta.WhichOneof("type") == "new_element":
                 element = message.delta.new_element
-                if element.WhichOneof("type") == "text_area" and element.text_area.label == "Document":
+                if find_box and element.WhichOneof("type") == "text_area" and element.text_area.label == "Document":
                     self.box = element.text_area.id
+                self._remember(element)
             if kind == "script_finished" and message.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 return shown
+
+    def _remember(self, element) -> None:
+        """The value a browser would send back for a select box or a check box as drawn."""
+        kind = element.WhichOneof("type")
+        if kind == "selectbox":
+            box = element.selectbox
+            value = box.raw_value if box.raw_value else (box.options[box.default] if box.options else "")
+            self.widgets[box.id] = ("string_value", value)
+        elif kind == "checkbox":
+            self.widgets[element.checkbox.id] = ("bool_value", element.checkbox.default)
 
     def shown_text(self) -> str:
         """What the latest run drew as text (markdown, alerts, exceptions), for a failure's message."""
@@ -171,6 +187,11 @@ class Session:
 
         message = BackMsg()
         message.rerun_script.query_string = self.query
+        for key, (field, value) in self.widgets.items():
+            if key != self.box:
+                state = message.rerun_script.widget_states.widgets.add()
+                state.id = key
+                setattr(state, field, value)
         widget = message.rerun_script.widget_states.widgets.add()
         widget.id, widget.string_value = self.box, text
         await self.socket.send(message.SerializeToString())

@@ -66,3 +66,24 @@ def test_the_shipped_han_and_hcan_read_the_documents_picked_for_them(monkeypatch
     labels = [m.value for m in at.markdown if m.value.startswith(("**HAN**", "**HCAN**"))]
     true_label = options[0].split(" · ")[1]
     assert labels and all(f"({true_label})" in label for label in labels)  # both models read it right
+
+
+def test_step_7_plays_back_two_recorded_runs_on_the_same_document(monkeypatch):
+    """Step 7 reads two recorded runs of the start sweep (results/<data set>/<row>/playback-seed-1.json)
+    and shows them side by side at the chosen epoch; moving the slider shows that epoch's record."""
+    from hierattn.app.panels.tour.attention_forming import recorded_runs
+
+    runs = recorded_runs()
+    assert len(runs) == 2 and float(runs[0][0].value) < float(runs[1][0].value)
+    texts = [[d["text"] for d in record["documents"]] for _, record, _ in runs]
+    assert texts[0] == texts[1]  # the same validation documents, chosen before training
+    at = open_page("pages/tour.py", tour_step=7, tour7_epoch=0)
+    said = " ".join(m.value for m in at.markdown)
+    assert "epoch 0 (the start)" in said and said.count("from v = ") >= 2
+    start = [h.body for h in at.get("html")]
+    last = len(runs[0][1]["epochs"]) - 1
+    at = open_page("pages/tour.py", tour_step=7, tour7_epoch=last)
+    assert f"epoch {last} · validation accuracy" in " ".join(m.value for m in at.markdown)
+    assert [h.body for h in at.get("html")] != start  # the shading moved with the epoch
+    assert any("Accuracy and this document's sharpness" in str(c) for c in at.get("plotly_chart")) or at.get(
+        "plotly_chart")

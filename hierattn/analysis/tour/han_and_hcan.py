@@ -88,6 +88,6 @@ def _han_against_hcan(han, hcan):
 
 
 STEP = Step(4, "the shipped HAN's word weights are more focused than the shipped HCAN's (Gini at least 0.2 higher on "
-               "the same document, and more than random maps of the two shapes; how focused each is follows where its "
-               "query vector started, not the architecture)",
+               "the same document, and more than random maps of the two shapes; how focused each is depends on where "
+               "its query vector started, step 4's sweep)",
             ("tweets-han", "tweets-hcan"), ("tweets",), check=_han_against_hcan)

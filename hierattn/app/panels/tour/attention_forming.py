@@ -51,7 +51,8 @@ def draw(checkpoints: dict[str, Path]) -> None:
                 "tweets/hcan-v10.0 --seeds 1 --force` records them).")
         return
     named = {f"{e.label} from v = {float(e.value):g}": record for e, record, _ in runs}
-    playback.show(named, "tour7", f"{runs[0][0].label} on {DATASET} · two starts, seed 1 each")
+    playback.show(named, "tour7", f"recorded runs of {runs[0][0].name} and {runs[1][0].name} "
+                                  f"({runs[0][0].label}), seed 1, validation documents")
     (a, _, ra), (b, _, rb) = runs
     st.caption(f"Test accuracy: {ra.test_accuracy:.1%} from v = {float(a.value):g}, {rb.test_accuracy:.1%} from "
                f"v = {float(b.value):g} (3 epochs, seed 1).")
