@@ -78,12 +78,12 @@ def test_step_7_plays_back_two_recorded_runs_on_the_same_document(monkeypatch):
     texts = [[d["text"] for d in record["documents"]] for _, record, _ in runs]
     assert texts[0] == texts[1]  # the same validation documents, chosen before training
     at = open_page("pages/tour.py", tour_step=7, tour7_epoch=0)
-    said = " ".join(m.value for m in at.markdown)
+    said = shown(" ".join(m.value for m in at.markdown))
     assert "epoch 0 (the start)" in said and said.count("from v = ") >= 2
     start = [h.body for h in at.get("html")]
     last = len(runs[0][1]["epochs"]) - 1
     at = open_page("pages/tour.py", tour_step=7, tour7_epoch=last)
-    assert f"epoch {last} · validation accuracy" in " ".join(m.value for m in at.markdown)
+    assert f"epoch {last} · validation accuracy" in shown(" ".join(m.value for m in at.markdown))
     assert [h.body for h in at.get("html")] != start  # the shading moved with the epoch
     assert any("Accuracy and this document's sharpness" in str(c) for c in at.get("plotly_chart")) or at.get(
         "plotly_chart")

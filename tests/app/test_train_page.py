@@ -91,6 +91,15 @@ def test_upload_preview_train_and_find_it_in_explore(train_env):
     assert 0 < saved["history"][0]["attention_diagonality_b3_even"] <= 1
     chart = next(c.proto.spec for c in at.get("plotly_chart") if "even spread" in c.proto.spec)
     assert "diagonality b=3, even spread" in chart
+    # the run's attention as it formed: the start and its one epoch, on validation documents it kept
+    recorded = json.loads((train_env / "films-hcan" / "playback.json").read_text())
+    assert [e["epoch"] for e in recorded["epochs"]] == [0, 1] and {d["truth"] for d in recorded["documents"]} == \
+        {"neg", "pos"}
+    slider = next(s for s in at.slider if s.key.startswith("playback_"))
+    assert (slider.min, slider.max, slider.value) == (0, 1, 1)
+    assert "epoch 1 · validation accuracy" in shown(" ".join(m.value for m in at.markdown))
+    slider.set_value(0).run()
+    assert "epoch 0 (the start)" in shown(" ".join(m.value for m in at.markdown)) and not at.exception
     at.button(key=next(b.key for b in at.button if b.key.startswith("open_"))).click().run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Explore attention"

@@ -165,8 +165,9 @@ TRAINED = "lecture-films-hcan"
 
 
 def _train_on_a_file(page, browser) -> list[str]:
-    """Train a small HCAN on an uploaded CSV from the Train page; export its curve and its sharpness
-    chart; what is wrong with those slides."""
+    """Train a small HCAN on an uploaded CSV from the Train page; export its curve, its sharpness
+    chart and its playback (the chart and the slide of the start beside an epoch); what is wrong
+    with those slides."""
     from tests.app.test_train_page import toy_csv
 
     _go(page, "Train")
@@ -198,7 +199,8 @@ def _train_on_a_file(page, browser) -> list[str]:
     page.set_viewport_size({"width": 1400, "height": 1800})
     slides = _slides(page, browser)
     names = sorted(name for name, _, _ in slides)
-    wrong = [] if len(slides) == 2 else [f"Train: exports {names}, expected the curve and the sharpness chart"]
+    wrong = [] if len(slides) == 4 else [f"Train: exports {names}, expected the curve, the sharpness chart and the "
+                                         "playback's chart and slide"]
     return wrong + _check(slides, (f"{TRAINED} (HCAN) · trained on films",), "Train") + _on_page(page, "Train")
 
 
