@@ -56,8 +56,7 @@ def draw(checkpoints: dict[str, Path]) -> None:
     (a, _, ra), (b, _, rb) = runs
     st.caption(f"Test accuracy: {ra.test_accuracy:.1%} from v = {float(a.value):g}, {rb.test_accuracy:.1%} from "
                f"v = {float(b.value):g} (3 epochs, seed 1).")
-    st.markdown("**What to notice.** The shading at epoch 0 is the start; after the first epoch the two runs "
-                "answer alike but do not look alike, and training does not bring their shading together.")
+    st.markdown("**What to notice.** " + viz.md_text(_noticed(runs)))
     _start_and_length()
 
 
@@ -96,3 +95,22 @@ def _start_and_length() -> None:
                                 "word attention's JSD from even", x_title="epochs trained, at the shipped start",
                                 log_x=False),
           "Sharpness by how long it trained", right, key="tour7_length", figures=figures)
+
+
+def _mean_jsd(epoch: dict) -> float:
+    values = [d["word_jsd"] for d in epoch["documents"] if d and "word_jsd" in d]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _noticed(runs) -> str:
+    """What the two records show, from their figures: how far from even each run's word attention is
+    on the watched documents at the start and after the last epoch, and each run's accuracy."""
+    (a, ra, _), (b, rb, _) = runs
+    first, last = (ra["epochs"][0], rb["epochs"][0]), (ra["epochs"][-1], rb["epochs"][-1])
+    return (f"At the start both are close to even on the watched tweets (mean word JSD from even "
+            f"{_mean_jsd(first[0]):.3f} from v = {float(a.value):g}, {_mean_jsd(first[1]):.3f} from "
+            f"v = {float(b.value):g}). After epoch {last[0]['epoch']} the first is at {_mean_jsd(last[0]):.3f} and the "
+            f"second at {_mean_jsd(last[1]):.3f}, while their validation accuracy is {last[0]['val_accuracy']:.1%} and "
+            f"{last[1]['val_accuracy']:.1%}: on these two runs the start decided how peaked the map became, within "
+            "the first epoch, "
+            "and training did not bring the two together.")
