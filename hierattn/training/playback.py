@@ -11,7 +11,8 @@ recording, so a run that records trains exactly as one that does not.
 
 The documents are chosen before training from the validation split, which is in class order: one
 document per class in turn, so a sample of four spans the classes, each of at least ``MIN_WORDS``
-words (a two-word tweet shows nothing forming) and at most ``MAX_WORDS`` (the record stays small).
+words (a two-word tweet shows nothing forming) and at most ``MAX_WORDS`` (the record stays small),
+readable ones first.
 """
 from __future__ import annotations
 
@@ -32,11 +33,16 @@ DIGITS = 5  # decimals kept of each weight
 def watched_documents(texts: list[str], labels: list[int], count: int = WATCHED) -> list[int]:
     """Indices into ``texts`` of up to ``count`` documents: a class at a time in turn (the first
     suitable document of each class, then the second of each, ...), so the sample spans the classes
-    whatever the split's order."""
+    whatever the split's order; within a class, readable ones first (``tour.rates.readable``: no web
+    address or @handle, nothing garbled), as a class will see them."""
+    from hierattn.analysis.tour.rates import readable
+
     by_class: dict[int, list[int]] = {}
     for i, (text, label) in enumerate(zip(texts, labels)):
         if MIN_WORDS <= len(text.split()) <= MAX_WORDS:
             by_class.setdefault(label, []).append(i)
+    for label, found in by_class.items():  # documents to put before a class first (no web address, no @handle)
+        by_class[label] = sorted(found, key=lambda i: not readable(texts[i]))
     out, depth = [], 0
     while len(out) < count and any(depth < len(v) for v in by_class.values()):
         for label in sorted(by_class):

@@ -157,18 +157,21 @@ def shaded_document_html(text: str, spans: Sequence[tuple[int, int, Sequence[tup
                          words: Sequence[Sequence[float]] | None, sentences: Sequence[float] | None,
                          scale: str = "document", part: slice = slice(None), coverage: bool = False,
                          legend: bool = True, unknown: Sequence[Sequence[bool]] | None = None,
-                         unread: dict[int, str] | None = None) -> str:
+                         unread: dict[int, str] | None = None, peak: float | None = None,
+                         sentence_peak: float | None = None) -> str:
     """``document_html`` for a whole document: the sentences of ``part`` (a page of a long
     document) shaded by ``words`` / ``sentences`` (per sentence of the whole document) on the whole
     document's scale, its unknown words and unread text marked, and the key to the colours
     (``legend``; the even spread is left off for ``coverage`` weights, which are not a distribution).
+    ``peak`` / ``sentence_peak``: a scale shared with other documents drawn beside this one (two
+    runs' maps at one epoch), in place of this document's own maxima.
 
     ``text`` and ``spans``, ``unknown`` and ``unread`` as ``document_html`` takes them, for every
     sentence of the document (an explained document's ``text_view()`` gives them)."""
     first, last = part.indices(len(spans))[:2]
     shown = {i - first: cut for i, cut in (unread or {}).items() if first <= i < last}
-    peak = max((w for ws in words or [] for w in ws), default=None)
-    top = max(sentences, default=None) if sentences else None
+    peak = peak or max((w for ws in words or [] for w in ws), default=None)
+    top = sentence_peak or (max(sentences, default=None) if sentences else None)
     body = document_html(text, spans[part], words[part] if words else None, sentences[part] if sentences else None,
                          scale, peak, top, unknown=unknown[part] if unknown else None, unread=shown)
     if not legend or words is None:

@@ -36,6 +36,8 @@ def test_the_watched_documents_span_the_classes_in_turn():
     chosen = playback.watched_documents(texts, labels, 4)
     assert [labels[i] for i in chosen] == [0, 1, 2, 0]
     assert 0 not in chosen  # under MIN_WORDS
+    texts[1] = "see http://t.co/abc a document of enough words to show it"  # a web address: offered last
+    assert playback.watched_documents(texts, labels, 4)[0] == 2
 
 
 @pytest.mark.slow  # trains twice

@@ -38,12 +38,18 @@ def show(runs: dict[str, dict], key: str, about: str) -> None:
     and a slide of the shading at the start and at the chosen epoch."""
     names = list(runs)
     first = runs[names[0]]
+    if len(names) > 1:
+        st.caption("Both runs are shaded on one scale (the darker of the two at this epoch): a flat map looks flat "
+                   "beside a peaked one.")
     documents = first["documents"]
     same = [n for n in names if [d["text"] for d in runs[n]["documents"]] == [d["text"] for d in documents]]
     if len(same) < len(names):
         st.warning("These runs recorded different documents; only " + ", ".join(same) + " can be shown together.")
         names = same
-    pick = st.selectbox("A validation document the run watched", range(len(documents)), key=f"{key}_doc",
+    from hierattn.analysis.tour.rates import readable
+
+    order = sorted(range(len(documents)), key=lambda i: not readable(documents[i]["text"]))  # a class's screen first
+    pick = st.selectbox("A validation document the run watched", order, key=f"{key}_doc",
                         format_func=lambda i: f"{documents[i]['truth']} · {_opening(documents[i]['text'])}")
     document = documents[pick]
     last = min(len(runs[n]["epochs"]) for n in names) - 1
@@ -53,6 +59,10 @@ def show(runs: dict[str, dict], key: str, about: str) -> None:
         st.info("This model has no target attention over words to play back.")
         return
     peak = max(max((v for row in _importance(s) for v in row), default=0.0) for s in shots.values())
+    # runs side by side share one scale: each on its own, a flat map's darkest word looks as dark as a peaked one's
+    word_peak = max(max((w for row in s["words"] for w in row), default=0.0) for s in shots.values()) or None
+    sentence_peak = max((max(s["sentences"], default=0.0) for s in shots.values() if s.get("sentences")),
+                        default=0.0) or None
     columns = st.columns(len(names))
     for column, name in zip(columns, names):
         shot, record = shots[name], runs[name]
@@ -65,7 +75,8 @@ def show(runs: dict[str, dict], key: str, about: str) -> None:
         column.html(viz.shaded_document_html(text=document["text"], spans=document["spans"],
                                              words=shot["words"], sentences=shot.get("sentences"),
                                              unknown=document.get("unknown"),
-                                             unread={int(k): v for k, v in (document.get("unread") or {}).items()}))
+                                             unread={int(k): v for k, v in (document.get("unread") or {}).items()},
+                                             peak=word_peak, sentence_peak=sentence_peak))
     figures = Figures(about)
     series = {n: ([e["epoch"] for e in runs[n]["epochs"]], [e.get("val_accuracy") for e in runs[n]["epochs"]],
                   [(e["documents"][pick] or {}).get("word_jsd", 0.0) for e in runs[n]["epochs"]]) for n in names}
