@@ -5,13 +5,12 @@ sharpness; this shows how far training length does, so that neither is said with
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hierattn.experiments.results import RESULTS, recorded
 from hierattn.experiments.spec import load_experiments
-from hierattn.experiments.start_sweep import SUFFIX, by_model, mean_of, rows, table_cell
+from hierattn.experiments.start_sweep import SUFFIX, by_model, mean_of, rows, spread_at, table_cell
 from hierattn.models import query_start_variance
 
 GROUP = "epochs"  # experiments/<data set>.epochs.toml
@@ -52,8 +51,8 @@ def length_rows(dataset: str, root: Path = RESULTS) -> list[LengthRow]:
                     continue
                 row.seeds += 1
                 row.accuracy.append(r.test_accuracy)
-                row.word_jsd.append(spread.get("word", {}).get("jsd", [math.nan])[0])
-                row.sentence_jsd.append(spread.get("sentence", {}).get("jsd", [math.nan])[0])
+                row.word_jsd.append(spread_at(spread, "word"))
+                row.sentence_jsd.append(spread_at(spread, "sentence"))
                 row.best_epochs.append(r.best_epoch)
             if row.seeds:
                 out.append(row)
@@ -116,7 +115,8 @@ def start_and_length(dataset: str, model: str, root: Path = RESULTS) -> str | No
     if sweep is None or len(sweep.starts) < 2 or factor is None:
         return None
     times, short, long = factor
-    return (f"on {dataset}, {sweep.label}'s word attention ends {sweep.sharpness_ratio:.0f} times further from even "
+    by_start = f"{sweep.sharpness_ratio:.0f}" if sweep.sharpness_ratio >= 10 else f"{sweep.sharpness_ratio:.1f}"
+    return (f"on {dataset}, {sweep.label}'s word attention ends {by_start} times further from even "
             f"started at v = {sweep.starts[-1]:g} than at v = {sweep.starts[0]:g} (JSD {sweep.word_jsd[0]:.3f} to "
             f"{sweep.word_jsd[-1]:.3f}, 3 epochs each), and {times:.1f} times {_way(short, long)} trained "
             f"{long.epochs} epochs instead of {short.epochs} from the shipped start (JSD {mean_of(short.word_jsd):.3f} "

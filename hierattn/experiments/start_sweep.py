@@ -57,6 +57,11 @@ def sd_of(values: list[float]) -> float:
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
+def spread_at(spread: dict, level: str) -> float:
+    """A probe's mean JSD from even at ``level`` (``probe.pooling_spread``'s record), NaN where absent."""
+    return spread.get(level, {}).get("jsd", [math.nan])[0]
+
+
 def rows(dataset: str, root: Path = RESULTS) -> list[StartRow]:
     """The sweep's rows of ``dataset`` with at least one recorded seed, HCAN first, by start."""
     experiments = load_experiments()
@@ -73,8 +78,8 @@ def rows(dataset: str, root: Path = RESULTS) -> list[StartRow]:
                 row.seeds += 1
                 row.accuracy.append(r.test_accuracy)
                 spread = a.get("from_even", {})
-                row.word_jsd.append(spread.get("word", {}).get("jsd", [math.nan])[0])
-                row.sentence_jsd.append(spread.get("sentence", {}).get("jsd", [math.nan])[0])
+                row.word_jsd.append(spread_at(spread, "word"))
+                row.sentence_jsd.append(spread_at(spread, "sentence"))
                 start, end = a["query_norm_start"].get("word.target", []), a["query_norm_end"].get("word.target", [])
                 row.norm_start.append(mean_of(start))
                 row.norm_end.append(mean_of(end))
