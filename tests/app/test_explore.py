@@ -48,8 +48,9 @@ def test_explore_hcan_shows_everything(app_env):
     table = at.dataframe[0].value
     assert {"Gini", "b=1", "b=1 (even)", "b=5", "b=5 (even)"} <= set(table.columns)
     sizes = table["size"].tolist()  # each diagonality beside an even spread over the same words
-    assert table["b=3 (even)"].tolist() == pytest.approx([min(1.0,
-                                                              (7 * n - 12) / n**2) if n > 3 else 1.0 for n in sizes])
+    # the shares are shown in percentage points (a column format, no Styler)
+    assert table["b=3 (even)"].tolist() == pytest.approx([100 * min(1.0, (7 * n - 12) / n**2) if n > 3 else 100.0
+                                                          for n in sizes])
     assert len(table) == 2 * 2  # sentence 1: two branches x two heads
     assert table["sentence"].tolist() == [1, 1, 1, 1] and table["sentence"].dtype.kind == "i"  # "1", not "1.000000"
     assert "has no self-attention" not in texts(at)

@@ -107,8 +107,11 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                "An even spread has Gini 0.")
     labels = column_labels()
     readable = table.assign(map=table["map"].map(map_title)).rename(columns=labels)
-    st.dataframe(readable.style.format(dict.fromkeys([labels[c] for c in table if c in labels], "{:.1%}")),
-                 hide_index=True, width="stretch")
+    shares = [labels[c] for c in table if c in labels]
+    # percentages as numbers in points with a column format, not a pandas Styler: the Styler's
+    # formatting and marshalling cost a share of every paste's server time on every rerun
+    st.dataframe(readable.assign(**{c: readable[c] * 100 for c in shares}), hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.1f%%") for c in shares})
     table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
     return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
             "sentence": group if "sentence" in axes else None, "layer": group if "layer" in axes else None}
