@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hierattn.experiments.results import RESULTS, recorded
 from hierattn.experiments.spec import load_experiments
-from hierattn.experiments.start_sweep import SUFFIX, by_model, mean_of, rows, spread_at, table_cell
+from hierattn.experiments.start_sweep import SUFFIX, by_model, mean_of, rows, spread_at, table_cell, welch_interval
 from hierattn.models import query_start_variance
 
 GROUP = "epochs"  # experiments/<data set>.epochs.toml
@@ -76,6 +76,16 @@ def _way(short: LengthRow, long: LengthRow) -> str:
     return "flatter" if mean_of(long.word_jsd) < mean_of(short.word_jsd) else "sharper"
 
 
+def _resolved(short: LengthRow, long: LengthRow) -> str:
+    """The longer run's word JSD less the shorter's, with Welch's 95% interval over the seeds, and
+    whether these seeds resolve it."""
+    if len(short.word_jsd) < 2 or len(long.word_jsd) < 2:
+        return "one seed: not resolved"
+    diff, low, high = welch_interval(long.word_jsd, short.word_jsd)
+    return f"{diff:+.3f} [{low:+.3f}, {high:+.3f}], {'resolved' if low > 0 or high < 0 else 'not resolved'} with " \
+           f"{min(len(short.word_jsd), len(long.word_jsd))} seeds"
+
+
 def length_table(dataset: str, root: Path = RESULTS) -> str | None:
     """RESULTS' table of the training-length axis on ``dataset``, with a line per model."""
     found = length_rows(dataset, root)
@@ -100,7 +110,8 @@ def length_table(dataset: str, root: Path = RESULTS) -> str | None:
                     f"v = {start.starts[-1]:g})" if start and len(start.starts) >= 2 else "")
         said.append(f"{short.label} from v = {short.variance:g}: the word attention's JSD from even is "
                     f"{mean_of(short.word_jsd):.3f} after {short.epochs} epochs and {mean_of(long.word_jsd):.3f} after "
-                    f"{long.epochs} ({times:.1f} times {_way(short, long)} trained longer){by_start}; test accuracy "
+                    f"{long.epochs} ({times:.1f} times {_way(short, long)} trained longer: {_resolved(short, long)})"
+                    f"{by_start}; test accuracy "
                     f"{100 * mean_of(short.accuracy):.1f}% and {100 * mean_of(long.accuracy):.1f}%.")
     return ("\n".join(lines) + "\n\nMean ± standard deviation over the recorded seeds, at the shipped checkpoints' "
             "starts; the 3-epoch rows are the start sweep's. Longer runs keep the weights of their best validation "
@@ -120,4 +131,4 @@ def start_and_length(dataset: str, model: str, root: Path = RESULTS) -> str | No
             f"started at v = {sweep.starts[-1]:g} than at v = {sweep.starts[0]:g} (JSD {sweep.word_jsd[0]:.3f} to "
             f"{sweep.word_jsd[-1]:.3f}, 3 epochs each), and {times:.1f} times {_way(short, long)} trained "
             f"{long.epochs} epochs instead of {short.epochs} from the shipped start (JSD {mean_of(short.word_jsd):.3f} "
-            f"to {mean_of(long.word_jsd):.3f}).")
+            f"to {mean_of(long.word_jsd):.3f}; {_resolved(short, long)}).")

@@ -36,8 +36,8 @@ def draw(checkpoints: dict[str, Path]) -> None:
                     "the sentence vectors, so sentence head 1 is not word head 1 one level up). Averaging the word "
                     "heads flattens them, so the averaged shading below can look even where one head is not. On our "
                     "HCAN most heads spread an article's weight widely; the paper draws a spread-out but not flat map "
-                    "(its Figure 4). How peaked a target attention ends follows where its target vector started, and "
-                    "how long it trained: "
+                    "(its Figure 4). How peaked a target attention ends follows where its target vector started; "
+                    "how long it trained moved it far less: "
                     + (viz.md_text(moved) if moved else "step 4 shows the sweep of starts.")
                     + " Random attention of the same shape passes this check too: concentration describes the map, "
                     "it does not show that the words are the right ones. The model classifies 97% of the test "
