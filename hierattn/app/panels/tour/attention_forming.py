@@ -11,6 +11,7 @@ import streamlit as st
 from hierattn import viz
 from hierattn.app.downloads import Figures, chart
 from hierattn.app.panels import playback
+from hierattn.app.panels.tour.han_and_hcan import seed_points
 from hierattn.experiments import start_length, start_sweep
 from hierattn.experiments.results import RESULTS, read_result
 from hierattn.experiments.runner import playback_path
@@ -78,20 +79,11 @@ def _start_and_length() -> None:
     rows, lengths = start_sweep.rows(DATASET), start_length.length_rows(DATASET)
     left, right = st.columns(2)
 
-    def points(items, x, y):
-        out = {}
-        for r in items:
-            values = y(r)
-            out.setdefault(r.label, ([], []))
-            out[r.label][0].extend([x(r)] * len(values))
-            out[r.label][1].extend(values)
-        return out
-
     figures = Figures(f"HAN and HCAN on {DATASET} · recorded runs, test split")
-    chart(viz.start_sweep_chart(points(rows, lambda r: r.variance, lambda r: r.word_jsd),
+    chart(viz.start_sweep_chart(seed_points(rows, lambda r: r.variance, lambda r: r.word_jsd),
                                 "word attention's JSD from even"),
           "Sharpness by where the query started (3 epochs)", left, key="tour7_start", figures=figures)
-    chart(viz.start_sweep_chart(points(lengths, lambda r: r.epochs, lambda r: r.word_jsd),
+    chart(viz.start_sweep_chart(seed_points(lengths, lambda r: r.epochs, lambda r: r.word_jsd),
                                 "word attention's JSD from even", x_title="epochs trained, at the shipped start",
                                 log_x=False),
           "Sharpness by how long it trained", right, key="tour7_length", figures=figures)

@@ -48,6 +48,18 @@ def draw(checkpoints: dict[str, Path]) -> None:
     st.html(viz.word_attention_html(tokens, branch_lines(hcan, sentence.start, span), chosen))
 
 
+def seed_points(rows, x, y) -> dict[str, tuple[list[float], list[float]]]:
+    """A sweep chart's points: per series (each row's model label), ``x(row)`` once per seed and
+    the seeds' values ``y(row)``."""
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for r in rows:
+        values = y(r)
+        xs, ys = out.setdefault(r.label, ([], []))
+        xs.extend([x(r)] * len(values))
+        ys.extend(values)
+    return out
+
+
 def start_sweep_lesson(dataset: str = "tweets", checkpoints: dict[str, Path] | None = None) -> None:
     """What the sweep of the query's start shows (``experiments.start_sweep``): the same models trained
     from starts of every scale, their accuracy, their sharpness and their rank agreement."""
@@ -64,22 +76,13 @@ def start_sweep_lesson(dataset: str = "tweets", checkpoints: dict[str, Path] | N
                 "from 1/d to 10, three seeds each, and measured each trained model on the test split:")
     recorded = Figures(f"HAN and HCAN on {dataset} · {len(rows)} recorded starts, test split")
 
-    def points(figure):
-        out = {}
-        for r in rows:
-            values = figure(r)
-            out.setdefault(r.label, ([], []))
-            out[r.label][0].extend([r.variance] * len(values))
-            out[r.label][1].extend(values)
-        return out
-
     shipped = start_sweep.shipped_starts(checkpoints or {}, dataset, dict.fromkeys(r.model for r in rows))
     left, middle, right = st.columns(3)
     for column, (title, figure, percent) in zip((left, middle, right), (
             ("test accuracy", lambda r: r.accuracy, True),
             ("word attention's JSD from even", lambda r: r.word_jsd, False),
             ("Kendall tau with leave-one-out", lambda r: r.taus.get(start_sweep.TAUS[0], []), False))):
-        chart(viz.start_sweep_chart(points(figure), title, percent, shipped=shipped),
+        chart(viz.start_sweep_chart(seed_points(rows, lambda r: r.variance, figure), title, percent, shipped=shipped),
               f"Where the attention starts: {title}",
               column, key=f"tour4_sweep_{title}", figures=recorded)
     seeds = sum(r.seeds for r in rows)
