@@ -83,6 +83,32 @@ def cold_start_seconds(port: int = 8597, timeout: float = 120.0) -> float | None
     return seconds
 
 
+def fresh_visit_seconds(visits: int = 5, port: int = 8596, timeout: float = 120.0) -> dict | None:
+    """Seconds from opening Explore in a browser that has never visited (a new context: no cache, no
+    cookie) to its first chart drawn, on a warm server (``streamlit run app.py``, one visit made
+    before the timed ones, so its models and tokeniser are loaded): the median and the slowest of
+    ``visits``. None without Playwright and Chromium."""
+    chromium = _chromium()
+    if chromium is None:
+        return None
+    from playwright.sync_api import sync_playwright
+
+    times = []
+    with sync_playwright() as p, _served_app(port, timeout) as url:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        for visit in range(visits + 1):
+            context = browser.new_context(viewport={"width": 1920, "height": 1080})
+            page = context.new_page()
+            start = time.perf_counter()
+            page.goto(url + "/")
+            page.wait_for_selector(".js-plotly-plot", timeout=timeout * 1000)
+            if visit:  # the first visit warms the server
+                times.append(time.perf_counter() - start)
+            context.close()
+        browser.close()
+    return {"median_s": round(statistics.median(times), 2), "slowest_s": round(max(times), 2), "visits": visits}
+
+
 def long_document_render_seconds(text: str, checkpoints: tuple[str, ...], port: int = 8598,
                                  timeout: float = 180.0) -> dict[str, float] | None:
     """Seconds from pasting ``text`` (Ctrl+Enter) into Explore in headless Chromium to the page

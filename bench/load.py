@@ -110,6 +110,7 @@ class Session:
         # Model box fell back to the page's default, and every paste after the first was explained
         # by bbc-news-hcan, whatever the address asked for.
         self.widgets: dict[str, tuple[str, object]] = {}
+        self.first_chart: float | None = None  # when the latest run's first figure arrived (monotonic)
 
     async def open(self) -> None:
         await _get(f"{self.url}/?{self.query}", self.cookies)
@@ -138,7 +139,7 @@ class Session:
         """Read until the run's end; whether the explanation was shown."""
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-        shown, self.last_run = False, []
+        shown, self.last_run, self.first_chart = False, [], None
         while True:
             raw = await self.socket.recv()
             self.last_run.append(raw)
@@ -148,6 +149,8 @@ class Session:
             kind = message.WhichOneof("type")
             if kind == "delta" and message.delta.WhichOneof("type") == "new_element":
                 element = message.delta.new_element
+                if self.first_chart is None and element.WhichOneof("type") == "plotly_chart":
+                    self.first_chart = time.monotonic()  # the page's first figure reached the browser
                 if find_box and element.WhichOneof("type") == "text_area" and element.text_area.label == "Document":
                     self.box = element.text_area.id
                 self._remember(element)
@@ -159,10 +162,19 @@ class Session:
         kind = element.WhichOneof("type")
         if kind == "selectbox":
             box = element.selectbox
-            value = box.raw_value if box.raw_value else (box.options[box.default] if box.options else "")
-            self.widgets[box.id] = ("string_value", value)
+            # a run that sets the box's value sends it (``set_value``); a run that does not leaves the
+            # browser's value as it was. Taking the default there put Model back on the list's first
+            # checkpoint from the second paste on, so a bbc-news-hcan session pasted into bbc-news-han
+            if box.set_value:
+                self.widgets[box.id] = ("string_value", box.raw_value)
+            elif box.id not in self.widgets:
+                self.widgets[box.id] = ("string_value", box.options[box.default] if box.options else "")
         elif kind == "checkbox":
-            self.widgets[element.checkbox.id] = ("bool_value", element.checkbox.default)
+            box = element.checkbox
+            if box.set_value:
+                self.widgets[box.id] = ("bool_value", box.value)
+            elif box.id not in self.widgets:
+                self.widgets[box.id] = ("bool_value", box.default)
 
     def shown_text(self) -> str:
         """What the latest run drew as text (markdown, alerts, exceptions), for a failure's message."""
@@ -347,6 +359,70 @@ def run_load(workers: int, sessions: int, kind: str, seconds: float = 60.0, thin
             **({"killed_worker": {"its_students": record["victims"], "failed_on_live_workers": record["failed_live"],
                                   "served_again_s": sorted(round(b, 1) for b in record["back_s"])}} if kill else {}),
             "trace": sorted(record.get("trace", []))}
+
+
+async def _wave(url: str, texts: list[str], processes: list[int]) -> dict:
+    """Every session pastes its text at the same moment, once, into a warm server; the seconds from
+    each paste to its page's first figure and to the end of its run."""
+    sessions = [Session(url) for _ in texts]
+    await asyncio.gather(*(s.open() for s in sessions))
+    await asyncio.gather(*(s.paste(f"A warm-up note from student {i}. It is short.") for i, s in enumerate(sessions)))
+    await asyncio.get_running_loop().run_in_executor(None, lambda: [seconds_to_idle(p) for p in processes])
+
+    async def paste(session: Session, text: str) -> tuple[float | None, float | None]:
+        begin = time.monotonic()
+        try:
+            shown = await asyncio.wait_for(session.paste(text), 600)
+        except Exception:  # noqa: BLE001  an unanswered paste, counted
+            return None, None
+        chart = session.first_chart - begin if shown and session.first_chart else None
+        return chart, (time.monotonic() - begin if shown else None)
+
+    answers = await asyncio.gather(*(paste(s, t) for s, t in zip(sessions, texts, strict=True)))
+    await asyncio.gather(*(s.close() for s in sessions))
+    charts = [c for c, _ in answers if c is not None]
+    ends = [e for _, e in answers if e is not None]
+    return {"answered": len(ends), "failed": len(texts) - len(ends),
+            "first_chart_p50_s": _percentile(charts, 50), "first_chart_p95_s": _percentile(charts, 95),
+            "run_p50_s": _percentile(ends, 50), "run_p95_s": _percentile(ends, 95)}
+
+
+def run_wave(workers: int, sessions: int, same: bool) -> dict:
+    """``sessions`` students pasting at once into a fresh, warm ``hierattn app --workers`` server:
+    one ~500-word article for all (``same``: a class on one sample), or each its own article."""
+    pool = articles()
+    texts = [pool[0]] * sessions if same else pool[:sessions]
+    env = {k: v for k, v in os.environ.items() if k not in ("HIERATTN_CHECKPOINTS", "HIERATTN_THREADS")}
+    env["HIERATTN_RUNTIME"] = tempfile.mkdtemp(prefix="hierattn-wave-")
+    server, url = _start(workers, env)
+    try:
+        figures = asyncio.run(_wave(url, texts, _tree(server.pid)))
+    finally:
+        os.killpg(server.pid, 15)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, 9)
+    return {"workers": workers, "sessions": sessions, "model": MODEL,
+            "documents": "one sample" if same else "different articles", **figures}
+
+
+WAVES = ((1, True), (2, True), (1, False), (2, False))  # (workers, one sample for all)
+
+
+def record_waves(quick: bool = False) -> list[dict]:
+    """Thirty students pasting at once (quick: six), on 1 and 2 workers, one sample and different articles."""
+    return [run_wave(workers, 6 if quick else 30, same) for workers, same in WAVES]
+
+
+def format_waves(rows: list[dict]) -> list[str]:
+    lines = ["| server | sessions pasting at once | documents | answered | first chart p50 | first chart p95 | "
+             "whole page p95 |", "|---|---:|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| `hierattn app --workers {r['workers']}` | {r['sessions']} | {r['documents']} | "
+                     f"{r['answered']} ({r['failed']} failed) | {r['first_chart_p50_s']} s | "
+                     f"{r['first_chart_p95_s']} s | {r['run_p95_s']} s |")
+    return lines
 
 
 CASES = (  # (workers, document, think): 0 workers is `streamlit run app.py`, no proxy

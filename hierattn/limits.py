@@ -122,3 +122,22 @@ def words_read(max_sentences: int, max_words: int, max_tokens: int | None = None
     """The most words a document is read as, under a checkpoint's text caps."""
     product = int(max_sentences) * int(max_words)
     return min(product, int(max_tokens)) if max_tokens else product
+
+
+def rough_nbytes(value) -> int:
+    """About what ``value`` holds in memory, for a remembered result's share of an explanation's
+    budget: arrays and tensors by their buffers, text by its length, a table by its columns, a
+    figure (anything with ``to_plotly_json``) by its description, containers by what they hold."""
+    if isinstance(value, (str, bytes)):
+        return len(value)
+    if isinstance(getattr(value, "nbytes", None), int):  # numpy arrays, torch tensors
+        return value.nbytes
+    if hasattr(value, "memory_usage"):  # a pandas table
+        return int(value.memory_usage(deep=True).sum())
+    if hasattr(value, "to_plotly_json"):
+        return rough_nbytes(value.to_plotly_json())
+    if isinstance(value, dict):
+        return 64 + sum(rough_nbytes(k) + rough_nbytes(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return 56 + sum(rough_nbytes(v) for v in value)
+    return 32

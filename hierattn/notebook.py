@@ -22,8 +22,9 @@ from pathlib import Path
 
 from hierattn import viz
 from hierattn.analysis import compare as comparing
-from hierattn.analysis.explain import Explanation, metrics_table
+from hierattn.analysis.explain import Explanation
 from hierattn.analysis.explain import explain as _explain
+from hierattn.analysis.metric_tables import metrics_table
 from hierattn.checkpoint.classifier import WITHHELD, Classifier
 from hierattn.checkpoint.format import CheckpointError
 from hierattn.checkpoint.reading import load_classifier

@@ -84,7 +84,8 @@ else:
     col_label.caption(f"{max(ex.probabilities):.1%} probability · {viz.counted(len(ex.document.sentences), 'sentence')}"
                       f" · {viz.counted(ex.document.num_tokens, 'token')} read"
                       + (f" · {ex.unknown_count:,} unknown to the model" if ex.unknown_count else ""))
-    chart(viz.probability_chart(ex.labels, ex.probabilities), "class probabilities", col_chart, figures=figures)
+    chart(ex.remembered("probability chart", lambda: viz.probability_chart(ex.labels, ex.probabilities)),
+          "class probabilities", col_chart, figures=figures)
     domain.domain_signal(st.container(), classifier, checkpoints[name], ex)  # full width: a sentence or two
 
 # 2. The document shaded by target attention; does the shading drive the prediction? what if it changes?

@@ -236,6 +236,63 @@ def test_explanations_are_kept_within_their_memory_budget(checkpoint_dir, monkey
     assert alone.held_bytes == 0
 
 
+def test_a_remembered_figure_is_built_once_and_counted_in_its_explanation(checkpoint_dir):
+    """What a page builds from an explanation (a figure, a table) is kept with it for every session
+    shown it, built once however many sessions ask at the same moment, and counted in its size, so
+    the explanations kept stay within their budget."""
+    import threading
+    import time
+
+    from hierattn import viz
+    from hierattn.analysis.explain import explain
+
+    ex = explain(load_classifier(checkpoint_dir / "tiny-hcan", device="cpu"), "The team won. The fans sang loudly.")
+    before, built = ex.nbytes, []
+
+    def build():
+        built.append(1)
+        time.sleep(0.2)  # the sessions arrive while it is built
+        return viz.attention_heatmap(ex.self_attention("word.self.a", 0, 0), ["the", "team", "won"], "t")
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(ex.remembered("heatmap", build))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(built) == 1 and len(got) == 6 and all(g is got[0] for g in got)
+    assert ex.nbytes - before > 3 * 3 * 8  # at least its cells; the figure's description, roughly
+
+
+def test_a_class_pasting_one_sample_at_once_computes_it_once(checkpoint_dir, monkeypatch):
+    """Thirty students pasting the same sample at the same moment each computed the explanation, side by
+    side; now the first computes it and the others wait for it, and all are shown the same one."""
+    import threading
+    import time
+
+    from hierattn.app import loading
+
+    calls = []
+    real = loading.explain
+
+    def counted(classifier, text):
+        calls.append(text)
+        time.sleep(0.3)  # long enough that every session asks while it is computed
+        return real(classifier, text)
+
+    monkeypatch.setattr(loading, "explain", counted)
+    path, text, got = checkpoint_dir / "tiny-han", "One shared sample. Everyone pastes it.", []
+    threads = [threading.Thread(target=lambda: got.append(loading.explain_cached(path, text))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [text] and len(got) == 8 and all(g is got[0] for g in got)
+    assert not loading.explanations().flights  # nothing left in flight
+    loading.explain_cached(path, "Another text. Its own computation.")
+    assert len(calls) == 2
+
+
 def test_kept_explanations_are_measured_again_as_what_they_hold_grows(monkeypatch):
     """A transformer's explanation computes its word maps and metrics when read: what it holds grows
     after it is kept, and the cache counts it then (the least recently used go)."""

@@ -5,22 +5,19 @@ contract (``ClassifierOutput`` / ``AttentionMap``), so it works for every model 
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
-from hierattn.analysis.metrics import GROUP_AXES, attention_metrics, real_matrices, shown_columns
+from hierattn.analysis.metrics import attention_metrics, real_matrices
 from hierattn.checkpoint.classifier import WITHHELD, Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
 from hierattn.data.text import Document, TextConfig, tokenize
-from hierattn.limits import EXPLANATION_CELLS, LimitExceeded
+from hierattn.limits import EXPLANATION_CELLS, LimitExceeded, rough_nbytes
 from hierattn.models.common import document_vectors
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 HEAD_AXES = ("head", "channel")  # parallel attention distributions over the same keys
 
@@ -78,14 +75,23 @@ class Explanation:
             self.attentions = Maps(self.attentions)
         self._metrics_by_map: dict[tuple[str, int | None], list[dict]] = {}
         self._remembered: dict[str, object] = {}
+        self._remembered_bytes: dict[str, int] = {}
+        self._remembering = threading.RLock()  # sessions shown it at once wait for one computation
 
     def remembered(self, key: str, compute):
         """``compute()``'s result, computed once for this explanation: figures a page shows on every
-        rerun (a 512-token transformer's head overview took 1.6 s), kept with it. Each result must
-        depend only on the explanation."""
-        if key not in self._remembered:
-            self._remembered[key] = compute()
-        return self._remembered[key]
+        rerun (a 512-token transformer's head overview took 1.6 s), kept with it, and shared by every
+        session shown the same explanation (a class pasting one sample builds each figure once).
+        Each result must depend only on the explanation and ``key``, and is never changed by its
+        readers. Its size counts in ``nbytes``, so the explanations kept stay within their budget."""
+        if key in self._remembered:
+            return self._remembered[key]
+        with self._remembering:
+            if key not in self._remembered:
+                value = compute()
+                self._remembered_bytes[key] = rough_nbytes(value)
+                self._remembered[key] = value
+            return self._remembered[key]
 
     @property
     def metrics(self) -> list[dict]:
@@ -151,7 +157,8 @@ class Explanation:
         once, the maps computed so far), the text twice (as pasted and as the cache's key), about
         200 bytes a token and a metric row computed."""
         rows = sum(len(r) for r in self._metrics_by_map.values()) + len(self.metric_rows or [])
-        return self.attentions.nbytes + 4 * len(self.document.text) + 200 * (self.document.num_tokens + rows)
+        return (self.attentions.nbytes + 4 * len(self.document.text) + 200 * (self.document.num_tokens + rows)
+                + sum(self._remembered_bytes.values()))
 
     def text_view(self) -> dict:
         """The document as the text views draw it (``viz.shaded_document_html``'s keywords): its
@@ -223,7 +230,12 @@ class Explanation:
     def self_attention(self, name: str, sentence: int | None = None, head: int | None = None) -> torch.Tensor:
         """One (n, n) self-attention matrix over real positions: for ``sentence`` (the index along the
         map's sentence, time or layer axis), else the document's; ``head=None`` averages the heads
-        (rows still sum to 1). A layer is computed alone, the rest of the map left as it is."""
+        (rows still sum to 1). A layer is computed alone, the rest of the map left as it is. Kept
+        with the explanation (``remembered``): a page reads the same matrix on every rerun."""
+        return self.remembered(f"self_attention {name} {sentence} {head}",
+                               lambda: self._self_attention(name, sentence, head))
+
+    def _self_attention(self, name: str, sentence: int | None, head: int | None) -> torch.Tensor:
         if "layer" in self.describe(name).axes and sentence is not None:
             if not 0 <= sentence < self.layers(name):
                 raise KeyError(f"{name} has no layer {sentence}")
@@ -356,45 +368,4 @@ def explained(classifier: Classifier, texts: list[str]):
             yield i, explain(classifier, text)
         except ExplainError:
             yield i, None
-
-def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None) -> pd.DataFrame:
-    """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each metric
-    followed by its even-spread value at the matrix's size (``diagonality_b1_even``, ...) where that
-    value depends on the size (``metrics.shown_columns``: an even spread's Gini is 0 at every size)."""
-    rows = [r for r in explanation.metrics
-            if (name is None or r["map"] == name) and (sentence is None or r["sentence"] == sentence)]
-    return _table(rows)
-
-
-def _table(rows: list[dict]) -> pd.DataFrame:
-    import pandas as pd  # lazily: the command line's explain does without it
-
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return df
-    where = ["sentence"] + [axis for axis in GROUP_AXES[1:] if axis in df.columns]
-    df[where] = df[where].astype("Int64")  # indices with gaps (maps without the axis), not floats
-    return df[["map", "level"] + where + ["head", "size"] + shown_columns()]
-
-
-def metrics_view(explanation: Explanation, level: str, group_axis: str | None, group: int | None,
-                 heads: int) -> pd.DataFrame:
-    """The metrics table a reader sees beside one self-attention heatmap: every map of ``level``
-    (so its branches compare), for one sentence or time step (``group`` along ``group_axis``),
-    numbered from 1 as the pickers number them, and the head column only where there are heads.
-    ``metrics.column_labels`` names its figures for a reader."""
-    names = [n for n in explanation.self_attention_names if explanation.describe(n).level == level]
-    layered = group_axis == "layer" and group is not None  # that layer's matrices alone are computed
-    rows = [r for n in names for r in explanation.metrics_of(n, group if layered else None)]
-    table = _table(rows)
-    if group_axis:
-        table = table[table[group_axis] == group]
-    table = table.drop(columns=["level"] + [c for c in GROUP_AXES if c != group_axis and c in table])
-    if heads > 1:
-        table["head"] = table["head"] + 1
-    else:
-        table = table.drop(columns=["head"])
-    if group_axis:
-        table[group_axis] = table[group_axis] + 1  # S1, S2, ... as in the selectors
-    return table
 

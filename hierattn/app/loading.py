@@ -2,6 +2,7 @@
 explained once per document, and what a page shows when one cannot be loaded."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -66,7 +67,6 @@ class _Models:
     let go (the one just asked for stays, even alone over the limit: the checkpoint limits bound it)."""
 
     def __init__(self):
-        import threading
         from collections import OrderedDict
 
         self.lock = threading.Lock()
@@ -123,11 +123,22 @@ class _Explanations:
     budget is not kept at all."""
 
     def __init__(self):
-        import threading
         from collections import OrderedDict
 
         self.lock = threading.Lock()
         self.items: OrderedDict[tuple[str, float, str], tuple[Explanation, int]] = OrderedDict()  # with its size
+        self.flights: dict[tuple[str, float, str], threading.Lock] = {}  # explanations being computed
+
+    def flight(self, key: tuple[str, float, str]) -> threading.Lock:
+        """The lock held while ``key``'s explanation is computed: a class pasting one sample at once
+        computes it once, the others wait for it (30 computations of one article, side by side,
+        were what made the class wait)."""
+        with self.lock:
+            return self.flights.setdefault(key, threading.Lock())
+
+    def landed(self, key: tuple[str, float, str]) -> None:
+        with self.lock:
+            self.flights.pop(key, None)
 
     def find(self, key: tuple[str, float, str]) -> Explanation | None:
         with self.lock:
@@ -167,22 +178,28 @@ def explanations() -> _Explanations:
 def explain_cached(path: Path, text: str) -> Explanation:
     """The explanation of ``text`` by the checkpoint at ``path``: kept, or computed and kept."""
     key = (str(path), _stamp(path), text)
-    found = explanations().find(key)
+    kept = explanations()
+    found = kept.find(key)
     if found is None:
         from hierattn.app.admission import admission, predicted_bytes
 
-        with st.spinner("Reading the document…"):
-            classifier = models().get(key[0], key[1])
-            notice = st.empty()
+        with st.spinner("Reading the document…"), kept.flight(key):
+            found = kept.find(key)  # another session computed it meanwhile
+            if found is None:
+                classifier = models().get(key[0], key[1])
+                notice = st.empty()
 
-            def waiting(ahead: int) -> None:  # in turn, within the server's memory for explanations
-                notice.caption(f"Waiting for the server's memory: {viz.counted(ahead, 'explanation')} ahead of "
-                               "yours.")
+                def waiting(ahead: int) -> None:  # in turn, within the server's memory for explanations
+                    notice.caption(f"Waiting for the server's memory: {viz.counted(ahead, 'explanation')} ahead "
+                                   "of yours.")
 
-            with admission().admitted(predicted_bytes(classifier), waiting):
-                notice.empty()
-                found = explain(classifier, text)
-        explanations().keep(key, found)
+                try:
+                    with admission().admitted(predicted_bytes(classifier), waiting):
+                        notice.empty()
+                        found = explain(classifier, text)
+                    kept.keep(key, found)
+                finally:
+                    kept.landed(key)
     return found
 
 

@@ -26,12 +26,6 @@ def warm_up() -> None:
     from hierattn.home import all_checkpoints
 
     tokenize("The tokeniser is ready. Its pipeline loads once.")
-    try:  # opening a checkpoint counts its parameters on the meta device: its first use costs 1.1 s of CPU
-        from hierattn.models.footprint import ready_meta_device
-
-        ready_meta_device()
-    except Exception:  # noqa: BLE001
-        pass
     for path in all_checkpoints()[:1]:  # the one Explore opens with (its samples)
         try:
             if (path / "config.json").stat().st_size > 2**20:

@@ -13,13 +13,16 @@ def add_bench(commands) -> None:
     b.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run)")
     b.add_argument("--only", choices=["corpus", "batch-one", "overlap", "gpu", "soak", "classroom", "load",
                                         "huggingface", "attribution", "long-document", "trust-tab", "stats-memory",
-                                        "paste-cpu"],
+                                        "paste-cpu", "class-wave", "first-answer"],
                    help="run this section alone and merge it into the --json figures (batch-one: HCAN Table 2's "
                         "timing protocol, also recorded under results/timing/; overlap: two trainings at once, and the "
                         "pages while a run trains; gpu: training and explain on the GPU, recorded; soak: sessions "
                         "that leave mid-computation, then the server's memory and time back to idle; load: 30 sessions "
                         "pasting at once into 1 and 2 workers; paste-cpu: the server's CPU, messages and bytes per "
-                        "paste and where the CPU went, per model family, recorded; "
+                        "paste and where the CPU went, per model family, recorded; class-wave: 30 sessions pasting "
+                        "one sample and different articles at the same moment into 1 and 2 workers, and a fresh "
+                        "visit's first chart, recorded; first-answer: one document's forward pass and explanation at "
+                        "batch size one, and the command line's explain, recorded; "
                         "trust-tab: Explore's trust panel in one browser tab, "
                         "recorded; stats-memory: Dataset statistics' peak memory on MiniLM, recorded; attribution: "
                         "each attribution method's cost per document, recorded; long-document: a 512-token "

@@ -19,6 +19,7 @@ import math
 import typing
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from hierattn.contract import Batch
 
@@ -83,16 +84,37 @@ def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def ready_meta_device() -> None:
-    """Import what the first operation on a meta tensor imports (``torch._dynamo``, through the
-    reference implementations' ``_disable_dynamo``): 1.1 s of CPU that the server's warm-up pays
-    instead of each worker's first paste (bbc-news-han opened in 1.5 s of CPU cold, 0.25 s after)."""
-    import torch._dynamo  # noqa: F401
+class _Unfilled(TorchFunctionMode):
+    """Tensors on the meta device are made but not filled: an in-place operation on one (the
+    initialisers' ``normal_``, ``uniform_``, ``zero_``) returns it as it is, and a random tensor is
+    made empty (``DRAWN``). Filling a meta tensor
+    runs a reference implementation that imports ``torch._dynamo``, 1.1-1.8 s of CPU for a count
+    that needs only shapes (the command line's ``explain`` paid it). In-place operations keep a
+    tensor's shape, except the resizing ones, which run. A torch function mode holds in its own
+    thread only: a model built at the same time on another thread is initialised as ever."""
+
+    RESIZING = frozenset({"resize_", "resize_as_", "set_"})
+    # random tensors of a shape (``torch.randn(d).mul_(std)``, a query vector's start) made empty instead
+    DRAWN = {torch.randn: torch.empty, torch.rand: torch.empty, torch.randn_like: torch.empty_like,
+             torch.rand_like: torch.empty_like}
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.DRAWN:
+            kwargs = {k: v for k, v in kwargs.items() if k != "generator"}
+            return self.DRAWN[func](*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name.endswith("_") and not name.startswith("_") and name not in self.RESIZING:
+            target = args[0] if args else kwargs.get("tensor", kwargs.get("self"))
+            if isinstance(target, torch.Tensor) and target.is_meta:
+                return target
+        return func(*args, **kwargs)
 
 
 def parameter_count(build: typing.Callable[[], torch.nn.Module]) -> int:
-    """The parameters and buffers ``build()`` makes, counted on the meta device (nothing allocated)."""
-    with torch.device("meta"):
+    """The parameters and buffers ``build()`` makes, counted on the meta device (nothing allocated,
+    nothing filled: ``_Unfilled``)."""
+    with torch.device("meta"), _Unfilled():
         model = build()
     return sum(t.numel() for t in list(model.parameters()) + list(model.buffers()))
 

@@ -216,7 +216,7 @@ class ConvMultiHeadTargetAttention(nn.Module):
         self.heads = heads
         self.site = site
         std = math.sqrt(variance) if variance is not None else d ** -0.5 if start == "scaled" else 1.0
-        self.target = nn.Parameter(torch.randn(1, 1, d) * std)
+        self.target = nn.Parameter(torch.randn(1, 1, d).mul_(std))  # in place: a meta count runs no arithmetic
         self.k = ConvFeatures(d, kernel, F.elu)
         self.v = ConvFeatures(d, kernel, F.elu)
         self.dropout = CheapDropout(dropout)
@@ -253,7 +253,7 @@ class AdditiveAttention(nn.Module):
         self.proj = nn.Linear(d_in, d_att)
         # u_w ~ N(0, 1/d_att) unless ``variance`` says otherwise (the registry's sweep of the start)
         std = math.sqrt(variance) if variance is not None else d_att ** -0.5
-        self.context = nn.Parameter(torch.randn(d_att) * std)
+        self.context = nn.Parameter(torch.randn(d_att).mul_(std))  # in place: a meta count runs no arithmetic
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor):
         # h: (N, L, d_in); mask (N, L) -> out (N, d_in), weights (N, L)

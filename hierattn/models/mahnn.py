@@ -84,14 +84,14 @@ class MahNN(nn.Module):
         L, d = c.channels, 2 * c.hidden
         self.embedding = nn.Embedding(c.vocab_size, c.embed_dim, padding_idx=0)
         self.rnn = nn.LSTM(c.embed_dim, c.hidden, batch_first=True, bidirectional=True)
-        self.association = nn.Parameter(torch.randn(L, d, d) * d ** -1)  # W_l
+        self.association = nn.Parameter(torch.randn(L, d, d).mul_(d ** -1))  # W_l
         self.association_bias = nn.Parameter(torch.zeros(L))  # b_l
         keep = torch.linspace(c.keep_max, c.keep_min, L) if L > 1 else torch.tensor([c.keep_max])
         self.register_buffer("keep", keep, persistent=False)
         if c.semantic:
-            self.semantic_in = nn.Parameter(torch.randn(L, d, c.attention_dim) * d ** -0.5)  # W_l2
+            self.semantic_in = nn.Parameter(torch.randn(L, d, c.attention_dim).mul_(d ** -0.5))  # W_l2
             self.semantic_bias = nn.Parameter(torch.zeros(L, c.attention_dim))
-            self.semantic_out = nn.Parameter(torch.randn(L, c.attention_dim, d) * c.attention_dim ** -0.5)  # W_l1
+            self.semantic_out = nn.Parameter(torch.randn(L, c.attention_dim, d).mul_(c.attention_dim ** -0.5))  # W_l1
         self.convs = nn.ModuleList(nn.Conv2d(L, c.maps, (k, d)) for k in c.filter_sizes)
         self.dropout = nn.Dropout(c.dropout)
         self.classifier = nn.Linear(c.maps * len(c.filter_sizes), c.num_classes)

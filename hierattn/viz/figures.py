@@ -10,10 +10,12 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from hierattn.viz.style import own_style
+from hierattn.viz.style import built, own_style
 
 # One colour scale for every view of attention, so shades compare across panels.
 COLORSCALE = "Blues"
+# the same scale as its steps, the form plotly's checking gives a named scale (``style.built``)
+COLORSCALE_STEPS = [[float(at), color] for at, color in go.Heatmap(colorscale=COLORSCALE).colorscale]
 UNKNOWN_MARK = "†"  # after a word the model read as <unk>: kept by every export, unlike a colour or hatch
 
 
@@ -29,22 +31,20 @@ def unknown_note(unknown: Sequence[bool]) -> str:
     return f" · {UNKNOWN_MARK} not in the model's vocabulary" if any(unknown) else ""
 
 
-@own_style
 def probability_chart(labels: Sequence[str], probabilities: Sequence[float]) -> go.Figure:
     """Horizontal bars, predicted class highlighted."""
     best = max(range(len(probabilities)), key=probabilities.__getitem__)
     colors = ["#1f77b4" if i == best else "#aec7e8" for i in range(len(labels))]
-    fig = go.Figure(go.Bar(x=list(probabilities), y=[short(label, 60) for label in labels], orientation="h",
-                           marker_color=colors,
-                           text=[f"{p:.1%}" for p in probabilities],
-                           # beside a short bar, inside a long one: plotly's "auto" dropped the
-                           # label of a bar too thin to hold it (one class of five showed none)
-                           textposition=["inside" if p >= 0.25 else "outside" for p in probabilities],
-                           cliponaxis=False, hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
-    fig.update_layout(xaxis=dict(range=[0, 1], tickformat=".0%", title="probability", automargin=True),
-                      yaxis=dict(autorange="reversed", automargin=True), height=60 + 32 * len(labels),
-                      margin=dict(l=10, r=10, t=10, b=40))
-    return fig
+    bars = dict(type="bar", x=[float(p) for p in probabilities], y=[short(label, 60) for label in labels],
+                orientation="h", marker=dict(color=colors), text=[f"{p:.1%}" for p in probabilities],
+                # beside a short bar, inside a long one: plotly's "auto" dropped the
+                # label of a bar too thin to hold it (one class of five showed none)
+                textposition=["inside" if p >= 0.25 else "outside" for p in probabilities],
+                cliponaxis=False, hovertemplate="%{y}: %{x:.2%}<extra></extra>")
+    return built([bars], dict(xaxis=dict(range=[0, 1], tickformat=".0%", title=dict(text="probability"),
+                                         automargin=True),
+                              yaxis=dict(autorange="reversed", automargin=True), height=60 + 32 * len(labels),
+                              margin=dict(l=10, r=10, t=10, b=40)))
 
 
 MAX_TICKS = 60  # labels an axis shows; beyond, every k-th (every cell still names its words on hover)
@@ -110,7 +110,6 @@ def _ticks(labels: Sequence[str], limit: int = MAX_TICKS) -> dict:
                 ticktext=[short(label) for label in labels[::every]])
 
 
-@own_style
 def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: bool = False,
                       zmax: float | None = None, show_scale: bool = True, clickable: bool = False,
                       fluid: bool = False) -> go.Figure:
@@ -154,42 +153,42 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
     across_font, across_every = fitting_labels(n, cells, font, _across(n), slanted=True)
     down_font, down_every = fitting_labels(n, cells, font, MAX_TICKS, slanted=False)
     across, down = (-(-n // across_every) if n else 1), (-(-n // down_every) if n else 1)  # labels named
-    fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
-                               colorscale=COLORSCALE, **zero_based(z, zmax), showscale=scale,
-                               colorbar=dict(title=dict(text="weight", side="top" if fluid else "right"),
-                                             thickness=14, len=1, lenmode="fraction", y=1 if fluid else 0.5,
-                                             yanchor="top" if fluid else "middle"),
-                               hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>"))
+    cells_trace = dict(type="heatmap", z=z, x=list(range(n)), y=list(range(n)), customdata=hover,
+                       colorscale=COLORSCALE_STEPS, **zero_based(z, zmax), showscale=scale,
+                       colorbar=dict(title=dict(text="weight", side="top" if fluid else "right"),
+                                     thickness=14, len=1, lenmode="fraction", y=1 if fluid else 0.5,
+                                     yanchor="top" if fluid else "middle"),
+                       hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>")
     bottom = 44 if title else 12
-    fig.update_layout(width=left + side + right, height=top + side + bottom,
-                      margin=dict(l=left, r=right, t=top, b=bottom, autoexpand=False),
-                      title=dict(text=title, y=0, yref="paper", yanchor="top", pad=dict(t=10), x=0.5,
-                                 xanchor="center", font=dict(size=13 if compact else 14)),
-                      meta=dict(labels=list(labels), kind="attention"),
-                      xaxis=dict(title=None if compact else dict(text=every_kth("attends to (key)", n, across),
-                                                                   standoff=4),
-                                 side="top", tickangle=-60, tickfont=dict(size=across_font), **_ticks(labels, across)),
-                      yaxis=dict(title=None if compact else dict(text=every_kth("query", n, down), standoff=4),
-                                 autorange="reversed",
-                                 tickfont=dict(size=down_font), **_ticks(labels, down)))
+    layout = dict(width=left + side + right, height=top + side + bottom,
+                  margin=dict(l=left, r=right, t=top, b=bottom, autoexpand=False),
+                  title=dict(text=title, y=0, yref="paper", yanchor="top", pad=dict(t=10), x=0.5,
+                             xanchor="center", font=dict(size=13 if compact else 14)),
+                  meta=dict(labels=list(labels), kind="attention"),
+                  xaxis=dict(**({} if compact else dict(title=dict(text=every_kth("attends to (key)", n, across),
+                                                                            standoff=4))),
+                             side="top", tickangle=-60, tickfont=dict(size=across_font), showgrid=False,
+                             zeroline=False, **_ticks(labels, across)),
+                  yaxis=dict(**({} if compact else dict(title=dict(text=every_kth("query", n, down), standoff=4))),
+                             autorange="reversed", tickfont=dict(size=down_font), showgrid=False, zeroline=False,
+                             **_ticks(labels, down)))
+    traces = [cells_trace]
     if clickable and n:
         cell = max(4, side // n)
-        fig.add_trace(go.Scatter(x=np.tile(np.arange(n), n), y=np.repeat(np.arange(n), n),
-                                 mode="markers", marker=dict(symbol="square", size=cell, opacity=0),
-                                 customdata=hover.reshape(-1),
-                                 text=np.array([f"{v:.3f}" for v in z.reshape(-1)], dtype=object), showlegend=False,
-                                 hovertemplate="query %{customdata}<br>weight %{text}<extra></extra>"))
-        fig.data[0].hoverinfo = "skip"
-        fig.update_layout(clickmode="event+select", dragmode=False)
+        traces.append(dict(type="scatter", x=np.tile(np.arange(n), n), y=np.repeat(np.arange(n), n),
+                           mode="markers", marker=dict(symbol="square", size=cell, opacity=0),
+                           customdata=hover.reshape(-1),
+                           text=np.array([f"{v:.3f}" for v in z.reshape(-1)], dtype=object), showlegend=False,
+                           hovertemplate="query %{customdata}<br>weight %{text}<extra></extra>"))
+        cells_trace["hoverinfo"] = "skip"
+        layout.update(clickmode="event+select", dragmode=False)
     if fluid:
         # Square cells in whatever the column leaves: the cells move to the top and right of the plot
         # area, beside the colour bar and under the column labels, instead of floating in its middle.
-        fig.update_layout(width=None)
-        fig.update_yaxes(scaleanchor="x", scaleratio=1, constrain="domain", constraintoward="top")
-        fig.update_xaxes(constrain="domain", constraintoward="right")
-    fig.update_xaxes(showgrid=False, zeroline=False)
-    fig.update_yaxes(showgrid=False, zeroline=False)
-    return fig
+        del layout["width"]
+        layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain", constraintoward="top")
+        layout["xaxis"].update(constrain="domain", constraintoward="right")
+    return built(traces, layout)
 
 
 @own_style
@@ -255,7 +254,6 @@ def matrix_heatmap(matrix, row_labels: Sequence[str], column_labels: Sequence[st
     return fig
 
 
-@own_style
 def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: str = "",
                        axis_title: str = "", value_title: str = "attention weight",
                        reference: tuple[float, str] | None = None, even: bool = True) -> go.Figure:
@@ -267,26 +265,32 @@ def distribution_chart(weights: Sequence[float], labels: Sequence[str], title: s
     its key): a ramp from the smallest weight to the largest made 0.105 white and 0.117 navy on
     HCAN's nearly even weights, so an even spread looked peaked. The y axis starts at 0 too."""
     n = len(weights)
+    weights = [float(w) for w in weights]
     top = max(weights, default=0.0) or 1.0
-    fig = go.Figure(go.Bar(x=list(range(n)), y=list(weights),
-                           marker=dict(color=list(weights), colorscale=COLORSCALE, cmin=0, cmax=top),
-                           customdata=[short(label, 60) for label in labels],
-                           hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>"))
+    bars = dict(type="bar", x=list(range(n)), y=weights,
+                marker=dict(color=weights, colorscale=COLORSCALE_STEPS, cmin=0, cmax=top),
+                customdata=[short(label, 60) for label in labels],
+                hovertemplate="%{customdata}<br>%{y:.3f}<extra></extra>")
     every = -(-n // 60)  # at most 60 word labels; every bar still names its word on hover
-    fig.update_layout(title=title, height=340, margin=dict(l=60, r=10, t=40 if title else 10, b=90),
-                      meta=dict(labels=list(labels), kind="bars"),
-                      yaxis=dict(title=value_title, rangemode="tozero", automargin=True),
-                      xaxis=dict(title=axis_title, tickmode="array", tickvals=list(range(0, n, every)),
-                                 ticktext=[short(label) for label in labels[::every]], tickangle=-60,
-                                 automargin=True))
+    layout = dict(title=dict(text=title), height=340, margin=dict(l=60, r=10, t=40 if title else 10, b=90),
+                  meta=dict(labels=list(labels), kind="bars"),
+                  yaxis=dict(title=dict(text=value_title), rangemode="tozero", automargin=True),
+                  xaxis=dict(title=dict(text=axis_title), tickmode="array", tickvals=list(range(0, n, every)),
+                             ticktext=[short(label) for label in labels[::every]], tickangle=-60, automargin=True))
+    # a dashed line across the bars and its label at its top left (what plotly's add_hline draws)
+    line = None
     if reference is not None:
-        fig.add_hline(y=reference[0], line_dash="dash", line_color="#888", annotation_text=reference[1],
-                      annotation_position="top left")
+        line = (reference[0], reference[1], "#888", {})
     elif even and n:
-        fig.add_hline(y=1 / n, line_dash="dash", line_color="#d62728", annotation_text=f"even spread 1/{n}",
-                      annotation_position="top left", annotation_font_color="#d62728",
-                      annotation_bgcolor="rgba(255,255,255,0.8)")
-    return fig
+        line = (1 / n, f"even spread 1/{n}", "#d62728", dict(font=dict(color="#d62728"),
+                                                               bgcolor="rgba(255,255,255,0.8)"))
+    if line is not None:
+        y, text, color, look = line
+        layout["shapes"] = [dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y,
+                                 line=dict(color=color, dash="dash"))]
+        layout["annotations"] = [dict(text=text, showarrow=False, xref="x domain", x=0, xanchor="left", yref="y",
+                                      y=y, yanchor="bottom", **look)]
+    return built([bars], layout)
 
 
 @own_style

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from hierattn.analysis.explain import ExplainError, explain, metrics_table
+from hierattn.analysis.explain import ExplainError, explain
+from hierattn.analysis.metric_tables import metrics_table
 from hierattn.checkpoint.reading import load_classifier
 from hierattn.cli import main
 

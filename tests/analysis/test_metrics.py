@@ -161,7 +161,8 @@ def test_a_metric_is_one_entry_in_the_registry(checkpoint_dir, monkeypatch):
     import numpy as np
 
     from hierattn.analysis import metrics
-    from hierattn.analysis.explain import explain, metrics_table, metrics_view
+    from hierattn.analysis.explain import explain
+    from hierattn.analysis.metric_tables import metrics_table, metrics_view
     from hierattn.analysis.stats import split_statistics, table2, table2_by_group
     from hierattn.checkpoint.reading import load_classifier
     from hierattn.viz import export

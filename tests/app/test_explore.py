@@ -35,6 +35,25 @@ def html_blocks(at) -> list[str]:
     return [e.proto.body for e in at.get("html")]
 
 
+def test_a_second_session_on_the_same_document_builds_no_figure(app_env, monkeypatch):
+    """A class on one sample: the figures, tables and shaded text of a (model, document, view) are
+    built by the first session and reused by every other, on the same page."""
+    from hierattn import viz
+
+    built = []
+    for name in ("probability_chart", "attention_heatmap", "distribution_chart", "shaded_document_html"):
+        real = getattr(viz, name)
+        monkeypatch.setattr(viz, name, lambda *a, _real=real, _name=name, **k: built.append(_name) or _real(*a, **k))
+    sample = DOC + " The class read this one together."  # explained by no other test in this process
+    first = run_app(sample, "tiny-hcan")
+    assert {"probability_chart", "attention_heatmap", "distribution_chart", "shaded_document_html"} <= set(built)
+    drawn, count = [e.proto.spec for e in first.get("plotly_chart")], len(built)
+    second = run_app(sample, "tiny-hcan")
+    assert len(built) == count  # nothing built again
+    assert [e.proto.spec for e in second.get("plotly_chart")] == drawn  # the same figures drawn
+    assert html_blocks(second)[0] == html_blocks(first)[0]
+
+
 def test_explore_hcan_shows_everything(app_env):
     at = run_app(DOC, "tiny-hcan")
     assert at.title[0].value == "Explore attention"

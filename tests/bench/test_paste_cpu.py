@@ -25,3 +25,51 @@ def test_a_regression_of_more_than_a_fifth_is_said():
     results["paste_cpu"]["before"] = [{**row, "cpu_ms": 120.0}]
     (goal,) = [g for g in _goals(results) if g[0].startswith("server CPU per paste")]
     assert "regression" not in goal[2] and "last recorded 120 ms" in goal[2]
+
+
+def test_a_session_sends_back_the_value_a_browser_holds():
+    """A run that does not set a select box's value leaves the browser's value as it was: taking
+    the box's default there put a bbc-news-hcan session on bbc-news-han from its second paste on."""
+    from streamlit.proto.Element_pb2 import Element
+
+    from bench.load import Session
+
+    session = Session("http://localhost:1", "model=bbc-news-hcan")
+    first, later = Element(), Element()
+    first.selectbox.id = later.selectbox.id = "model"
+    first.selectbox.options.extend(["bbc-news-han", "bbc-news-hcan"])
+    later.selectbox.options.extend(["bbc-news-han", "bbc-news-hcan"])
+    first.selectbox.raw_value, first.selectbox.set_value = "bbc-news-hcan", True  # the address set it
+    session._remember(first)
+    session._remember(later)  # the next run: no value set, default 0
+    assert session.widgets["model"] == ("string_value", "bbc-news-hcan")
+    fresh = Session("http://localhost:1")
+    fresh._remember(later)  # never set: the box shows its default
+    assert fresh.widgets["model"] == ("string_value", "bbc-news-han")
+    ticked, drawn = Element(), Element()
+    ticked.checkbox.id = drawn.checkbox.id = "trust"
+    ticked.checkbox.value, ticked.checkbox.set_value = True, True
+    session._remember(ticked)
+    session._remember(drawn)
+    assert session.widgets["trust"] == ("bool_value", True)
+
+
+def test_the_class_and_first_answer_goals_say_a_regression_and_a_miss():
+    wave = {"workers": 2, "sessions": 30, "model": "bbc-news-han", "documents": "one sample", "answered": 30,
+            "failed": 0, "first_chart_p50_s": 0.5, "first_chart_p95_s": 0.9, "run_p95_s": 0.9}
+    results = {"class_wave": {"waves": [wave], "fresh_visit": {"median_s": 1.2, "slowest_s": 1.4, "visits": 5},
+                              "before": {"waves": [{**wave, "first_chart_p95_s": 0.7}]}}}
+    (chart, visit) = [g for g in _goals(results) if g[0].startswith("a class of")]
+    assert chart[1] == "<= 1.5 s" and "a regression" in chart[2] and not chart[3]  # 0.9 s against 0.7 s
+    assert visit[3] and "last recorded" not in visit[2]
+    results["class_wave"]["before"] = None
+    assert [g for g in _goals(results) if g[0].startswith("a class of")][0][3]
+    row = {"model": "bbc-news-hcan", "tokens": 1068, "sentences": 46, "peer_forward_ms": 14.8,
+           "forward_ms_1_threads": 47.8, "forward_ms_2_threads": 30.4, "explain_ms_1_threads": 63.2,
+           "explain_ms_2_threads": 48.3}
+    line = {"explain_cpu_s": 4.2, "import_torch_cpu_s": 1.9, "import_spacy_cpu_s": 2.7, "import_explain_cpu_s": 1.9,
+            "python_alone_cpu_s": 0.01}
+    goals = [g for g in _goals({"first_answer": {"forward": [row], "command_line": line, "before": None}})
+             if g[0].startswith("one document")]
+    assert [(g[1], g[2].split(" ")[0], g[3]) for g in goals] == [
+        ("<= 14.8 ms", "30.4", False), ("<= 20 ms", "48.3", False), ("<= 1.5 s", "4.2", False)]

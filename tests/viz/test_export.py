@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from hierattn import viz
-from hierattn.analysis.explain import explain, map_title, metrics_table
+from hierattn.analysis.explain import explain, map_title
+from hierattn.analysis.metric_tables import metrics_table
 from hierattn.checkpoint.reading import load_classifier
 from hierattn.viz import export
 

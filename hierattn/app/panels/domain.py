@@ -2,6 +2,7 @@
 model's own test documents (``hierattn.analysis.domain``), under the prediction."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from hierattn import viz
@@ -18,10 +19,18 @@ def _test_texts(classifier: Classifier, path: Path) -> tuple[list[str], str]:
     from hierattn.app import samples
 
     if classifier.dataset in BUILTIN:
-        data = samples.builtin_dataset(classifier.dataset)
-        return [data.texts[i] for i in stratified_split(data.labels)["test"]], f"{classifier.dataset} test"
+        return _builtin_test_texts(classifier.dataset), f"{classifier.dataset} test"
     kept = samples.heldout(path).get("test", [])
     return [text for text, _ in kept], f"{classifier.dataset or 'its own data'} test"
+
+
+@functools.lru_cache(maxsize=8)
+def _builtin_test_texts(dataset: str) -> list[str]:
+    """A built-in data set's test split, split once per process (it is asked for on every paste)."""
+    from hierattn.app import samples
+
+    data = samples.builtin_dataset(dataset)
+    return [data.texts[i] for i in stratified_split(data.labels)["test"]]
 
 
 def _percent(value: float) -> str:
@@ -54,7 +63,9 @@ def domain_signal(where, classifier: Classifier, path: Path, ex: Explanation) ->
                                f"Reading {source} to judge the text against it:")
     if ref is None:
         return
-    found = domain.check(classifier, ex.document, ex.probabilities, ref, ex.vector)
+    # the same reference for every worker and paste of this checkpoint: judged once per explanation
+    found = ex.remembered(f"domain check {ref.source}", lambda: domain.check(classifier, ex.document,
+                                                                            ex.probabilities, ref, ex.vector))
     rare = ""
     if found.rare_share is not None and found.rare_reached[1]:
         examples = f" ({', '.join(found.examples)})" if found.examples else ""

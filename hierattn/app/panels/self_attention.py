@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from hierattn import viz
-from hierattn.analysis.explain import Explanation, head_axis, map_title, metrics_view
+from hierattn.analysis.explain import Explanation, head_axis, map_title
+from hierattn.analysis.metric_tables import metrics_view
 from hierattn.analysis.metrics import GROUP_AXES, column_labels
 from hierattn.app.downloads import Figures, chart, table_downloads
 from hierattn.app.url_state import pending_view
@@ -71,8 +72,10 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                     + (f" · words {shown.start + 1}–{shown.start + len(labels[shown])}" if shown.start else ""))
     picked = f"attends_{doc_key}_{level}_{group}_{shown.start}"
     note = viz.unknown_note([str(label).endswith(viz.UNKNOWN_MARK) for label in labels[shown]])
-    clicked = chart(viz.attention_heatmap(matrix, labels[shown], f"{map_title(branch)} · {head_name}{note}",
-                                          clickable=True),
+    title = f"{map_title(branch)} · {head_name}{note}"
+    heatmap = ex.remembered(f"heatmap {branch} {group} {head} {shown.start}:{shown.stop} {title}",
+                            lambda: viz.attention_heatmap(matrix, labels[shown], title, clickable=True))
+    clicked = chart(heatmap,
                     f"{map_title(branch)} · {head_name}", figures=figures, key=f"self_heat_{picked}", select=True,
                     subtitle=subtitle)
     points = clicked.selection.points if clicked else []
@@ -95,7 +98,8 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
             "time step (word read)"), f"{map_title(branch)} · where each step looks back", key="lookback",
             figures=figures)
     group_axis = next((a for a in GROUP_AXES if a in axes), None)
-    table = metrics_view(ex, level, group_axis, group, heads)
+    table = ex.remembered(f"metrics_view {level} {group_axis} {group} {heads}",
+                          lambda: metrics_view(ex, level, group_axis, group, heads))
     st.caption("Gini coefficient (sparsity) and diagonality at bandwidth b (share of weight within b positions "
                "of the diagonal), per the SANet paper §5.3, for " + {"sentence": "this sentence.",
                                                                       "time": "this time step.",
@@ -106,12 +110,16 @@ def self_attention(ex: Explanation, words: list[str], sentence_labels: list[str]
                "short sentence is mostly 'diagonal' by construction, so only the excess says the model looks near. "
                "An even spread has Gini 0.")
     labels = column_labels()
-    readable = table.assign(map=table["map"].map(map_title)).rename(columns=labels)
     shares = [labels[c] for c in table if c in labels]
-    # percentages as numbers in points with a column format, not a pandas Styler: the Styler's
-    # formatting and marshalling cost a share of every paste's server time on every rerun
-    st.dataframe(readable.assign(**{c: readable[c] * 100 for c in shares}), hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.1f%%") for c in shares})
+
+    def readable():
+        # percentages as numbers in points with a column format, not a pandas Styler: the Styler's
+        # formatting and marshalling cost a share of every paste's server time on every rerun
+        out = table.assign(map=table["map"].map(map_title)).rename(columns=labels)
+        return out.assign(**{c: out[c] * 100 for c in shares})
+
+    st.dataframe(ex.remembered(f"metrics_shown {level} {group_axis} {group} {heads}", readable), hide_index=True,
+                 width="stretch", column_config={c: st.column_config.NumberColumn(format="%.1f%%") for c in shares})
     table_downloads(table, f"metrics-{name}-{level}", "metrics_table")
     return {"level": level, "branch": branch, "selfhead": st.session_state.get("self_head") if heads > 1 else None,
             "sentence": group if "sentence" in axes else None, "layer": group if "layer" in axes else None}

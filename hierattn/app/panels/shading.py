@@ -110,8 +110,17 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
                                    key=f"page_{doc_key}")
             shading.part = slice((page - 1) * PAGE, page * PAGE)
         shading.slot = st.empty()  # the shading alone, or beside an attribution's once one is computed
-        shading.slot.html(viz.shaded_document_html(**ex.text_view(), **shading.options()))
+        shading.slot.html(shaded_html(ex, shading))
     return shading
+
+
+def shaded_html(ex: Explanation, shading: Shading, part: slice | None = None) -> str:
+    """The shaded document of ``shading``'s view (of ``part`` of its sentences, default the page
+    shown), built once for the explanation and shared by every session that shows it."""
+    part = shading.part if part is None else part
+    key = f"shaded {shading.head} {shading.scale} {shading.coverage} {part.start}:{part.stop}"
+    return ex.remembered(key, lambda: viz.shaded_document_html(**ex.text_view(),
+                                                               **{**shading.options(), "part": part}))
 
 
 def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str], doc_key: str,
@@ -128,12 +137,16 @@ def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str],
         s = left.selectbox("Sentence", range(len(ex.document.sentences)), key=f"dist_sentence_{doc_key}",
                            format_func=sentence_labels.__getitem__)
         head = "" if shading.head is None else f" · head {shading.head + 1}"
-        chart(viz.distribution_chart(shading.words[s], [t.text for t in ex.document.sentences[s].tokens],
-                                     "over the words of the sentence", even=not shading.coverage),
+        bars = ex.remembered(f"word distribution {s} {shading.head}", lambda: viz.distribution_chart(
+            shading.words[s], [t.text for t in ex.document.sentences[s].tokens], "over the words of the sentence",
+            even=not shading.coverage))
+        chart(bars,
               ("word weights" if shading.coverage else "word target attention") + f" over S{s + 1}{head}", left,
               figures=figures)
     if shading.sentences is not None:
-        chart(viz.distribution_chart(shading.sentences, [f"S{i + 1}" for i in range(len(shading.sentences))],
-                                     "over the sentences of the document", "sentence"),
+        bars = ex.remembered(f"sentence distribution {shading.head}", lambda: viz.distribution_chart(
+            shading.sentences, [f"S{i + 1}" for i in range(len(shading.sentences))],
+            "over the sentences of the document", "sentence"))
+        chart(bars,
               "sentence target attention" + ("" if shading.head is None else f" · head {shading.head + 1}"), right,
               figures=figures)

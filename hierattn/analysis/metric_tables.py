@@ -1,0 +1,55 @@
+"""The metric rows of an explanation as the tables a reader sees: every matrix's row, one map's or
+one sentence's (``metrics_table``, the exports), and the table beside one self-attention heatmap
+(``metrics_view``). pandas is imported when a table is made: the command line's explain does
+without it."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hierattn.analysis.explain import Explanation
+from hierattn.analysis.metrics import GROUP_AXES, shown_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def metrics_table(explanation: Explanation, name: str | None = None, sentence: int | None = None) -> pd.DataFrame:
+    """The metric rows as a pandas DataFrame, optionally for one map and one sentence: each metric
+    followed by its even-spread value at the matrix's size (``diagonality_b1_even``, ...) where that
+    value depends on the size (``metrics.shown_columns``: an even spread's Gini is 0 at every size)."""
+    rows = [r for r in explanation.metrics
+            if (name is None or r["map"] == name) and (sentence is None or r["sentence"] == sentence)]
+    return _table(rows)
+
+
+def _table(rows: list[dict]) -> pd.DataFrame:
+    import pandas as pd  # lazily: the command line's explain does without it
+
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    where = ["sentence"] + [axis for axis in GROUP_AXES[1:] if axis in df.columns]
+    df[where] = df[where].astype("Int64")  # indices with gaps (maps without the axis), not floats
+    return df[["map", "level"] + where + ["head", "size"] + shown_columns()]
+
+
+def metrics_view(explanation: Explanation, level: str, group_axis: str | None, group: int | None,
+                 heads: int) -> pd.DataFrame:
+    """The metrics table a reader sees beside one self-attention heatmap: every map of ``level``
+    (so its branches compare), for one sentence or time step (``group`` along ``group_axis``),
+    numbered from 1 as the pickers number them, and the head column only where there are heads.
+    ``metrics.column_labels`` names its figures for a reader."""
+    names = [n for n in explanation.self_attention_names if explanation.describe(n).level == level]
+    layered = group_axis == "layer" and group is not None  # that layer's matrices alone are computed
+    rows = [r for n in names for r in explanation.metrics_of(n, group if layered else None)]
+    table = _table(rows)
+    if group_axis:
+        table = table[table[group_axis] == group]
+    table = table.drop(columns=["level"] + [c for c in GROUP_AXES if c != group_axis and c in table])
+    if heads > 1:
+        table["head"] = table["head"] + 1
+    else:
+        table = table.drop(columns=["head"])
+    if group_axis:
+        table[group_axis] = table[group_axis] + 1  # S1, S2, ... as in the selectors
+    return table
