@@ -39,6 +39,7 @@ def _median_ms(call, repeats: int = REPEATS) -> float:
 
 def forward_rows(models=MODELS) -> list[dict]:
     import torch
+    from torch.utils.flop_counter import FlopCounterMode
 
     from bench.inference import document_of
     from hierattn.analysis.explain import explain
@@ -55,8 +56,10 @@ def forward_rows(models=MODELS) -> list[dict]:
         classifier = load_classifier(checkpoint_root() / model, device="cpu")
         document = tokenize(text, classifier.text_config)
         batch = encode_documents([document], classifier.vocab)
+        with torch.inference_mode(), FlopCounterMode(display=False) as counted:
+            classifier.model(batch)
         row = {"model": model, "tokens": document.num_tokens, "sentences": len(document.sentences),
-               "peer_forward_ms": PEERS_MS.get(model)}
+               "peer_forward_ms": PEERS_MS.get(model), "forward_gflop": round(counted.get_total_flops() / 1e9, 3)}
         for count in sorted({1, threads}):
             torch.set_num_threads(count)
             with torch.inference_mode():
@@ -92,7 +95,14 @@ def command_line() -> dict:
 
 
 def record_first_answer() -> dict:
-    return {"forward": forward_rows(), "command_line": command_line()}
+    """The forward passes, the command line, and this machine's fp32 matrix-multiply peak (what a
+    forward pass of so many GFLOP cannot beat)."""
+    import torch
+
+    from bench.training import matmul_peak
+
+    return {"forward": forward_rows(), "command_line": command_line(),
+            "matmul_peak_gflops": round(matmul_peak(torch.float32, torch.device("cpu")), 1)}
 
 
 def format_first_answer(figures: dict) -> list[str]:
@@ -101,8 +111,10 @@ def format_first_answer(figures: dict) -> list[str]:
         counts = sorted(int(k.split("_")[2]) for k in r if k.startswith("forward_ms_"))
         parts = "; ".join(f"{c} thread{'s' if c > 1 else ''}: forward {r[f'forward_ms_{c}_threads']} ms, explain "
                           f"{r[f'explain_ms_{c}_threads']} ms" for c in counts)
+        floor = 1000 * r["forward_gflop"] / figures["matmul_peak_gflops"]
         lines.append(f"{r['model']}, {r['tokens']:,} tokens in {r['sentences']} sentences, batch of one: {parts} "
-                     f"(the public implementation: {r['peer_forward_ms']} ms)")
+                     f"(the public implementation: {r['peer_forward_ms']} ms); {r['forward_gflop']} GFLOP a forward "
+                     f"pass, {floor:.1f} ms at this machine's matrix-multiply peak")
     c = figures["command_line"]
     lines.append(f"hierattn explain of one sentence: {c['explain_cpu_s']} s of CPU; importing torch alone "
                  f"{c['import_torch_cpu_s']} s, spaCy {c['import_spacy_cpu_s']} s, analysis.explain (both and ours) "

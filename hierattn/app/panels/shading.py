@@ -110,17 +110,10 @@ def document_shading(ex: Explanation, model_name: str, model_maps: str, doc_key:
                                    key=f"page_{doc_key}")
             shading.part = slice((page - 1) * PAGE, page * PAGE)
         shading.slot = st.empty()  # the shading alone, or beside an attribution's once one is computed
-        shading.slot.html(shaded_html(ex, shading))
+        # built once for the explanation and shared by every session that shows this view
+        shading.slot.html(ex.remembered(f"shaded {shading.head} {shading.scale} {shading.coverage} {shading.part}",
+                                        lambda: viz.shaded_document_html(**ex.text_view(), **shading.options())))
     return shading
-
-
-def shaded_html(ex: Explanation, shading: Shading, part: slice | None = None) -> str:
-    """The shaded document of ``shading``'s view (of ``part`` of its sentences, default the page
-    shown), built once for the explanation and shared by every session that shows it."""
-    part = shading.part if part is None else part
-    key = f"shaded {shading.head} {shading.scale} {shading.coverage} {part.start}:{part.stop}"
-    return ex.remembered(key, lambda: viz.shaded_document_html(**ex.text_view(),
-                                                               **{**shading.options(), "part": part}))
 
 
 def distributions(ex: Explanation, shading: Shading, sentence_labels: list[str], doc_key: str,

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from hierattn import viz
 from hierattn.analysis.explain import Explanation, map_title
 from hierattn.analysis.metric_tables import metrics_table
 from hierattn.app import documents
 from hierattn.app.downloads import Figures
-from hierattn.app.panels.shading import Shading, shaded_html
+from hierattn.app.panels.shading import Shading
 from hierattn.app.url_state import document_id, mirror_view
 from hierattn.checkpoint.classifier import WITHHELD
 from hierattn.limits import KEPT_DOCUMENT_DAYS, KEPT_DOCUMENT_HOLD_MINUTES, KEPT_DOCUMENT_KB, KEPT_DOCUMENTS
@@ -43,7 +44,8 @@ def share_and_export(ex: Explanation, name: str, dataset: str | None, text: str,
     stem = f"{name}-{doc_key}"
 
     def report() -> bytes:  # on the click: the report reads every map's metrics, and shades the whole document
-        document_view = shaded_html(ex, shading, slice(None)) if shading.painted else None
+        options = {**shading.options(), "part": slice(None)}  # the whole document, not the page shown
+        document_view = viz.shaded_document_html(**ex.text_view(), **options) if shading.painted else None
         table = export.report_table(metrics_table(ex), {n: map_title(n) for n in ex.attentions})
         return export.report_html(ex.classifier_name, dict(zip(ex.labels, ex.probabilities)), table,
                                   dict(figures.drawn), document_view, notes, ex.document.truncation.message,
