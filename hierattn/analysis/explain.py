@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from hierattn.analysis.metrics import attention_metrics, real_matrices
+from hierattn.analysis.metrics import GROUP_AXES, attention_metrics, real_matrices
 from hierattn.checkpoint.classifier import WITHHELD, Classifier
 from hierattn.contract import GATE, SENTENCE, AttentionMap, DerivedMap, Maps
 from hierattn.data.batches import encode_documents
@@ -101,9 +101,19 @@ class Explanation:
         return self.metric_rows
 
     def metrics_of(self, name: str, layer: int | None = None) -> list[dict]:
-        """The metric rows of map ``name``, only those of entry ``layer`` of its ``layer`` axis when
-        given (computing that layer alone): what a page showing one layer needs."""
+        """The metric rows of map ``name``; given ``layer``, only those of that entry of its group
+        axis (its layer, sentence or time step), computing that entry alone: what a page showing one
+        layer or one sentence needs (every sentence of a 550-word article took 12 ms of a paste)."""
         a = self.describe(name)
+        axis = next((g for g in GROUP_AXES if g in a.axes), None)
+        if axis in ("sentence", "time") and layer is not None:
+            if (name, layer) not in self._metrics_by_map:
+                m = self.attentions[name]
+                dim = m.axis(axis)
+                one = AttentionMap(m.weights.narrow(dim, layer, 1), m.axes, m.level, m.mask.narrow(dim, layer, 1))
+                self._metrics_by_map[name, layer] = [{"map": name, "level": a.level, **r, axis: layer}
+                                                     for r in attention_metrics(one)]
+            return self._metrics_by_map[name, layer]
         if "layer" not in a.axes:
             if (name, None) not in self._metrics_by_map:
                 self._metrics_by_map[name, None] = [{"map": name, "level": a.level, **r}

@@ -40,8 +40,8 @@ def metrics_view(explanation: Explanation, level: str, group_axis: str | None, g
     numbered from 1 as the pickers number them, and the head column only where there are heads.
     ``metrics.column_labels`` names its figures for a reader."""
     names = [n for n in explanation.self_attention_names if explanation.describe(n).level == level]
-    layered = group_axis == "layer" and group is not None  # that layer's matrices alone are computed
-    rows = [r for n in names for r in explanation.metrics_of(n, group if layered else None)]
+    # that layer's, sentence's or time step's matrices alone are computed
+    rows = [r for n in names for r in explanation.metrics_of(n, group if group_axis else None)]
     table = _table(rows)
     if group_axis:
         table = table[table[group_axis] == group]

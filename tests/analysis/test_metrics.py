@@ -191,3 +191,36 @@ def test_a_metric_is_one_entry_in_the_registry(checkpoint_dir, monkeypatch):
     header = export.metrics_csv(metrics_table(ex)).decode().splitlines()[0].split(",")
     assert header[-2:] == ["peak", "peak_even"]
     assert list(export.report_table(metrics_table(ex)).columns)[-2:] == ["peak", "peak (even)"]
+
+
+@pytest.mark.parametrize("checkpoint,level", [("tiny-hcan", "word"), ("tiny-hcan", "sentence"), ("tiny-sanet", "word"),
+                                              ("tiny-halstm", "word")])
+def test_the_table_beside_one_heatmap_is_the_documents_rows_for_it(checkpoint_dir, checkpoint, level):
+    """The table beside one sentence's (or time step's) heatmap computes that entry's matrices
+    alone; its figures are the ones every matrix of the document gives for it."""
+    from hierattn.analysis.explain import explain
+    from hierattn.analysis.metric_tables import metrics_table, metrics_view
+    from hierattn.analysis.metrics import GROUP_AXES
+    from hierattn.checkpoint.reading import load_classifier
+
+    classifier = load_classifier(checkpoint_dir / checkpoint, device="cpu")
+    text = "The team won the cup final on Sunday. Fans sang all night long. The coach smiled. Rain fell."
+    names = [n for n in explain(classifier, text).self_attention_names]
+    every = metrics_table(explain(classifier, text))  # every matrix, from a fresh explanation
+    ex = explain(classifier, text)
+    maps = [n for n in names if ex.describe(n).level == level]
+    if not maps:
+        pytest.skip(f"{checkpoint} has no {level}-level self-attention")
+    axis = next((a for a in GROUP_AXES if a in ex.describe(maps[0]).axes), None)
+    heads = ex.heads(maps[0])
+    entries = range(int(every[axis].max()) + 1) if axis else [None]
+    for entry in entries:
+        view = metrics_view(ex, level, axis, entry, heads)
+        expected = every[every["map"].isin(maps)]
+        if axis:
+            expected = expected[expected[axis] == entry]
+        assert len(view) == len(expected) > 0
+        assert view["gini"].tolist() == pytest.approx(expected["gini"].tolist(), abs=1e-9)
+        assert view["size"].tolist() == expected["size"].tolist()
+        if axis:
+            assert set(view[axis]) == {entry + 1}
