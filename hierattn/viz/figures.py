@@ -5,6 +5,7 @@ figure passes through ``short`` (escaped and cut)."""
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -159,11 +160,16 @@ def attention_heatmap(matrix, labels: Sequence[str], title: str = "", compact: b
                                      thickness=14, len=1, lenmode="fraction", y=1 if fluid else 0.5,
                                      yanchor="top" if fluid else "middle"),
                        hovertemplate="query %{customdata}<br>weight %{z:.3f}<extra></extra>")
-    bottom = 44 if title else 12
+    # the title, under the cells and centred on them, in as many lines as the figure's width needs:
+    # on one line a short sentence's map (five words, 240 px of cells) cut its title at both ends
+    title_font = 13 if compact else 14
+    room = 2 * min(left + cells / 2, cells / 2 + right)  # centred on the cells, over labels and colour bar
+    lines = textwrap.wrap(title, max(16, int(room / (0.58 * title_font)))) if title else []
+    bottom = 26 + 18 * len(lines) if title else 12
     layout = dict(width=left + side + right, height=top + side + bottom,
                   margin=dict(l=left, r=right, t=top, b=bottom, autoexpand=False),
-                  title=dict(text=title, y=0, yref="paper", yanchor="top", pad=dict(t=10), x=0.5,
-                             xanchor="center", font=dict(size=13 if compact else 14)),
+                  title=dict(text="<br>".join(lines), y=0, yref="paper", yanchor="top", pad=dict(t=10), x=0.5,
+                             xanchor="center", font=dict(size=title_font)),
                   meta=dict(labels=list(labels), kind="attention"),
                   xaxis=dict(**({} if compact else dict(title=dict(text=every_kth("attends to (key)", n, across),
                                                                             standoff=4))),
