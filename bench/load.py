@@ -316,6 +316,15 @@ async def _class(url: str, documents: list[list[str]], seconds: float, think: fl
     return record
 
 
+def _stop(server: subprocess.Popen) -> None:
+    """End the server and its workers (its own process group), killed if they linger."""
+    os.killpg(server.pid, 15)
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, 9)
+
+
 def _percentile(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -342,11 +351,7 @@ def run_load(workers: int, sessions: int, kind: str, seconds: float = 60.0, thin
         record = asyncio.run(_class(url, documents, seconds, think, processes, runtime if kill else None))
         memory = sum(rss_mb(p) for p in _tree(server.pid))
     finally:
-        os.killpg(server.pid, 15)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
+        _stop(server)
     answered = len(record["latency"])
     return {"workers": workers, "sessions": sessions, "document": kind, "think_s": think,
             "words": round(sum(len(d.split()) for d in pool) / len(pool)),
@@ -398,11 +403,7 @@ def run_wave(workers: int, sessions: int, same: bool) -> dict:
     try:
         figures = asyncio.run(_wave(url, texts, _tree(server.pid)))
     finally:
-        os.killpg(server.pid, 15)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
+        _stop(server)
     return {"workers": workers, "sessions": sessions, "model": MODEL,
             "documents": "one sample" if same else "different articles", **figures}
 
