@@ -366,10 +366,10 @@ def run_load(workers: int, sessions: int, kind: str, seconds: float = 60.0, thin
             "trace": sorted(record.get("trace", []))}
 
 
-async def _wave(url: str, texts: list[str], processes: list[int]) -> dict:
+async def _wave(url: str, texts: list[str], processes: list[int], model: str) -> dict:
     """Every session pastes its text at the same moment, once, into a warm server; the seconds from
     each paste to its page's first figure and to the end of its run."""
-    sessions = [Session(url) for _ in texts]
+    sessions = [Session(url, f"model={model}") for _ in texts]
     await asyncio.gather(*(s.open() for s in sessions))
     await asyncio.gather(*(s.paste(f"A warm-up note from student {i}. It is short.") for i, s in enumerate(sessions)))
     await asyncio.get_running_loop().run_in_executor(None, lambda: [seconds_to_idle(p) for p in processes])
@@ -392,35 +392,38 @@ async def _wave(url: str, texts: list[str], processes: list[int]) -> dict:
             "run_p50_s": _percentile(ends, 50), "run_p95_s": _percentile(ends, 95)}
 
 
-def run_wave(workers: int, sessions: int, same: bool) -> dict:
-    """``sessions`` students pasting at once into a fresh, warm ``hierattn app --workers`` server:
-    one ~500-word article for all (``same``: a class on one sample), or each its own article."""
+def run_wave(workers: int, sessions: int, same: bool, model: str = MODEL) -> dict:
+    """``sessions`` students pasting at once into a fresh, warm ``hierattn app --workers`` server on
+    Explore with ``model``: one ~500-word article for all (``same``: a class on one sample), or each
+    its own article."""
     pool = articles()
     texts = [pool[0]] * sessions if same else pool[:sessions]
     env = {k: v for k, v in os.environ.items() if k not in ("HIERATTN_CHECKPOINTS", "HIERATTN_THREADS")}
     env["HIERATTN_RUNTIME"] = tempfile.mkdtemp(prefix="hierattn-wave-")
     server, url = _start(workers, env)
     try:
-        figures = asyncio.run(_wave(url, texts, _tree(server.pid)))
+        figures = asyncio.run(_wave(url, texts, _tree(server.pid), model))
     finally:
         _stop(server)
-    return {"workers": workers, "sessions": sessions, "model": MODEL,
+    return {"workers": workers, "sessions": sessions, "model": model,
             "documents": "one sample" if same else "different articles", **figures}
 
 
-WAVES = ((1, True), (2, True), (1, False), (2, False))  # (workers, one sample for all)
+# (workers, one sample for all, model): the class-load model on 1 and 2 workers, and HCAN's heavier page on 2
+WAVES = ((1, True, MODEL), (2, True, MODEL), (1, False, MODEL), (2, False, MODEL),
+         (2, True, "bbc-news-hcan"), (2, False, "bbc-news-hcan"))
 
 
 def record_waves(quick: bool = False) -> list[dict]:
-    """Thirty students pasting at once (quick: six), on 1 and 2 workers, one sample and different articles."""
-    return [run_wave(workers, 6 if quick else 30, same) for workers, same in WAVES]
+    """Thirty students pasting at once (quick: six), one sample and different articles."""
+    return [run_wave(workers, 6 if quick else 30, same, model) for workers, same, model in WAVES]
 
 
 def format_waves(rows: list[dict]) -> list[str]:
-    lines = ["| server | sessions pasting at once | documents | answered | first chart p50 | first chart p95 | "
-             "whole page p95 |", "|---|---:|---|---:|---:|---:|---:|"]
+    lines = ["| server | model | sessions pasting at once | documents | answered | first chart p50 | first chart p95 "
+             "| whole page p95 |", "|---|---|---:|---|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| `hierattn app --workers {r['workers']}` | {r['sessions']} | {r['documents']} | "
+        lines.append(f"| `hierattn app --workers {r['workers']}` | {r['model']} | {r['sessions']} | {r['documents']} | "
                      f"{r['answered']} ({r['failed']} failed) | {r['first_chart_p50_s']} s | "
                      f"{r['first_chart_p95_s']} s | {r['run_p95_s']} s |")
     return lines

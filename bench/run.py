@@ -472,10 +472,10 @@ def _class_goals(results: dict) -> list[tuple[str, str, str, bool]]:
     figures = results.get("class_wave")
     if not figures:
         return out
-    before = {(r["workers"], r["documents"]): r for r in (figures.get("before") or {}).get("waves", [])}
+    before = {(r["workers"], r["documents"], r["model"]): r for r in (figures.get("before") or {}).get("waves", [])}
     for r in figures["waves"]:
         target = 1.5 if r["documents"] == "one sample" else 5.0
-        last = before.get((r["workers"], r["documents"]), {}).get("first_chart_p95_s")
+        last = before.get((r["workers"], r["documents"], r["model"]), {}).get("first_chart_p95_s")
         said, regressed = _against(r["first_chart_p95_s"], last, " s")
         out.append((f"a class of {r['sessions']} pasting at once, {r['documents']}, {r['workers']} worker"
                     f"{'s' if r['workers'] > 1 else ''}, {r['model']}: first chart p95", f"<= {target:g} s",
