@@ -2,7 +2,6 @@
 model's own test documents (``hierattn.analysis.domain``), under the prediction."""
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 from hierattn import viz
@@ -10,7 +9,6 @@ from hierattn.analysis import domain
 from hierattn.analysis.explain import Explanation
 from hierattn.checkpoint.classifier import Classifier
 from hierattn.data.builtin import BUILTIN
-from hierattn.data.split import stratified_split
 
 
 def _test_texts(classifier: Classifier, path: Path) -> tuple[list[str], str]:
@@ -19,18 +17,9 @@ def _test_texts(classifier: Classifier, path: Path) -> tuple[list[str], str]:
     from hierattn.app import samples
 
     if classifier.dataset in BUILTIN:
-        return _builtin_test_texts(classifier.dataset), f"{classifier.dataset} test"
+        return samples.split_part(classifier.dataset, "test")[0], f"{classifier.dataset} test"  # split once
     kept = samples.heldout(path).get("test", [])
     return [text for text, _ in kept], f"{classifier.dataset or 'its own data'} test"
-
-
-@functools.lru_cache(maxsize=8)
-def _builtin_test_texts(dataset: str) -> list[str]:
-    """A built-in data set's test split, split once per process (it is asked for on every paste)."""
-    from hierattn.app import samples
-
-    data = samples.builtin_dataset(dataset)
-    return [data.texts[i] for i in stratified_split(data.labels)["test"]]
 
 
 def _percent(value: float) -> str:
