@@ -447,6 +447,22 @@ def test_tables_download_as_csv_and_json(app_env):
             "export_report"} <= keys
 
 
+def test_an_export_popover_draws_its_buttons_only_while_open(app_env):
+    """A paste sends no figure's export buttons (most runs never open a popover); each popover,
+    once open, has its four formats under the figure's own key."""
+    from tests.app.test_pages import open_exports
+
+    at = run_app(DOC, "tiny-hcan")
+    menus = [m.proto.popover.id.split("-", 2)[-1] for m in at.get("popover")]
+    figures = [k.removeprefix("export_menu_") for k in menus if k.startswith("export_menu_")]
+    assert len(figures) >= 3  # the probabilities, a heatmap, the distributions
+    assert not [b.key for b in at.get("download_button") if b.key.removeprefix("export_").rpartition("_")[0]
+                in figures]
+    keys = {b.key for b in open_exports(at).get("download_button")}
+    assert not at.exception
+    assert all({f"export_{f}_{fmt}" for fmt in ("png", "svg", "pdf", "html")} <= keys for f in figures)
+
+
 def test_picking_a_word_shows_what_it_attends_to_in_every_head(app_env):
     """The interaction people use BertViz for: a word picked (or its heatmap row clicked)
     shows its row of attention in each head and their mean, shaded over the sentence's words."""

@@ -23,6 +23,15 @@ def open_page(page: str, **state) -> AppTest:
     return settle(at.run())
 
 
+def open_exports(at: AppTest) -> AppTest:
+    """Open every figure's Export popover, as a click does (its buttons are drawn only while open)."""
+    for menu in at.get("popover"):
+        key = menu.proto.popover.id.split("-", 2)[-1]  # a keyed popover's id: "$$ID-<hash>-<its key>"
+        if key.startswith("export_menu_"):
+            at.session_state[key] = True
+    return at.run()
+
+
 def settle(at: AppTest, limit: float = 240) -> AppTest:
     """Rerun until no background computation shows a progress bar. Between reruns, wait on the
     computations themselves: a rerun every half second, as the page polls, took the interpreter
@@ -100,6 +109,8 @@ def test_statistics_table_for_a_few_documents():
     assert any("12 documents" in c.value for c in at.caption)
     downloads = {b.key for b in at.get("download_button")}
     assert {"stats_csv", "stats_table_csv"} <= downloads  # the two tables
+    assert not [k for k in downloads if k.startswith("export_gini")]  # the Export popover is closed
+    downloads = {b.key for b in open_exports(at).get("download_button")}
     assert {k.rsplit("_", 1)[1] for k in downloads if k.startswith("export_gini")} == {"png", "svg", "pdf",
                                                                                        "html"}  # the box plot
     at.session_state["stats_grouping"] = "level"

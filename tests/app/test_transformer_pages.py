@@ -105,7 +105,7 @@ def test_compare_statistics_and_evaluation_take_a_transformer(env):
 def test_explore_shows_which_heads_matter_beside_the_head_grid(env):
     """The toggle makes each head even in turn in the background, then draws the grid of drops (with
     an Export) and names the largest, beside the head grid's patterns."""
-    from tests.app.test_pages import settle
+    from tests.app.test_pages import open_exports, settle
 
     at = _page("app.py").run()
     at.selectbox(key="model").set_value("tiny-bert").run()
@@ -116,4 +116,4 @@ def test_explore_shows_which_heads_matter_beside_the_head_grid(env):
     said = " ".join(shown(c.value) for c in at.caption)
     assert "when one head's attention is replaced by an even spread" in said and "Largest: subword.self · layer" in said
     assert "Of the " in said and "heads with a pattern in the grid above" in said
-    assert any(b.key.startswith("export_heads_matter_") for b in at.get("download_button"))  # a slide of it
+    assert any(b.key.startswith("export_heads_matter_") for b in open_exports(at).get("download_button"))  # a slide
