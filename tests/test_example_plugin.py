@@ -115,7 +115,7 @@ def test_explore_compare_and_train_show_the_plugin_model(trained, with_plugin, m
     assert any("BiGRU + 4-head attention" in c.value for c in at.sidebar.caption)
     assert at.radio(key="target_head").options == ["mean", "1", "2", "3", "4"] or len(at.radio(key="target_head")
                                                                                       .options) == 5
-    assert any("rgba(31,119,180" in h.proto.body for h in at.get("html"))  # the words are shaded
+    assert any('class="ha-w' in h.proto.body for h in at.get("html"))  # the words are shaded
 
     at = _page("pages/compare.py", root, compare_a="tiny-han", compare_b=NAME)
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])

@@ -11,6 +11,20 @@ RGB = (31, 119, 180)
 # Text kept as typed (spaces, line breaks), and broken anywhere when a run has no space to break
 # at (a pasted URL or 40,000 "!"), so it never runs out of its column.
 _WRAPS = "white-space:pre-wrap;overflow-wrap:anywhere"
+# The shading's rules, written once per piece of HTML instead of on every word and sentence: a word
+# then carries only its weight (the tooltip) and its shade (``--a``, the alpha; ``--rgb`` for another
+# hue), and a ~550-word article's shading is 45 KB instead of 100 KB (the page builds, hashes and
+# sends every byte on each paste). Class names start with ``ha-`` so that they meet none of
+# Streamlit's; every function here whose markup uses them puts this block in front of it.
+_STYLE = ("<style>.ha-w{background:rgba(var(--rgb,31,119,180),var(--a));border-radius:3px;padding:0 1px}"
+          ".ha-w.ha-dk{color:#fff}"
+          ".ha-w.ha-unk{text-decoration:underline wavy #d62728;text-decoration-skip-ink:none;"
+          "outline:1.5px dashed #d62728;outline-offset:-1px;background-image:repeating-linear-gradient(135deg,"
+          "rgba(214,39,40,.55) 0 2px,transparent 2px 6px)}"
+          ".ha-row{display:flex;gap:8px;margin:2px 0;line-height:1.7}"
+          ".ha-bar{flex:0 0 90px;align-self:flex-start;height:1.7em;display:flex;align-items:center;gap:4px;"
+          "font-size:0.75em;color:#555}.ha-bar>div{background:#ff7f0e;height:10px;border-radius:2px}"
+          f".ha-text{{flex:1;{_WRAPS};min-width:0}}</style>")
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>$~=:&^@])")
 _UNLINKED = re.compile(r"(?i)(?<=http)(?=\\:)|(?<=https)(?=\\:)|(?<=www)(?=\\\.)|(?=\\@)")
@@ -96,21 +110,17 @@ def document_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tuple[
             parts.append(_unread(cut))
         if sentence_weights:
             sw = sentence_weights[s]
-            bar = (f'<div title="sentence weight {sw:.3f}" style="flex:0 0 90px;align-self:flex-start;'
-                   'height:1.7em;display:flex;align-items:center;gap:4px;font-size:0.75em;color:#555">'
-                   f'<div style="background:#ff7f0e;height:10px;width:{50 * sw / (top_sentence or 1):.0f}px;'
-                   f'border-radius:2px"></div>{sw:.2f}</div>')
+            bar = (f'<div class="ha-bar" title="sentence weight {sw:.3f}">'
+                   f'<div style="width:{50 * sw / (top_sentence or 1):.0f}px"></div>{sw:.2f}</div>')
         else:  # no sentence weights (a flat model): the text uses the full width
             bar = ""
-        gone = ";text-decoration:line-through;opacity:0.45" if s in struck else ""
-        rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{bar}'
-                    f'<div style="flex:1;{_WRAPS};min-width:0{gone}">{"".join(parts)}</div></div>')
+        gone = ' style="text-decoration:line-through;opacity:0.45"' if s in struck else ""
+        rows.append(f'<div class="ha-row">{bar}<div class="ha-text"{gone}>{"".join(parts)}</div></div>')
         if cut and last:  # the sentences beyond the caps, after the last one read
             label = ('<div style="flex:0 0 90px;font-size:0.75em;color:#999">not read</div>' if sentence_weights
                      else "")
-            rows.append(f'<div style="display:flex;gap:8px;margin:2px 0;line-height:1.7">{label}'
-                        f'<div style="flex:1;{_WRAPS};min-width:0">{_unread(cut.lstrip())}</div></div>')
-    return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+            rows.append(f'<div class="ha-row">{label}<div class="ha-text">{_unread(cut.lstrip())}</div></div>')
+    return f'{_STYLE}<div style="font-size:0.95em">{"".join(rows)}</div>'
 
 
 UNREAD_SHOWN = 3000  # characters of unread text shown; the rest is counted
@@ -149,7 +159,8 @@ def shading_legend_html(peak: float, even: tuple[float, float] | None, unknown: 
                      f'({unknown:,})</span>')
     if unread:
         parts.append(f'<span>{_unread("grey")} not read (beyond the caps)</span>')
-    return ('<div style="font-size:0.8em;color:#555;display:flex;flex-wrap:wrap;gap:18px;margin:4px 0">'
+    return ((_STYLE if unknown else "")
+            + '<div style="font-size:0.8em;color:#555;display:flex;flex-wrap:wrap;gap:18px;margin:4px 0">'
             f'{"".join(parts)}</div>')
 
 
@@ -220,7 +231,7 @@ def difference_html(text: str, sentences: Sequence[tuple[int, int, Sequence[tupl
             cursor = w_end
         parts.append(html.escape(text[cursor:end]))
         rows.append(f'<div style="margin:2px 0;line-height:1.7;{_WRAPS}">{"".join(parts)}</div>')
-    return f'<div style="font-size:0.95em">{"".join(rows)}</div>'
+    return f'{_STYLE}<div style="font-size:0.95em">{"".join(rows)}</div>'
 
 
 def word_attention_html(words: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]], chosen: int) -> str:
@@ -234,11 +245,11 @@ def word_attention_html(words: Sequence[str], rows: Sequence[tuple[str, Sequence
         for i, (word, w) in enumerate(zip(words, weights)):
             alpha = 0.85 * w / top
             outline = "outline:2px solid #d62728;" if i == chosen else ""
-            cells.append(_shaded(html.escape(word), alpha, RGB, f"weight {w:.3f}", "0 2px;" + outline))
+            cells.append(_shaded(html.escape(word), alpha, RGB, f"weight {w:.3f}", "padding:0 2px;" + outline))
         lines.append(f'<div style="display:flex;gap:8px;margin:3px 0;line-height:1.8"><div style="flex:0 0 150px;'
                      f'font-size:0.8em;color:#555">{html.escape(label)}</div><div '
                      f'style="flex:1">{" ".join(cells)}</div></div>')
-    return f'<div style="font-size:0.95em">{"".join(lines)}</div>'
+    return f'{_STYLE}<div style="font-size:0.95em">{"".join(lines)}</div>'
 
 
 def plain_text_html(text: str, max_height: int = 320) -> str:
@@ -247,16 +258,14 @@ def plain_text_html(text: str, max_height: int = 320) -> str:
             f'border-radius:6px;padding:8px;font-size:0.92em">{html.escape(text)}</div>')
 
 
-def _shaded(escaped: str, alpha: float, rgb: tuple[int, int, int], title: str, padding: str = "0 1px",
+def _shaded(escaped: str, alpha: float, rgb: tuple[int, int, int], title: str, style: str = "",
             unknown: bool = False) -> str:
     """One word (already escaped) on a background of ``rgb`` at ``alpha``; white text on dark shades;
     ``unknown`` (a word the model read as ``<unk>``): red diagonal hatching over the shade and a red
     dashed outline, which read on white and on the darkest blue alike (a red underline alone vanished
-    on a dark cell), besides the wavy underline."""
-    mark = (";text-decoration:underline wavy #d62728;text-decoration-skip-ink:none;outline:1.5px dashed #d62728;"
-            "outline-offset:-1px;background-image:repeating-linear-gradient(135deg,rgba(214,39,40,.55) 0 2px,"
-            "transparent 2px 6px)") if unknown else ""
-    cls = ' class="unknown"' if unknown else ""
-    color = "#fff" if alpha > 0.55 else "inherit"
-    return (f'<span{cls} title="{html.escape(title)}" style="background:rgba({rgb[0]},{rgb[1]},{rgb[2]},'
-            f'{alpha:.3f});color:{color};border-radius:3px;padding:{padding}{mark}">{escaped}</span>')
+    on a dark cell), besides the wavy underline. ``style``: declarations of this word's own (an
+    outline). Drawn by the ``ha-w`` rules of ``_STYLE``, which the caller's HTML carries."""
+    classes = "ha-w" + (" ha-dk" if alpha > 0.55 else "") + (" ha-unk" if unknown else "")
+    hue = "" if rgb == RGB else f"--rgb:{rgb[0]},{rgb[1]},{rgb[2]};"
+    own = ";" + style if style else ""
+    return f'<span class="{classes}" title="{html.escape(title)}" style="{hue}--a:{alpha:.3f}{own}">{escaped}</span>'

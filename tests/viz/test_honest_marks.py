@@ -55,7 +55,7 @@ def test_unknown_words_are_marked_counted_and_warned_about():
     assert english.unknown_count == 0 and not english.mostly_unknown()
     view = viz.shaded_document_html(**ex.text_view(), words=ex.target_attention("word"),
                                     sentences=ex.target_attention("sentence"))
-    assert view.count('class="unknown"') == ex.unknown_count + 1  # each unknown word, and the legend's sample
+    assert len(re.findall(r'class="ha-w[^"]* ha-unk"', view)) == ex.unknown_count + 1  # and the legend
     assert f"not in the model's vocabulary ({ex.unknown_count})" in view
     assert ex.to_dict()["unknown_words"] == ex.unknown_count
 
@@ -96,9 +96,12 @@ def test_unknown_words_read_on_any_shade_and_the_heaviest_unknown_word_is_named(
     flags = [f for fs in ex.unknown for f in fs]
     assert flags[1] and not flags[0]  # "zzqx" is unknown to the tiny vocabulary
     dark = viz.shaded_document_html(**ex.text_view(), words=[[0.1, 0.9, 0.0], [0.5, 0.5]], sentences=[0.5, 0.5])
-    cell = dark[dark.index('class="unknown"'):]
-    cell = cell[: cell.index("</span>")]
-    assert "repeating-linear-gradient" in cell and "outline:1.5px dashed" in cell and "color:#fff" in cell
+    cell = dark[dark.index('class="ha-w ha-dk ha-unk"'):]  # the darkest word, unknown
+    assert "zzqx" in cell[: cell.index("</span>")]
+    rules = dict(r.rstrip("}").split("{") for r in dark[dark.index("<style>") + 7: dark.index("</style>")].split("}")
+                 if "{" in r)  # the style block the shading carries: selector -> declarations
+    assert "repeating-linear-gradient" in rules[".ha-w.ha-unk"] and "outline:1.5px dashed" in rules[".ha-w.ha-unk"]
+    assert "color:#fff" in rules[".ha-w.ha-dk"]
     shading = Shading(True, False)
     shading.words, shading.sentences = [[0.1, 0.8, 0.1], [0.5, 0.5]], [0.9, 0.1]
     assert _heaviest_unknown(ex, shading) == "zzqx"

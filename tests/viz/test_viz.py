@@ -18,10 +18,10 @@ def test_document_html_shades_by_weight():
     out = viz.document_html(text, spans, [[0.8, 0.2], [0.4]], None)
     assert 'title="weight 0.800"' in out and 'title="weight 0.200"' in out
     # one scale for the document: the largest weight (0.8) is darkest (alpha 0.85)
-    assert ",0.850)" in out and ",0.212)" in out and ",0.425)" in out
+    assert "--a:0.850" in out and "--a:0.212" in out and "--a:0.425" in out
     # per sentence: "ok" is its sentence's top word
     per_sentence = viz.document_html(text, spans, [[0.8, 0.2], [0.4]], None, scale="sentence")
-    assert per_sentence.count(",0.850)") == 2
+    assert per_sentence.count("--a:0.850") == 2
 
 
 def test_heatmap_keeps_repeated_words_apart():
