@@ -3,7 +3,6 @@ while it is open) and a table's CSV and JSON, each built only when clicked."""
 from __future__ import annotations
 
 import re
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -61,27 +60,20 @@ def slide_of(build, name: str, container=None, key: str | None = None, *, figure
 
 
 def _export(where, fig, name: str, subtitle: str, key: str | None) -> None:
-    """``fig``: a figure, or a function that builds it when a format is clicked."""
+    """``fig``: a figure, or a function that builds it when a format is clicked. The popover is
+    stateful and draws its buttons only while it is open: most page runs never open it, and its
+    caption and four buttons were 5 of a figure's 6 messages on every run (15 of the 87 a
+    bbc-news-han paste sent). Opening or closing it reruns the page, as any widget does; an
+    ``st.fragment`` around it would rerun the popover alone, but cost every run more than the
+    buttons did (each fragment deep-copies the page's container stack and adds a container)."""
     from hierattn.viz import export
 
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "figure"
-    problem = None if callable(fig) else export.slide_problem(tuple(t.type for t in fig.data),
-                                                                (fig.layout.meta or {}).get("kind"))
-    with where if where is not st else nullcontext():
-        _export_menu(fig, name, subtitle, key or slug, slug, problem)
-
-
-@st.fragment
-def _export_menu(fig, name: str, subtitle: str, key: str, slug: str, problem: str | None) -> None:
-    """The Export popover, its buttons drawn only while it is open. Most page runs never open it,
-    and its caption and four buttons were 5 of a figure's 6 messages on every run (15 of the 87 a
-    bbc-news-han paste sent); a fragment, so opening and closing it reruns the popover alone, not
-    the page."""
-    from hierattn.viz import export
-
-    menu = st.popover("Export", icon=":material/download:", key=f"export_menu_{key}", on_change="rerun")
+    menu = where.popover("Export", icon=":material/download:", key=f"export_menu_{key or slug}", on_change="rerun")
     if not menu.open:
         return
+    problem = None if callable(fig) else export.slide_problem(tuple(t.type for t in fig.data),
+                                                                (fig.layout.meta or {}).get("kind"))
     with menu:
         st.caption("PNG, SVG and PDF are drawn for a 16:9 slide, every label shown; HTML stays interactive.")
         if problem:
@@ -93,7 +85,7 @@ def _export_menu(fig, name: str, subtitle: str, key: str, slug: str, problem: st
                 continue
             st.download_button(fmt.upper(), lambda fmt=fmt: export.figure_bytes(fig() if callable(fig) else fig, fmt,
                                                                                  name, subtitle),
-                               f"{slug}.{fmt}", mime, key=f"export_{key}_{fmt}", on_click="ignore")
+                               f"{slug}.{fmt}", mime, key=f"export_{key or slug}_{fmt}", on_click="ignore")
 
 
 def table_downloads(frame, stem: str, key: str, container=None) -> None:
