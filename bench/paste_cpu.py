@@ -10,6 +10,12 @@ background work a paste starts is counted with it). The breakdown comes from ``p
 the server at 200 Hz during the timed pastes (``--nonblocking``: the server is not paused), each
 sample put in the first category its stack reaches, from the innermost frame out (``CATEGORIES``).
 The model's own figure is ``analysis.explain`` on the same articles in this process.
+
+Beside it, Streamlit's own floor on this machine (``floor_ms``): the same server settings (this
+repository's ``.streamlit/config.toml``) serving a bare page of a Document box and as many one-line
+markdown elements as make the page's message count, pasted into ``FLOOR_RUNS`` times. What a page
+of that many elements costs before any of it is computed: a paste can cost no less without sending
+fewer elements.
 """
 from __future__ import annotations
 
@@ -24,12 +30,20 @@ import time
 from pathlib import Path
 
 from bench.load import Session, articles
-from bench.served import cpu_seconds, rss_mb, seconds_to_idle, start_server
+from bench.served import REPO, cpu_seconds, rss_mb, seconds_to_idle, start_server
 
 MODELS = ("bbc-news-han", "bbc-news-hcan")
 PASTES = 12
 WARM = 3
 SHARED = 8  # pastes of a document the server has explained already
+FLOOR_RUNS = 100
+FLOOR_PAGE = """import os
+import streamlit as st
+text = st.text_area("Document")
+for i in range(int(os.environ["FLOOR_ELEMENTS"])):
+    st.markdown(f"line {i} · {len(text)} characters")
+"""
+FLOOR_MESSAGES = 5  # the bare page's own: new session, page info, the box, the end of the run...
 # (category, substrings of a frame's "function (file)" that put a sample in it), tried from the
 # innermost frame of a stack outwards: the first category a frame matches takes the sample
 CATEGORIES = (
@@ -135,6 +149,43 @@ async def _pastes(url: str, model: str, texts: list[str], pid: int, profile: Pat
             "shared_ms": round(statistics.median(shared), 1), "rss_mb": round(rss_mb(pid))}
 
 
+def floor_page(folder: Path) -> Path:
+    """The bare page in ``folder``, with this repository's Streamlit settings beside it."""
+    (folder / ".streamlit").mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / ".streamlit" / "config.toml", folder / ".streamlit" / "config.toml")
+    (folder / "app.py").write_text(FLOOR_PAGE)
+    return folder
+
+
+async def _floor_runs(url: str, pid: int, texts: list[str]) -> tuple[float, int]:
+    session = Session(url, "")
+    await session.open()
+    for text in texts[:WARM]:
+        await session.paste(text)
+    seconds_to_idle(pid, 30)
+    before = cpu_seconds(pid)
+    for i in range(FLOOR_RUNS):
+        await session.paste(texts[i % len(texts)])
+    seconds_to_idle(pid, 30)  # the idle second is counted too, as each page paste's is
+    spent = 1000 * (cpu_seconds(pid) - before) / FLOOR_RUNS
+    await session.close()
+    return spent, len(session.last_run)
+
+
+def floor_ms(messages: int, texts: list[str]) -> dict:
+    """Server CPU a rerun of a bare page sending ``messages`` messages (see the module)."""
+    folder = floor_page(Path(tempfile.mkdtemp(prefix="hierattn-floor-")))
+    env = {**os.environ, "FLOOR_ELEMENTS": str(max(0, messages - FLOOR_MESSAGES))}
+    server, url = start_server(env, [sys.executable, "-m", "streamlit", "run", str(folder / "app.py")], limit=120,
+                               own_group=True, cwd=folder)
+    try:
+        spent, sent = asyncio.run(_floor_runs(url, server.pid, texts))
+    finally:
+        os.killpg(server.pid, 15)
+        server.wait(30)
+    return {"floor_ms": round(spent, 1), "floor_messages": sent}
+
+
 def run_paste_cpu(models=MODELS) -> list[dict]:
     """One row per model: the server's CPU per paste, bytes, messages, breakdown and the model's time."""
     texts = articles(550)[: WARM + PASTES]
@@ -152,6 +203,7 @@ def run_paste_cpu(models=MODELS) -> list[dict]:
             server.wait(30)
         row["model_ms"] = round(_model_ms(model, texts[WARM:WARM + PASTES]), 1)
         row["ratio"] = round(row["cpu_ms"] / row["model_ms"], 1) if row["model_ms"] else None
+        row.update(floor_ms(row["messages"], texts))
         rows.append(row)
     return rows
 
@@ -163,7 +215,8 @@ def format_paste_cpu(rows: list[dict]) -> list[str]:
         out.append(f"{r['model']}: {r['cpu_ms']:.0f} ms of server CPU a paste ({r['cpu_ms_range'][0]:.0f}-"
                    f"{r['cpu_ms_range'][1]:.0f}), {r['messages']} messages, {r['kb']:.0f} KB; the model's own "
                    f"explanation {r['model_ms']:.0f} ms ({r['ratio']} times); a document already explained "
-                   f"{r.get('shared_ms', 0):.0f} ms; where: {parts}")
+                   f"{r.get('shared_ms', 0):.0f} ms; a bare page of {r.get('floor_messages', 0)} messages "
+                   f"{r.get('floor_ms', 0):.0f} ms; where: {parts}")
     return out
 
 

@@ -72,17 +72,19 @@ def seconds_to_idle(pid: int, limit: float = 120.0) -> float | None:
 
 
 def start_server(env: dict, command: list[str] | None = None, limit: float = 120,
-                 own_group: bool = False, log: Path | None = None) -> tuple[subprocess.Popen, str]:
+                 own_group: bool = False, log: Path | None = None,
+                 cwd: Path | None = None) -> tuple[subprocess.Popen, str]:
     """``command`` (default ``streamlit run app.py``) on a free loopback port with ``env``, once it
     answers its health check: (the process, its URL). ``own_group``: in a process group of its own
     (stop it and its children with ``os.killpg``). ``log``: a file for its stderr, for a server that
-    lives long (a pipe nobody reads fills and blocks the server); by default a pipe. RuntimeError
+    lives long (a pipe nobody reads fills and blocks the server); by default a pipe. ``cwd``: where
+    it runs (default this repository; Streamlit reads ``.streamlit/config.toml`` there). RuntimeError
     when it exits or does not answer within ``limit`` seconds."""
     port = free_port()
     command = command or [sys.executable, "-m", "streamlit", "run", "app.py"]
     stderr = open(log, "ab") if log else subprocess.PIPE  # noqa: SIM115  the server holds it
     server = subprocess.Popen([*command, "--server.headless", "true", "--server.port", str(port),
-                               "--server.address", "127.0.0.1"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                               "--server.address", "127.0.0.1"], cwd=cwd or REPO, env=env, stdout=subprocess.DEVNULL,
                               stderr=stderr, start_new_session=own_group)
     if log:
         stderr.close()  # the child has its own copy

@@ -73,3 +73,19 @@ def test_the_class_and_first_answer_goals_say_a_regression_and_a_miss():
              if g[0].startswith("one document")]
     assert [(g[1], g[2].split(" ")[0], g[3]) for g in goals] == [
         ("<= 14.8 ms", "30.4", False), ("<= 20 ms", "48.3", False), ("<= 1.5 s", "4.2", False)]
+
+
+def test_the_floor_page_sends_as_many_messages_as_asked_with_the_apps_settings(tmp_path, monkeypatch):
+    """Streamlit's floor is a bare page of the page's own message count, under the app's settings
+    (without them Streamlit collects garbage after every run: 65 ms a rerun of an empty page here)."""
+    from streamlit.testing.v1 import AppTest
+
+    from bench.paste_cpu import FLOOR_MESSAGES, floor_page
+    from bench.served import REPO
+
+    folder = floor_page(tmp_path)
+    assert (folder / ".streamlit" / "config.toml").read_text() == (REPO / ".streamlit" / "config.toml").read_text()
+    monkeypatch.setenv("FLOOR_ELEMENTS", str(72 - FLOOR_MESSAGES))
+    at = AppTest.from_file(str(folder / "app.py")).run()
+    at.text_area[0].input("a paste").run()
+    assert len(at.markdown) == 72 - FLOOR_MESSAGES and at.markdown[-1].value == "line 66 · 7 characters"
