@@ -56,7 +56,8 @@ for slot, name in names.items():
 kind, document_ref = url_state.document_id(text, models["A"].dataset)
 with st.sidebar:
     st.caption("Link to this comparison (the address bar follows it too):")
-    st.code(url_state.mirror_view({"a": name_a, "b": name_b, kind: document_ref}), language=None)
+    # inline code: st.code would load its 1.5 MB syntax highlighter for this one line (see panels/share.py)
+    st.markdown(viz.md_code(url_state.mirror_view({"a": name_a, "b": name_b, kind: document_ref})))
 doc_key = widgets.document_key(text)
 figures = downloads.Figures(f"A: {name_a} · B: {name_b} · “{widgets.opening(text)}”")
 for slot, ex in explanations.items():

@@ -271,7 +271,7 @@ def test_the_address_bar_reproduces_the_view(app_env):
     assert again.radio(key="target_head").value == "head 2" and again.radio(key="self_level").value == "sentence"
     from urllib.parse import parse_qsl
 
-    copyable = again.get("code")[0].proto.code_text  # the link to copy
+    copyable = next(m.value for m in again.markdown if m.value.startswith("`") and "model=" in m.value).strip("`")
     assert dict(parse_qsl(copyable.split("?", 1)[1])) == link
 
 
