@@ -167,3 +167,19 @@ def test_a_visitors_share_and_the_hold_are_the_same_on_every_worker_and_after_a_
     assert _worker("visitor:after the restart")  # a restarted server
     assert documents.find(teacher) == "the school board approved the curriculum"
     assert len(list(kept.rglob("*.txt"))) <= 16
+
+
+def test_a_keep_lets_go_of_expired_documents_and_stale_partial_writes(kept):
+    """Each keep reads the folder once (``_prune``): a document unused for longer than its days
+    goes, and so does a write cut short over an hour ago; a recent partial write (another worker's,
+    under way) and a recent document stay."""
+    old, recent = documents.keep("an old note nobody opened"), documents.keep("a recent note")
+    month = time.time() - (documents.KEPT_DOCUMENT_DAYS.value + 1) * 86_400
+    os.utime(kept / f"{old}.txt", (month, month))
+    stale, fresh = kept / "stale.part", kept / "fresh.part"
+    stale.write_text("cut short")
+    fresh.write_text("being written")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    assert documents.keep("a new note")
+    assert not (kept / f"{old}.txt").exists() and (kept / f"{recent}.txt").exists()
+    assert not stale.exists() and fresh.exists()
