@@ -186,6 +186,41 @@ def floor_ms(messages: int, texts: list[str]) -> dict:
     return {"floor_ms": round(spent, 1), "floor_messages": sent}
 
 
+KEPT = (0, 500, 1_900)  # documents already kept when a paste is kept for its link
+
+
+def keep_ms(texts: list[str], counts=KEPT, writers: int = 60, keeps: int = 20) -> dict[str, float]:
+    """The median ms of keeping a new ~550-word paste for its link (``app.documents.keep``) with
+    ``counts`` documents already kept by ``writers`` visitors, in a folder of its own. A server
+    some weeks into a course holds up to ``KEPT_DOCUMENTS`` of them; the pastes above start from an
+    empty folder, where a keep reads nothing."""
+    folder = Path(tempfile.mkdtemp(prefix="hierattn-kept-"))
+    saved = {k: os.environ.get(k) for k in ("HIERATTN_DOCUMENTS", "HIERATTN_RUNTIME")}
+    os.environ["HIERATTN_DOCUMENTS"], os.environ["HIERATTN_RUNTIME"] = str(folder / "kept"), str(folder / "rt")
+    try:
+        from hierattn.app import documents
+
+        out, written = {}, 0
+        for count in counts:
+            while len(list((folder / "kept").glob("*.txt"))) < count:
+                documents.keep(f"{texts[written % len(texts)]} ({written})", f"visitor {written % writers}")
+                written += 1
+            times = []
+            for i in range(keeps):
+                start = time.perf_counter()
+                documents.keep(f"{texts[i % len(texts)]} (new {count}, {i})", f"new visitor {i}")
+                times.append(1000 * (time.perf_counter() - start))
+            out[str(count)] = round(statistics.median(times), 1)
+        return out
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run_paste_cpu(models=MODELS) -> list[dict]:
     """One row per model: the server's CPU per paste, bytes, messages, breakdown and the model's time."""
     texts = articles(550)[: WARM + PASTES]
@@ -204,6 +239,7 @@ def run_paste_cpu(models=MODELS) -> list[dict]:
         row["model_ms"] = round(_model_ms(model, texts[WARM:WARM + PASTES]), 1)
         row["ratio"] = round(row["cpu_ms"] / row["model_ms"], 1) if row["model_ms"] else None
         row.update(floor_ms(row["messages"], texts))
+        row["keep_ms"] = keep_ms(texts)
         rows.append(row)
     return rows
 
@@ -216,7 +252,8 @@ def format_paste_cpu(rows: list[dict]) -> list[str]:
                    f"{r['cpu_ms_range'][1]:.0f}), {r['messages']} messages, {r['kb']:.0f} KB; the model's own "
                    f"explanation {r['model_ms']:.0f} ms ({r['ratio']} times); a document already explained "
                    f"{r.get('shared_ms', 0):.0f} ms; a bare page of {r.get('floor_messages', 0)} messages "
-                   f"{r.get('floor_ms', 0):.0f} ms; where: {parts}")
+                   f"{r.get('floor_ms', 0):.0f} ms; keeping a paste for its link with "
+                   + ", ".join(f"{n} kept {ms:.1f} ms" for n, ms in r.get("keep_ms", {}).items()) + f"; where: {parts}")
     return out
 
 

@@ -89,3 +89,20 @@ def test_the_floor_page_sends_as_many_messages_as_asked_with_the_apps_settings(t
     at = AppTest.from_file(str(folder / "app.py")).run()
     at.text_area[0].input("a paste").run()
     assert len(at.markdown) == 72 - FLOOR_MESSAGES and at.markdown[-1].value == "line 66 · 7 characters"
+
+
+def test_keeping_a_paste_is_timed_beside_a_full_folder_and_leaves_the_environment(monkeypatch):
+    """The bench times a keep with documents already kept (the pastes above start from an empty
+    folder), in a folder of its own: the app's own settings are as they were."""
+    import os
+
+    from bench.paste_cpu import format_paste_cpu, keep_ms
+
+    monkeypatch.setenv("HIERATTN_DOCUMENTS", "/nowhere/kept")
+    monkeypatch.delenv("HIERATTN_RUNTIME", raising=False)
+    times = keep_ms(["one note about a match", "another about a film"], counts=(0, 3), keeps=2)
+    assert list(times) == ["0", "3"] and all(ms > 0 for ms in times.values())
+    assert os.environ["HIERATTN_DOCUMENTS"] == "/nowhere/kept" and "HIERATTN_RUNTIME" not in os.environ
+    row = {"model": "m", "cpu_ms": 70.0, "cpu_ms_range": [50.0, 90.0], "messages": 70, "kb": 79, "model_ms": 20.0,
+           "ratio": 3.5, "shared_ms": 40.0, "floor_messages": 70, "floor_ms": 13.0, "keep_ms": times}
+    assert "keeping a paste for its link with 0 kept" in format_paste_cpu([row])[0]
