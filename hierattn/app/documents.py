@@ -176,10 +176,9 @@ def _prune(newest: Path) -> None:
     the unopened, least recently used first, then the opened ones; never one used within the hold.
     If that is not enough, ``newest`` (just written) goes: it is not kept.
 
-    Every keep reads the whole folder, so the reading is one ``os.scandir`` per folder, the ``.part``
-    files of interrupted writes found in the same pass: with 1,940 documents kept (a server some
-    weeks into a course) a paste's keep took 27 ms through ``Path.glob`` and a ``Path.stat`` each,
-    and a second listing for the ``.part`` files."""
+    Every keep reads the whole folder (up to ``KEPT_DOCUMENTS`` files on a server some weeks into a
+    course), so it is read in one ``os.scandir`` pass per folder, the ``.part`` files of interrupted
+    writes found in the same pass."""
     with _LOCK:
         files, parts = [], []
         for opened, place in ((False, folder()), (True, folder() / "opened")):
