@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from hierattn.models.intervention import intervene, overriding
+from hierattn.models.packed import Packed, packed_convolution, taps_of
 
 # Every batch has its own lengths (length buckets, sentence groups), and cuDNN's attention builds
 # a plan for each new shape: on an H100 that cost ~12 ms a call and made HCAN train at 21
@@ -118,8 +119,18 @@ def stacked_kernels(owner: nn.Module, convs) -> tuple[torch.Tensor, torch.Tensor
     key = tuple((t.data_ptr(), t._version) for c in convs for t in (c.weight, c.bias))
     if getattr(owner, "_stack_key", None) != key:
         owner._stack = (torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs]))
+        owner._taps = None
         owner._stack_key = key
     return owner._stack
+
+
+def stacked_taps(owner: nn.Module, convs) -> tuple[torch.Tensor, torch.Tensor]:
+    """``stacked_kernels`` as the tap matrix ``packed_convolution`` reads (inference only: kept on
+    ``owner`` with the stack)."""
+    weight, bias = stacked_kernels(owner, convs)
+    if owner._taps is None:
+        owner._taps = taps_of(weight).contiguous()
+    return owner._taps, bias
 
 
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:  # (N, L, d) -> (N, h, L, d/h)
@@ -169,6 +180,37 @@ class ConvMultiHeadSelfAttention(nn.Module):
         qkv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), weight, bias,
                        padding=self.q.conv.padding).transpose(1, 2)
         return F.elu(qkv[..., :d]), F.elu(qkv[..., d: 2 * d]), self.v.activation(qkv[..., 2 * d:])
+
+    def packed(self, x: torch.Tensor, rows: Packed, need_weights: bool = True):
+        """``forward`` at inference over packed sequences: x (T, d) -> out (T, d), weights: one
+        (n_g, h, L_g, L_g) map per length group of ``rows.parts``, or None. The convolution reads
+        the real positions alone; the attention runs in each group's padded layout."""
+        d = x.shape[-1]
+        qkv = packed_convolution(x, *stacked_taps(self, (self.q.conv, self.k.conv, self.v.conv)), rows)
+        if self.v.activation is F.elu:
+            qkv = F.elu(qkv)
+        else:
+            qkv = torch.cat([F.elu(qkv[:, :2 * d]), self.v.activation(qkv[:, 2 * d:])], 1)
+        qkv[:, :d] *= (self.heads / d) ** 0.5  # 1 / sqrt(d/h), on the T real rows
+        outs, weights = zip(*(self._padded_attention(qkv[part.positions], part.packed, need_weights)
+                              for part in rows.parts))
+        return torch.cat(outs), list(weights) if need_weights else None
+
+    def _padded_attention(self, qkv: torch.Tensor, rows: Packed, need_weights: bool):
+        """(T, 3d) scaled Q, K, V of ``rows`` -> out (T, d), weights (n, h, L, L) or None: the
+        weights of ``forward`` in fewer passes over the scores (masked in place; a row with no
+        real key attends to any, and padded queries are zeroed after the softmax). Without
+        weights, PyTorch's fused attention (as ``_fast``)."""
+        (n, length), d = rows.mask.shape, qkv.shape[1] // 3  # (n, L, 3d) -> Q, K, V each (n, h, L, d/h), one copy
+        q, k, v = rows.pad(qkv).view(n, length, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).contiguous()
+        keys = (rows.mask | ~rows.mask.any(-1, keepdim=True))[:, None, None, :]  # (n, 1, 1, L)
+        if need_weights:
+            scores = (q @ k.transpose(-1, -2)).masked_fill_(~keys, float("-inf"))
+            weights = torch.softmax(scores, -1).mul_(rows.mask[:, None, :, None])
+            out = weights @ v
+        else:
+            weights, out = None, F.scaled_dot_product_attention(q, k, v, attn_mask=keys, scale=1.0)
+        return rows.pack(out.transpose(1, 2).reshape(n, length, d)), weights
 
     def _fast(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The same output without the weights (training). Padded queries attend to the real keys
@@ -226,19 +268,34 @@ class ConvMultiHeadTargetAttention(nn.Module):
         d = x.shape[-1]
         if _REFERENCE.get():
             k, v = split_heads(self.k(x, mask), self.heads), split_heads(self.v(x, mask), self.heads)
-            return self._attend(x, mask, k, v)
+            return self._attend(mask, k, v)
         kv = F.conv1d((x * mask.unsqueeze(-1)).transpose(1, 2), *stacked_kernels(self, (self.k.conv, self.v.conv)),
                       padding=self.k.conv.padding).transpose(1, 2)  # K and V in one pass, as in self-attention
         k, v = (split_heads(F.elu(t).contiguous(), self.heads) for t in (kv[..., :d], kv[..., d:]))
-        return self._attend(x, mask, k, v)
+        return self._attend(mask, k, v)
 
-    def _attend(self, x, mask, k, v):
-        t = split_heads(self.target.expand(x.shape[0], 1, -1), self.heads)  # (N, h, 1, d/h)
+    def packed(self, x: torch.Tensor, rows: Packed):
+        """``forward`` at inference over packed sequences: x (T, d) -> out (n, d), weights: one
+        (n_g, h, L_g) map per length group of ``rows.parts``."""
+        d = x.shape[-1]
+        kv = F.elu(packed_convolution(x, *stacked_taps(self, (self.k.conv, self.v.conv)), rows))
+        outs, weights = [], []
+        for part in rows.parts:
+            n, length = part.packed.mask.shape  # (n, L, 2d) -> K, V each (n, h, L, d/h), in one copy
+            k_v = part.packed.pad(kv[part.positions]).view(n, length, 2, self.heads, d // self.heads)
+            k_v = k_v.permute(2, 0, 3, 1, 4)
+            out, w = self._attend(part.packed.mask, *k_v.contiguous())
+            outs.append(out)
+            weights.append(w)
+        return torch.cat(outs), weights
+
+    def _attend(self, mask, k, v):  # mask (N, L); k, v (N, h, L, d/h)
+        t = split_heads(self.target.expand(k.shape[0], 1, -1), self.heads)  # (N, h, 1, d/h)
         scores = t @ k.transpose(-1, -2) / math.sqrt(k.shape[-1])  # (N, h, 1, L)
         weights = masked_softmax(scores, mask[:, None, None, :])
         if self.site is not None:
             weights = intervene(self.site, weights, mask[:, None, None, :])
-        out = (self.dropout(weights) @ v).reshape(x.shape[0], -1)  # heads concatenated
+        out = (self.dropout(weights) @ v).reshape(k.shape[0], k.shape[1] * k.shape[3])  # heads concatenated
         return out, weights.squeeze(2)
 
 

@@ -40,10 +40,12 @@ def test_hcan_training_path_matches_the_path_with_weights(config):
             torch.testing.assert_close(p.grad, grads[name], atol=1e-5, rtol=1e-4, msg=name)
 
 
-def test_inference_maps_equal_the_reference_maps():
+@pytest.mark.parametrize("config", VARIANTS, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "default")
+def test_inference_maps_equal_the_reference_maps(config):
+    """At inference the word level is packed (``models.packed``) in every variant but the flat one."""
     batch, vocab_size = _batch()
     torch.manual_seed(1)
-    model = build_model("hcan", {"vocab_size": vocab_size, "num_classes": 2, "d": 16, "heads": 2}).eval()
+    model = build_model("hcan", {"vocab_size": vocab_size, "num_classes": 2, "d": 16, "heads": 2, **config}).eval()
     with torch.inference_mode():
         fast = model(batch)
         fast_again = model(batch)  # the cached stacked kernels
