@@ -409,9 +409,9 @@ def run_wave(workers: int, sessions: int, same: bool, model: str = MODEL) -> dic
             "documents": "one sample" if same else "different articles", **figures}
 
 
-# (workers, one sample for all, model): the class-load model on 1 and 2 workers, and HCAN's heavier page on 2
-WAVES = ((1, True, MODEL), (2, True, MODEL), (1, False, MODEL), (2, False, MODEL),
-         (2, True, "bbc-news-hcan"), (2, False, "bbc-news-hcan"))
+# (workers, one sample for all, model): the class-load model and HCAN's heavier page, each on 1 and 2 workers
+WAVES = tuple((workers, same, model) for model in (MODEL, "bbc-news-hcan") for same in (True, False)
+              for workers in (1, 2))
 
 
 def record_waves(quick: bool = False) -> list[dict]:

@@ -183,3 +183,21 @@ def test_text_without_long_runs_is_tokenised_as_by_spacy_alone():
     assert "".join(_run_pieces(long)) == long
     assert max(len(w) for p in _run_pieces(long) for w in p.split()) == MAX_RUN
     assert _nlp().tokenizer(long).text == long
+
+
+@pytest.mark.parametrize("config", [TextConfig(), TextConfig(letters="ascii"), TextConfig(lowercase=False)],
+                         ids=["unicode", "ascii", "cased"])
+def test_sentences_read_from_spacys_arrays_are_the_token_by_token_ones(config):
+    """Text with no Chinese or Japanese is read from spaCy's arrays (``_plain_sentences``); the
+    sentences, tokens and spans are those of the token-by-token reading, over both built-in
+    corpora's first texts and the edge cases of spaces, line breaks and quotes."""
+    from hierattn.data.builtin import load_builtin
+    from hierattn.data.text import _clean, _nlp, _plain_sentences, _split_sentences
+
+    texts = load_builtin("bbc-news").texts[:150] + load_builtin("tweets").texts[:300] + [
+        "", " ", "\n", "a\n\nb\n", "\n\nA.\n\n b", "Hello  world .  Yes!\nNo", "“Quoted.” he said.  ",
+        "  lead. Trail  \n", "Café crème, naïve résumé!! ... ?!", "(!!!) —", "Ünïcödé: Ελληνικά и кириллица. ok"]
+    differ = [t for t in texts
+              if _plain_sentences(doc := _nlp()(_clean(t)), config) != _split_sentences(doc, config)]
+    assert not differ, differ[:3]
+    assert sum(len(_plain_sentences(_nlp()(_clean(t)), config)) for t in texts) > 1000  # they were read
