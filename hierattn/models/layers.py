@@ -119,18 +119,19 @@ def stacked_kernels(owner: nn.Module, convs) -> tuple[torch.Tensor, torch.Tensor
     key = tuple((t.data_ptr(), t._version) for c in convs for t in (c.weight, c.bias))
     if getattr(owner, "_stack_key", None) != key:
         owner._stack = (torch.cat([c.weight for c in convs]), torch.cat([c.bias for c in convs]))
-        owner._taps = None
         owner._stack_key = key
     return owner._stack
 
 
 def stacked_taps(owner: nn.Module, convs) -> tuple[torch.Tensor, torch.Tensor]:
-    """``stacked_kernels`` as the tap matrix ``packed_convolution`` reads (inference only: kept on
-    ``owner`` with the stack)."""
+    """``stacked_kernels`` as the tap matrix ``packed_convolution`` reads (inference only), kept
+    on ``owner`` with the stack it was made from: a new stack (a parameter changed) makes new taps."""
     weight, bias = stacked_kernels(owner, convs)
-    if owner._taps is None:
-        owner._taps = taps_of(weight).contiguous()
-    return owner._taps, bias
+    made_from, taps = getattr(owner, "_taps", (None, None))
+    if made_from is not weight:
+        taps = taps_of(weight).contiguous()
+        owner._taps = (weight, taps)
+    return taps, bias
 
 
 def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:  # (N, L, d) -> (N, h, L, d/h)

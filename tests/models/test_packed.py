@@ -95,3 +95,22 @@ def test_a_batch_without_a_real_sentence_reads_as_empty():
     assert torch.isfinite(out.logits).all()
     assert out.attentions["word.self.a"].weights.shape == (B, S, 2, W, W)
     assert all(not a.weights.any() for a in out.attentions.values())
+
+
+def test_a_changed_weight_reaches_the_packed_convolution():
+    """The tap matrix is kept between calls with the stacked kernels it came from; a parameter
+    changed in place (a training step, a load) gives new taps on the next call."""
+    from hierattn.models.layers import straightforward
+
+    _, batch, vocab_size = _documents()
+    model = build_model("hcan", {"vocab_size": vocab_size, "num_classes": 2, "d": 16, "heads": 2}).eval()
+    with torch.inference_mode():
+        before = model(batch).logits
+    with torch.no_grad():
+        model.word_level.branch_a.q.conv.weight.mul_(3.0)
+    with torch.inference_mode():
+        after = model(batch).logits
+        with straightforward():
+            expected = model(batch).logits
+    assert not torch.allclose(after, before)
+    torch.testing.assert_close(after, expected, atol=1e-5, rtol=1e-4)
