@@ -69,18 +69,24 @@ def test_cli_explain_prints_json(checkpoint_dir, capsys):
 
 def test_cli_output_cut_short_by_its_reader_ends_quietly(checkpoint_dir):
     """``python -m hierattn explain ... | head``: the reader leaves early; no error, no traceback."""
+    import fcntl
+    import os
     import subprocess
     import sys
 
-    # 60 sentences of 20 words, read as 6 x 12 by the tiny caps: 139 KB of JSON, over twice a pipe's
-    # 64 KB buffer, so the writer is still writing when the reader leaves (3-word sentences gave 31 KB,
-    # which a fast writer could finish first: the test raced)
+    # The writer must still be writing when the reader leaves. The JSON of this text (read as 6 x 12
+    # words by the tiny caps) is about 31 KB: under a pipe's default 64 KB, a fast writer finished
+    # first and the test raced. A pipe of one page (4 KB), set before the writer starts, holds a
+    # seventh of it.
     text = ". ".join(" ".join(f"word{i} again" for i in range(s * 10, s * 10 + 10)) for s in range(60))
+    read_end, write_end = os.pipe()
+    assert fcntl.fcntl(read_end, fcntl.F_SETPIPE_SZ, 4096) == 4096
     run = subprocess.Popen([sys.executable, "-m", "hierattn", "explain", "--checkpoint",
                             str(checkpoint_dir / "tiny-hcan"), "--text", text],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert run.stdout.read(20).startswith(b"{")
-    run.stdout.close()
+                           stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        assert reader.read(20).startswith(b"{")
     stderr = run.stderr.read().decode()
     assert run.wait(timeout=120) == 141
     assert "error" not in stderr.lower() and "Traceback" not in stderr
