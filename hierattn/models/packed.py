@@ -10,6 +10,7 @@ group (``Packed.parts``). HCAN packs at inference on a CPU (``HCAN._word_level``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import torch
 
@@ -45,15 +46,15 @@ class Packed:
         """(n, W) mask -> the packing of its real positions (columns after the last real one
         dropped). ``groups`` > 1: the rows sorted by length (``order``) and cut into that many
         groups of consecutive rows (``parts``); else one part, the whole."""
-        order = None
-        if groups > 1:
-            order = mask.sum(1).argsort(stable=True)
-            mask = mask[order]
-        whole = _packing(mask)
         if groups <= 1:
+            whole = _packing(mask)
             whole_part = Part(slice(0, len(mask)), slice(0, len(whole.index)), whole)
             return Packed(whole.index, whole.mask, None, (whole_part,))
-        before = [0] + mask.sum(1).cumsum(0).tolist()  # real positions before each row
+        lengths = mask.sum(1)
+        order = lengths.argsort(stable=True)
+        mask = mask[order]
+        whole = _packing(mask)
+        before = [0] + lengths[order].cumsum(0).tolist()  # real positions before each row
         parts = []
         for rows in torch.arange(len(mask)).tensor_split(groups):
             if len(rows):
@@ -71,16 +72,16 @@ class Packed:
     def width(self) -> int:
         return self.mask.shape[1]
 
-    @property
+    @cached_property  # read by the positions and by ``pack``
     def columns(self) -> torch.Tensor:  # (T,): each real position's column, its place in its sequence
         return self.index % self.width
 
     def pack(self, x: torch.Tensor) -> torch.Tensor:
         """(n, W, ...), rows as in the mask given to ``of`` and W >= L -> (T, ...), in one gather."""
-        rows, columns = self.index // self.width, self.index % self.width
+        rows = self.index // self.width
         if self.order is not None:
             rows = self.order[rows]
-        return x.reshape((-1,) + tuple(x.shape[2:])).index_select(0, rows * x.shape[1] + columns)
+        return x.reshape((-1,) + tuple(x.shape[2:])).index_select(0, rows * x.shape[1] + self.columns)
 
     def pad(self, x: torch.Tensor) -> torch.Tensor:  # (T, ...) -> (n, L, ...) rows as ``mask``'s, zeros at padding
         n, width = self.mask.shape
