@@ -50,6 +50,24 @@ def test_encode_documents_pads_with_masks():
     assert (b.word_ids[~b.word_mask] == 0).all()
 
 
+def test_encode_documents_puts_every_word_in_its_cell():
+    """Each word's id at (document, sentence, word), against the vocabulary's own encoding, over
+    ragged documents (one with no sentence) and no documents at all."""
+    texts = ["One two. Three four five six. Seven.", "", "Eight nine ten eleven twelve thirteen.", "Fourteen."]
+    docs = [tokenize(t) for t in texts]
+    v = Vocab.build(docs[:3], min_freq=1)  # the last document's word is unknown
+    b = encode_documents(docs, v)
+    assert b.word_ids.shape == (4, 3, 7)  # "." is a token
+    for i, d in enumerate(docs):
+        for j in range(3):
+            ids = v.encode(d.sentences[j]) if j < len(d.sentences) else []
+            assert b.word_ids[i, j].tolist() == ids + [0] * (7 - len(ids))
+            assert b.word_mask[i, j].tolist() == [True] * len(ids) + [False] * (7 - len(ids))
+    assert b.word_ids[3, 0, 0] == v.unk_id
+    empty = encode_documents([], v)
+    assert empty.word_ids.shape == (0, 1, 1) and empty.sentence_mask.shape == (0, 1)
+
+
 def test_bucketing_keeps_padding_small():
     docs = [tokenize(" ".join(["w"] * n) + ".") for n in [1, 30, 2, 29, 3, 28, 4, 27]]
     v = Vocab.build(docs, min_freq=1)
