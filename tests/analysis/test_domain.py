@@ -107,6 +107,24 @@ def test_a_document_of_only_common_words_is_not_rare_and_p_values_count_the_refe
     assert check.examples == ["zzqxv", "qqzzk"]
 
 
+def test_the_rare_word_peers_are_the_test_documents_within_half_again_of_the_length():
+    """A document of n words meets the test documents of n / 1.5 to 1.5 n words (never an empty
+    one), each with its own share of rare words, in the reference's order: against a direct reading."""
+    rng = np.random.default_rng(3)
+    flags = [rng.random(k) < 0.3 for k in rng.integers(0, 60, size=400)] + [np.zeros(0, bool), np.ones(20, bool)]
+    ref = domain.DomainReference("x", flags, np.zeros(3))
+    for words in (1, 2, 13, 20, 30, 40, 90):
+        direct = [f.mean() for f in flags if words / 1.5 <= len(f) <= words * 1.5 and len(f)]
+        null, described = ref.rare_null(words)
+        if len(direct) >= domain.PEERS:
+            assert null.tolist() == direct and described.startswith("x documents of")
+        else:  # every stretch of ``words`` words of the documents run together in one fixed order
+            stream = np.concatenate([flags[i] for i in np.random.default_rng(0).permutation(len(flags))])
+            stretches = [stream[i: i + words].mean() for i in range(len(stream) - words + 1)]
+            assert described.startswith("stretches") and np.allclose(null, stretches, rtol=0, atol=1e-12)
+    assert ref.rare_null(20)[1].startswith("x documents") and ref.rare_null(2)[1].startswith("stretches")  # both read
+
+
 def test_the_nearest_document_distance_is_the_kth_of_a_direct_computation():
     rng = np.random.default_rng(0)
     reference = domain.unit_rows(rng.normal(size=(40, 6)))
