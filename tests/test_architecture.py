@@ -27,7 +27,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "budget": ("contract", "limits", "data", "models"),  # a model within the limits, before it is built at size
     "checkpoint": ("contract", "home", "limits", "data", "models", "card", "budget"),
     "analysis": ("contract", "home", "limits", "data", "models", "budget", "card", "checkpoint"),
-    "viz": ("contract", "data", "analysis"),
+    "viz": ("contract", "limits", "data", "analysis"),  # limits: a figure sized as an explanation keeps it
     "training": ("contract", "home", "threads", "limits", "data", "models", "budget", "checkpoint", "analysis"),
     "experiments": ("contract", "home", "threads", "limits", "data", "models", "checkpoint", "analysis", "training",
                     "viz.svg"),

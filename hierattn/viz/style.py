@@ -6,6 +6,8 @@ import functools
 
 import plotly.graph_objects as go
 
+from hierattn.limits import rough_nbytes
+
 # Okabe-Ito, colour-blind safe, in the order series are drawn (viz.svg's README figures use the same)
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
 # The look every figure carries in itself. Without it a figure takes plotly's default template,
@@ -45,7 +47,23 @@ def built(data: list[dict], layout: dict) -> go.Figure:
     figure of the same description passes and is the same figure (``checked_equal``); so a figure
     made here must already be in the form the check leaves (a title as ``{"text": ...}``, a colour
     scale as its steps). ``_validate`` is plotly's own switch for this, there since plotly 4."""
-    return go.Figure({"data": data, "layout": styled_layout(layout)}, _validate=False)
+    description = {"data": data, "layout": styled_layout(layout)}
+    fig = SizedFigure(description, _validate=False)
+    fig._described_bytes = rough_nbytes(description)
+    return fig
+
+
+class SizedFigure(go.Figure):
+    """A figure that says about how much memory it holds (``nbytes``, which ``limits.rough_nbytes``
+    reads when an explanation keeps the figure for every session), measured by ``built`` on the
+    description it was made from. Why: read back through ``to_plotly_json``, a figure deep-copies
+    every array it holds, 3.1 ms for a word heatmap, on every new paste. A copy made otherwise (a
+    pickle, ``go.Figure(fig)``) is measured that way when asked."""
+
+    @property
+    def nbytes(self) -> int:
+        known = getattr(self, "_described_bytes", None)
+        return known if known is not None else rough_nbytes(self.to_plotly_json())
 
 
 def checked_equal(fig: go.Figure) -> bool:

@@ -36,3 +36,39 @@ def test_the_check_catches_what_plotly_would_refuse_or_rewrite():
     assert not checked_equal(built([dict(type="bar", y=[1, 2])], dict(title="a bare title")))  # plotly: {"text": ...}
     with pytest.raises(ValueError):
         checked_equal(built([dict(type="bar", y=[1, 2], colour="red")], {}))  # no such property
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_built_figure_says_its_size_without_copying_itself(variant, monkeypatch):
+    """An explanation keeping a figure for every session counts it in its memory budget
+    (``limits.rough_nbytes``): a built figure's size was measured on its description, within a
+    factor of two of its description read back, and reading it copies nothing (``to_plotly_json``
+    deep-copies every array). A copy made otherwise measures itself the old way."""
+    import pickle
+
+    from hierattn.limits import rough_nbytes
+    from hierattn.viz.style import SizedFigure
+
+    fig = VARIANTS[variant]()
+    read_back = rough_nbytes(fig.to_plotly_json())
+    copied = pickle.loads(pickle.dumps(fig))
+    assert isinstance(fig, SizedFigure) and read_back / 2 <= fig.nbytes <= 2 * read_back
+
+    def refuse(*_):
+        raise AssertionError("a built figure was copied to be measured")
+
+    monkeypatch.setattr(SizedFigure, "to_plotly_json", refuse)
+    assert rough_nbytes(fig) == fig.nbytes
+    with pytest.raises(AssertionError):
+        copied.nbytes  # noqa: B018  no size kept: measured from its description, read back
+
+
+def test_a_table_is_sized_by_its_cells_without_reading_each_column(monkeypatch):
+    import pandas as pd
+
+    from hierattn.limits import rough_nbytes
+
+    table = pd.DataFrame({"map": ["word self-attention"] * 200, "gini": [0.5] * 200, "size": [12] * 200})
+    monkeypatch.setattr(pd.DataFrame, "memory_usage", lambda *_, **__: pytest.fail("each column was read"))
+    assert rough_nbytes(table) == 64 * 3 + 8 * 200 * 3
+    assert rough_nbytes(table["gini"]) == 8 * 200  # a column says its own
