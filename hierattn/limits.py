@@ -128,7 +128,7 @@ def rough_nbytes(value) -> int:
     """About what ``value`` holds in memory, for a remembered result's share of an explanation's
     budget: arrays, tensors and anything else that says its ``nbytes`` (a figure ``viz`` built) by
     that, text by its length, a table by its cells (8 bytes each, a number or a text's pointer: the
-    tables a page keeps are figures beside a few names, and pandas' own deep count took 1.1-1.6 ms
+    tables a page keeps are numbers beside a few names, and pandas' own deep count took 1.1-1.6 ms
     of each), another figure (anything with ``to_plotly_json``) by its description, containers by
     what they hold."""
     if isinstance(value, (str, bytes)):
