@@ -67,3 +67,31 @@ def test_a_visitors_own_cap_counts_every_worker_and_a_row_whose_folder_is_gone_d
         JobManager()._check_kept(store / "c", "visitor")
     assert [p.name for p, _, _ in app_store.visitor_checkpoints(store)] == ["a", "b2"]
     assert app_store.visitor_checkpoints(store.parent) == []  # another folder's app counts its own
+
+
+def test_a_process_keeps_one_connection_its_threads_take_in_turn(store, tmp_path):
+    """Each call opened and closed its own connection, and the last connection to a WAL database
+    to close checkpoints it and deletes its log: 3 ms of every paste. One connection stays open now,
+    shared by the process's threads one at a time, and a store file removed meanwhile is made again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with app_store._store() as first:
+        pass
+    with app_store._store() as again:
+        assert again is first
+    wal = tmp_path / "runtime" / (app_store.FILE + "-wal")
+    app_store.claim_analysis("someone", 1)
+    assert wal.exists()  # a call's end no longer checkpoints the store away
+
+    def claim_and_release(i: int) -> bool:
+        claim = app_store.claim_analysis(f"visitor {i % 4}", 100)
+        app_store.release_analysis(claim)
+        return claim is not None
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(claim_and_release, range(200)))
+    with app_store._store() as connection:
+        assert connection.execute("SELECT count(*) FROM running_analyses").fetchone()[0] == 1  # "someone"'s
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / "runtime" / (app_store.FILE + suffix)).unlink(missing_ok=True)
+    assert app_store.claim_analysis("someone", 1) is not None  # made again, tables and all
