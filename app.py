@@ -10,18 +10,13 @@ if __name__ != "__main__":  # `streamlit run app.py` imports this module to serv
 
     app = st.App(__file__, lifespan=lifespan)
 else:  # every page run of every session
-    from pathlib import Path
-
     from hierattn.app.warm import wait_for_imports
 
     wait_for_imports()  # the start-up thread's imports first: importing beside it raced (warm.py)
 
-    # A file of ours, not a ":material/..." icon: the browser fetches those from a font server, which
-    # an offline classroom does not reach.
-    import hierattn.app
+    from hierattn.app.routing import page_icon
 
-    st.set_page_config(page_title="hierattn", page_icon=str(Path(hierattn.app.__file__).parent / "icon.png"),
-                       layout="wide")
+    st.set_page_config(page_title="hierattn", page_icon=page_icon(), layout="wide")
     # A metric's value (the predicted class) shrinks with the window instead of being cut to "entertain…".
     st.html("<style>[data-testid=stMetricValue]{font-size:clamp(1.3rem,2.3vw,2.25rem)}</style>")
     page = st.navigation([st.Page("pages/explore.py", title="Explore", icon=":material/search:", default=True),
