@@ -89,7 +89,8 @@ def fresh_visit_seconds(visits: int = 5, port: int = 8596, timeout: float = 120.
     before the timed ones, so its models and tokeniser are loaded): the median and the slowest of
     ``visits``; and when the server's last message of that first page run reached the browser
     (``answered``), which splits the time between the server and the browser's own work (loading
-    and running Streamlit's and plotly's scripts, drawing). None without Playwright and Chromium."""
+    and running Streamlit's and plotly's scripts, drawing). One more visit, not timed, is profiled
+    (``browser_ms``: ``main_thread_ms``)."""
     chromium = _chromium()
     if chromium is None:
         return None
@@ -112,9 +113,41 @@ def fresh_visit_seconds(visits: int = 5, port: int = 8596, timeout: float = 120.
                 times.append(drawn - start)
                 answered.append(max((f for f in frames if f <= drawn), default=drawn) - start)
             context.close()
+        spent = main_thread_ms(browser, url, timeout)
         browser.close()
     return {"median_s": round(statistics.median(times), 2), "slowest_s": round(max(times), 2), "visits": visits,
-            "answered_median_s": round(statistics.median(answered), 2)}
+            "answered_median_s": round(statistics.median(answered), 2), "browser_ms": spent}
+
+
+def main_thread_ms(browser, url: str, timeout: float) -> dict[str, int]:
+    """Where the browser's main thread went between opening Explore in a fresh context and its first
+    chart: V8's sampling profiler (Chrome DevTools Protocol, a sample every 0.5 ms), each sample's
+    time put under the script it ran (plotly's chunk; Streamlit's own scripts, React among them),
+    the browser's own work outside scripts (``(program)``: parsing, style, layout, painting; and
+    garbage collection), or ``idle`` (waiting for the network or the server). Profiling slows the
+    visit a little; its sum is that visit's seconds."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    page = context.new_page()
+    devtools = context.new_cdp_session(page)
+    devtools.send("Profiler.enable")
+    devtools.send("Profiler.setSamplingInterval", {"interval": 500})
+    devtools.send("Profiler.start")
+    page.goto(url + "/")
+    page.wait_for_selector(".js-plotly-plot", timeout=timeout * 1000)
+    profile = devtools.send("Profiler.stop")["profile"]
+    context.close()
+    frames = {node["id"]: node["callFrame"] for node in profile["nodes"]}
+    spent: dict[str, float] = {}
+    # timeDeltas[i] is the time before sample i: sample i ran until sample i + 1
+    for sample, after in zip(profile["samples"], profile["timeDeltas"][1:] + [0]):
+        frame = frames[sample]
+        script = frame["url"].rsplit("/", 1)[-1]
+        name = ("plotly" if script.startswith("PlotlyChart") else "streamlit's scripts" if script
+                else {"(idle)": "idle", "(program)": "browser outside scripts",
+                      "(garbage collector)": "browser outside scripts"}.get(frame["functionName"],
+                                                                            "streamlit's scripts"))
+        spent[name] = spent.get(name, 0.0) + after / 1000
+    return {name: round(ms) for name, ms in sorted(spent.items(), key=lambda item: -item[1])}
 
 
 def long_document_render_seconds(text: str, checkpoints: tuple[str, ...], port: int = 8598,

@@ -487,7 +487,10 @@ def _class_goals(results: dict) -> list[tuple[str, str, str, bool]]:
         said, regressed = _against(visit["slowest_s"], last, " s")
         out.append((f"a class of one: a fresh visit's first chart on a warm server, slowest of {visit['visits']}",
                     "<= 2 s", f"{visit['slowest_s']} s (median {visit['median_s']} s; the server's answer had "
-                              f"arrived at {visit.get('answered_median_s', '?')} s){said}",
+                              f"arrived at {visit.get('answered_median_s', '?')} s"
+                              + ("; the browser's main thread, ms: " + ", ".join(
+                                  f"{name} {ms:,}" for name, ms in visit["browser_ms"].items())
+                                 if visit.get("browser_ms") else "") + f"){said}",
                     visit["slowest_s"] <= 2 and not regressed))
     return out
 

@@ -13,7 +13,8 @@ itself ``~/.cache/hierattn``), shared by every worker of the app, so links survi
 server. Bounded by ``limits.KEPT_DOCUMENTS`` (count), ``KEPT_DOCUMENTS_MB`` (all together),
 ``KEPT_DOCUMENT_KB`` (one document: a longer one is not kept, and its link says so) and
 ``KEPT_DOCUMENT_DAYS`` (age since last use). Beyond the count or size, the unopened least recently
-used go first, then the opened ones (a document whose link was opened moves to ``opened/``).
+used go first, then the opened ones (a document whose link was opened moves to ``opened/``), until
+the folder is 1/20 below the bound (``_prune``: a full folder is not read on every paste).
 
 Two protections for a class's links, the first whatever identities the clients present:
 

@@ -62,6 +62,9 @@ def test_the_class_and_first_answer_goals_say_a_regression_and_a_miss():
     (chart, visit) = [g for g in _goals(results) if g[0].startswith("a class of")]
     assert chart[1] == "<= 1.5 s" and "a regression" in chart[2] and not chart[3]  # 0.9 s against 0.7 s
     assert visit[3] and "last recorded" not in visit[2]
+    results["class_wave"]["fresh_visit"]["browser_ms"] = {"plotly": 1516, "idle": 1017}
+    visit = [g for g in _goals(results) if g[0].startswith("a class of one")][0]
+    assert "the browser's main thread, ms: plotly 1,516, idle 1,017)" in visit[2]
     results["class_wave"]["before"] = None
     assert [g for g in _goals(results) if g[0].startswith("a class of")][0][3]
     row = {"model": "bbc-news-hcan", "tokens": 1068, "sentences": 46, "peer_forward_ms": 14.8,
