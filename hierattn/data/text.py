@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from hierattn.data.spacy_pipeline import pipeline
 from hierattn.limits import CHARACTERS
 
 PAD, UNK = "<pad>", "<unk>"
@@ -122,74 +123,6 @@ class TextConfig:
     # The first ``max_tokens`` words of the document, before the caps above: HA-LSTM's input length q
     # (its Tables 2-5). None: no such cap.
     max_tokens: int | None = None
-
-
-# spaCy's tokenizer strips prefixes and suffixes from a space-free run one character at a time,
-# copying the rest each time: quadratic in the run's length (20,000 "!" took 25 s, 20,000 emoji
-# 33 s). It sees such a run in pieces of at most MAX_RUN characters, so tokenising is linear in
-# the text for every input. No word of any language is that long; a longer URL or a run of symbols
-# is cut into pieces, which normalise to the same nothing or the same junk words as before.
-MAX_RUN = 128
-_LONG_RUN = re.compile(rf"\S{{{MAX_RUN + 1},}}")
-
-
-def _run_pieces(text: str) -> list[str]:
-    """``text`` cut inside its space-free runs longer than MAX_RUN, every MAX_RUN characters; the
-    pieces joined are ``text``."""
-    cuts = [cut for run in _LONG_RUN.finditer(text) for cut in range(run.start() + MAX_RUN, run.end(), MAX_RUN)]
-    return [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
-
-
-class BoundedTokenizer:
-    """spaCy's tokenizer, fed long space-free runs in pieces of MAX_RUN characters (see above).
-    A text without such a run is tokenised exactly as by spaCy alone."""
-
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-        self.vocab = tokenizer.vocab
-        self.longest_piece = 0  # the longest space-free run spaCy was given, for the tests
-
-    def __call__(self, text: str):
-        if not _LONG_RUN.search(text):
-            return self.tokenizer(text)
-        from spacy.tokens import Doc
-
-        words: list[str] = []
-        spaces: list[bool] = []
-        for piece in _run_pieces(text):
-            self.longest_piece = max(self.longest_piece, max(map(len, piece.split()), default=0))
-            for token in self.tokenizer(piece):
-                words.append(token.text)
-                spaces.append(bool(token.whitespace_))
-        return Doc(self.vocab, words=words, spaces=spaces)
-
-
-@lru_cache(maxsize=1)
-def _nlp():
-    import spacy
-    from spacy.attrs import IS_SPACE, SENT_START
-    from spacy.language import Language
-
-    @Language.component("hierattn_line_breaks")
-    def line_breaks(doc):
-        # A line break ends a sentence too: headlines, list items and tweets rarely end in '.'.
-        # Set in one array: each `token.is_sent_start = True` scans the whole document, so a text
-        # of many short lines took quadratic time (100,000 one-word lines: 347 s). The space tokens
-        # are found in an array too: a spaCy Token made for every word cost 1.2 ms a 1,000-word text.
-        spaces = doc.to_array(IS_SPACE)[:-1].nonzero()[0].tolist()
-        after = [i + 1 for i in spaces if "\n" in doc[i].text]
-        if after:
-            starts = doc.to_array(SENT_START)  # (tokens,): 1 starts a sentence, -1 does not
-            starts[after] = 1
-            doc.from_array([SENT_START], starts.reshape(-1, 1))
-        return doc
-
-    nlp = spacy.blank("en")
-    nlp.tokenizer = BoundedTokenizer(nlp.tokenizer)
-    nlp.add_pipe("sentencizer")
-    nlp.add_pipe("hierattn_line_breaks")
-    nlp.max_length = CHARACTERS.value + 1
-    return nlp
 
 
 @lru_cache(maxsize=1 << 16)  # words repeat: most tokens of a document hit the cache
@@ -328,13 +261,6 @@ def _capped(text: str, sentences: list[Sentence], config: TextConfig, chars_drop
     return Document(text, kept, trunc, tuple(sorted(skipped)))
 
 
-def _nlp_up_to(limit: int):
-    """The pipeline, accepting texts of ``limit`` characters (the limit may be raised after it loads)."""
-    nlp = _nlp()
-    nlp.max_length = max(nlp.max_length, limit + 1)
-    return nlp
-
-
 def tokenize(text: str, config: TextConfig = TextConfig()) -> Document:
     """Split ``text`` into capped sentences of normalised tokens. Never raises on str input."""
     if not isinstance(text, str):
@@ -343,7 +269,7 @@ def tokenize(text: str, config: TextConfig = TextConfig()) -> Document:
     chars_dropped = max(0, len(text) - limit)
     text = text[:limit]
     cleaned = _clean(text)
-    sentences = _to_sentences(_nlp_up_to(limit)(cleaned), config, cleaned)
+    sentences = _to_sentences(pipeline(limit)(cleaned), config, cleaned)
     return _capped(text, sentences, config, chars_dropped)
 
 
@@ -352,7 +278,7 @@ def tokenize_many(texts: Iterable[str], config: TextConfig = TextConfig(), batch
     limit = CHARACTERS.value
     texts = [t[:limit] for t in texts]
     cleaned = [_clean(t) for t in texts]
-    docs = _nlp_up_to(limit).pipe(cleaned, batch_size=batch_size)
+    docs = pipeline(limit).pipe(cleaned, batch_size=batch_size)
     return [_capped(t, _to_sentences(d, config, c), config, 0) for t, c, d in zip(texts, cleaned, docs)]
 
 

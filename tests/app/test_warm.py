@@ -20,7 +20,7 @@ def test_streamlit_run_finds_the_app_with_its_lifespan():
 
 def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_path, monkeypatch):
     from hierattn import home
-    from hierattn.data import builtin, text
+    from hierattn.data import builtin, spacy_pipeline
     from hierattn.training import jobs
 
     first = tmp_path / "a-first"
@@ -31,7 +31,7 @@ def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_
     monkeypatch.setattr(builtin, "load_builtin", read.append)
     started = []
     monkeypatch.setattr(warm, "start", lambda real=warm.start: started.append(real()) or started[-1])
-    text._nlp.cache_clear()
+    monkeypatch.setattr(spacy_pipeline, "_current", None)
 
     async def serve():
         async with warm.lifespan(None):
@@ -47,7 +47,7 @@ def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_
 
     assert gc.get_freeze_count() > 0  # the heap the imports made is out of the collector's sight
     gc.unfreeze()  # a server's; not this test process's
-    assert text._nlp.cache_info().currsize == 1  # spaCy's pipeline is built
+    assert spacy_pipeline.is_built()  # spaCy's pipeline is built
     assert read == ["tweets"]  # the data set of the checkpoint Explore opens with, for its samples
 
 

@@ -1,4 +1,3 @@
-import json
 
 import pytest
 
@@ -122,69 +121,6 @@ def test_max_tokens_keeps_the_first_q_words_of_the_document():
     assert [[t.norm for t in s.tokens] for s in capped.sentences] == [["one", "two"], ["four", "five"]]
 
 
-# One run of each kind of character, with no space: punctuation, quotes, brackets, ellipses and
-# emoji were quadratic in spaCy's tokenizer (20,000 "!" took 25 s, 20,000 emoji 33 s).
-CHARACTER_RUNS = {
-    "exclamation": "!", "question and exclamation": "!?", "quote": "'", "bracket": "(", "ellipsis": "…",
-    "emoji": "😀", "letters": "a", "digits": "1", "chinese": "中", "hebrew": "ש", "combining mark": "\u0301",
-    "zero-width joiner": "\u200d", "no-break space": "\u00a0", "line breaks": "\n", "spaces": " ", "tabs": "\t",
-    "control": "\x01", "url": "http://x.y/a?b=c&", "mixed": "a!😀,\"",
-}
-
-
-def test_runs_of_every_character_class_are_read_in_linear_time():
-    """Each run at 10,000 and 100,000 characters after "Breaking news ", by tokenize and by
-    tokenize_many, in a process with a time bound (a runaway, not a speed goal). Linear growth: the
-    100k run costs at most 25 times the 10k one plus 3 s of the process's own CPU time, which a busy
-    machine does not inflate as it does the wall clock (quadratic was 100 times: 20,000 "!" took
-    25 s, so 100,000 would take over ten minutes). spaCy never sees a space-free run longer than
-    MAX_RUN."""
-    import subprocess
-    import sys
-
-    code = f"""
-import json, time
-from hierattn.data.text import tokenize, tokenize_many, _nlp, MAX_RUN
-runs = {CHARACTER_RUNS!r}
-out = {{}}
-for name, ch in runs.items():
-    times = []
-    for n in (10_000, 100_000):
-        text = "Breaking news " + (ch * (n // len(ch) + 1))[:n]
-        start = time.process_time()
-        doc = tokenize(text)
-        tokenize_many([text, "a second one"])
-        times.append(time.process_time() - start)
-        assert all(text[t.start:t.end] == t.text for s in doc.sentences for t in s.tokens)
-    out[name] = times
-print(json.dumps({{"times": out, "longest": _nlp().tokenizer.longest_piece, "limit": MAX_RUN}}))
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,
-                          env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    record = json.loads(done.stdout.strip().splitlines()[-1])
-    for name, (short, long) in record["times"].items():
-        assert long <= 25 * short + 3.0, f"{name}: 10k took {short:.3f} s, 100k {long:.3f} s"
-    assert 0 < record["longest"] <= record["limit"]
-
-
-def test_text_without_long_runs_is_tokenised_as_by_spacy_alone():
-    """The bound changes nothing for ordinary text: the same tokens and spaces as spaCy's own
-    tokenizer; a long run is cut into pieces that rejoin to the text."""
-    import spacy
-
-    from hierattn.data.text import MAX_RUN, _nlp, _run_pieces
-
-    plain = spacy.blank("en").tokenizer
-    text = 'He said: "state-of-the-art!!!" (really?) — café, 中文。 http://example.com/a?b=1 :-) ok...\n\nNext.'
-    ours = _nlp().tokenizer(text)
-    assert [(t.text, t.whitespace_) for t in ours] == [(t.text, t.whitespace_) for t in plain(text)]
-    long = "x " + "!?" * 500 + " y"
-    assert "".join(_run_pieces(long)) == long
-    assert max(len(w) for p in _run_pieces(long) for w in p.split()) == MAX_RUN
-    assert _nlp().tokenizer(long).text == long
-
-
 @pytest.mark.parametrize("config", [TextConfig(), TextConfig(letters="ascii"), TextConfig(lowercase=False)],
                          ids=["unicode", "ascii", "cased"])
 def test_sentences_read_from_spacys_arrays_are_the_token_by_token_ones(config):
@@ -192,12 +128,13 @@ def test_sentences_read_from_spacys_arrays_are_the_token_by_token_ones(config):
     sentences, tokens and spans are those of the token-by-token reading, over both built-in
     corpora's first texts and the edge cases of spaces, line breaks and quotes."""
     from hierattn.data.builtin import load_builtin
-    from hierattn.data.text import _clean, _nlp, _plain_sentences, _split_sentences
+    from hierattn.data.spacy_pipeline import pipeline
+    from hierattn.data.text import _clean, _plain_sentences, _split_sentences
 
     texts = load_builtin("bbc-news").texts[:150] + load_builtin("tweets").texts[:300] + [
         "", " ", "\n", "a\n\nb\n", "\n\nA.\n\n b", "Hello  world .  Yes!\nNo", "“Quoted.” he said.  ",
         "  lead. Trail  \n", "Café crème, naïve résumé!! ... ?!", "(!!!) —", "Ünïcödé: Ελληνικά и кириллица. ok"]
-    read = [(cleaned, _nlp()(cleaned)) for cleaned in map(_clean, texts)]
+    read = [(cleaned, pipeline()(cleaned)) for cleaned in map(_clean, texts)]
     assert [doc.text for _, doc in read] == [cleaned for cleaned, _ in read]  # what lets the text be passed in
     differ = [cleaned for cleaned, doc in read
               if _plain_sentences(doc, config, cleaned) != _split_sentences(doc, config)]
