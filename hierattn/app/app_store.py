@@ -92,7 +92,12 @@ def _store():
             for old in [k for k in _OPEN if k[0] == key[0]]:  # another file (a test's) or one removed
                 _OPEN.pop(old).close()
             connection = _OPEN[key] = _connect()
-        yield connection
+        try:
+            yield connection
+        except BaseException:  # a call that failed, perhaps inside its transaction: never left open, holding
+            _OPEN.pop(key, None)  # the write lock against every worker; closing rolls it back
+            connection.close()
+            raise
 
 
 def folder_mb(path: Path) -> float:

@@ -153,7 +153,8 @@ def _within_share(writer: str | None, key: str, size: int) -> tuple[int, int]:
         return 0, 0
     base = os.fspath(place)
     gone = [k for k, _ in mine if not os.path.isfile(os.path.join(base, f"{k}.txt"))]  # opened, or let go
-    mine = [(k, b) for k, b in mine if k not in set(gone)]
+    absent = set(gone)
+    mine = [(k, b) for k, b in mine if k not in absent]
     total, files, freed = sum(b for _, b in mine), 0, 0
     while len(mine) > 1 and (len(mine) > most or total > budget):
         old, size = mine.pop(0)

@@ -3,6 +3,8 @@ server, agrees on about visitors' checkpoints, so that limits hold whatever iden
 presents (a client that sends no cookie is a new visitor per connection)."""
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from hierattn.app import app_store
@@ -92,6 +94,13 @@ def test_a_process_keeps_one_connection_its_threads_take_in_turn(store, tmp_path
         assert all(pool.map(claim_and_release, range(200)))
     with app_store._store() as connection:
         assert connection.execute("SELECT count(*) FROM running_analyses").fetchone()[0] == 1  # "someone"'s
+    with pytest.raises(RuntimeError), app_store._store() as connection:  # a call failing in its transaction
+        connection.execute("BEGIN IMMEDIATE")
+        raise RuntimeError
+    other = sqlite3.connect(tmp_path / "runtime" / app_store.FILE, timeout=0.1, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # the write lock was let go with it
+    other.execute("COMMIT")
+    other.close()
     for suffix in ("", "-wal", "-shm"):
         (tmp_path / "runtime" / (app_store.FILE + suffix)).unlink(missing_ok=True)
     assert app_store.claim_analysis("someone", 1) is not None  # made again, tables and all
