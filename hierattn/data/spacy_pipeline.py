@@ -110,7 +110,3 @@ def pipeline(limit: int | None = None):
     if limit is not None:
         nlp.max_length = max(nlp.max_length, limit + 1)
     return nlp
-
-
-def is_built() -> bool:
-    return _current is not None

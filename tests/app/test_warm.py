@@ -47,7 +47,7 @@ def test_the_lifespan_returns_at_once_and_its_thread_readies_the_first_page(tmp_
 
     assert gc.get_freeze_count() > 0  # the heap the imports made is out of the collector's sight
     gc.unfreeze()  # a server's; not this test process's
-    assert spacy_pipeline.is_built()  # spaCy's pipeline is built
+    assert spacy_pipeline._current is not None  # spaCy's pipeline is built
     assert read == ["tweets"]  # the data set of the checkpoint Explore opens with, for its samples
 
 
