@@ -1,7 +1,8 @@
 """The per-paste bench's breakdown (bench/paste_cpu.py): each sampled stack goes to the category of
-its innermost frame that names one, a waiting event loop is left out, and a regression of more than
+its innermost frame that names one, a waiting event loop and an idle server's polling are left out,
+a paste is counted net of what the idle server spends over its window, and a regression of more than
 20% against the last recorded figure is said in the goals table."""
-from bench.paste_cpu import breakdown
+from bench.paste_cpu import breakdown, net_of_idle
 from bench.run import _goals
 
 
@@ -13,8 +14,35 @@ def test_each_stack_goes_to_its_innermost_category():
         "ScriptRunner._run_script (streamlit/runtime/scriptrunner/script_runner.py:1);"
         "ScriptRunner._on_script_finished (streamlit/runtime/scriptrunner/script_runner.py:1055) 1",
         "BaseEventLoop._run_once (asyncio/base_events.py:1884);EpollSelector.select (selectors.py:468) 90",
+        "Thread.run (threading.py:982);_worker (concurrent/futures/thread.py:83);_WorkItem.run (concurrent/futures/"
+        "thread.py:58);PollingPathWatcher._schedule.<locals>.task (streamlit/watcher/polling_path_watcher.py:90) 7",
+        "Server.main_loop (uvicorn/server.py:248);Server.on_tick (uvicorn/server.py:279) 2",
     ])
     assert breakdown(stacks) == {"figures": 0.6, "model": 0.3, "garbage collection": 0.1}
+
+
+def test_a_paste_is_counted_net_of_the_idle_servers_own_rate():
+    assert net_of_idle(70.0, 1.5, 7.0) == 59.5  # 10.5 ms of polling and ticks over its 1.5 s window
+    assert net_of_idle(10.0, 2.0, 7.0) == 0.0  # a cheap paste, counted to 10 ms, is no negative cost
+
+
+def test_a_figure_recorded_before_the_idle_correction_is_compared_as_read():
+    row = {"model": "bbc-news-han", "words": 550, "cpu_ms": 58.0, "cpu_ms_gross": 70.0, "idle_ms_per_s": 7.0,
+           "kb": 80, "messages": 70, "model_ms": 20.0}
+    as_read = {k: v for k, v in row.items() if k not in ("cpu_ms_gross", "idle_ms_per_s")}
+
+    def said(last: dict) -> tuple[str, bool]:
+        (goal,) = [g for g in _goals({"paste_cpu": {"rows": [row], "before": [last]}})
+                   if g[0].startswith("server CPU per paste")]
+        return goal[2], goal[3]
+
+    text, met = said({**as_read, "cpu_ms": 55.0})  # 70 as read against 55 as read
+    assert "58 ms net of the idle server's 7 ms/s, 70 as read" in text
+    assert "+27% as read against the last recorded 55 ms: a regression" in text and not met
+    assert "regression" not in said({**as_read, "cpu_ms": 60.0})[0]  # 70 against 60: within a fifth
+    assert "regression" not in said({**row, "cpu_ms": 50.0})[0]  # both net: 58 against 50
+    text, _ = said({**row, "cpu_ms": 45.0})  # both net: 58 against 45
+    assert "+29% against the last recorded 45 ms: a regression" in text
 
 
 def test_a_regression_of_more_than_a_fifth_is_said():
