@@ -9,7 +9,7 @@ server's CPU time is read from /proc around each paste, after it has gone back t
 background work a paste starts is counted with it). An idle Streamlit server is not idle to the
 kernel: it polls its config files five times a second and uvicorn ticks ten times a second, 6-8.5 ms
 of CPU a second on this machine for the app and for a bare page alike, and a paste's window (the
-paste, then at least one second found idle) held 7-15 ms of it. ``cpu_ms`` is net of it: the idle
+paste, then at least one second found idle) held 6-9 ms of it. ``cpu_ms`` is net of it: the idle
 server's rate (``IDLE_WINDOW_S`` seconds of it, read before the timed pastes) times each paste's
 window is taken off that paste (``net_of_idle``); ``cpu_ms_gross`` is the reading itself. The
 breakdown comes from ``py-spy`` sampling the server at 200 Hz during the timed pastes
