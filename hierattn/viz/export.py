@@ -110,7 +110,8 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
         labels = meta["labels"]
         n = len(labels)
         every = -(-n // SLIDE_TICKS) if n else 1
-        out.update_xaxes(tickmode="array", tickvals=list(range(0, n, every)),
+        places = list(out.data[0].x) if out.layout.xaxis.type == "category" else list(range(n))  # bars: categories
+        out.update_xaxes(tickmode="array", tickvals=places[::every],
                          ticktext=[_short(label) for label in labels[::every]],
                          tickfont=dict(size=17 if n <= 30 else 13))
     if meta.get("kind") == "text":  # shaded text laid out in the slide's own pixels, room left for the title

@@ -59,6 +59,8 @@ def _figures() -> dict:
             "word attention's JSD from even", title="word attention's JSD from even",
             shipped={"HCAN": 1.0, "HAN": 0.01}),
         "distribution": viz.distribution_chart([0.2, 0.3, 0.5], WORDS[:3]),
+        "sentence bars": viz.distribution_chart([1 / 37] * 37, [f"S{i + 1}" for i in range(37)], axis_title="sentence"),
+        "word bars": viz.distribution_chart([1 / 24] * 24, (WORDS + LONG)[:24]),
         "which heads matter": viz.head_drop_grid(
             [[0.052, -0.011, 0.0], [0.0, 0.021, float("nan")]], ["layer 1", "layer 2"], ["head 1", "head 2", "head 3"],
             [["previous", "no finding", ""], ["", "special", ""]]),
@@ -193,3 +195,43 @@ def test_every_figure_carries_its_own_template_whatever_the_default():
     for name, fig in _figures().items():
         assert list(fig.layout.template.layout.colorway) == list(viz.PALETTE), name
         assert fig.layout.template.layout.paper_bgcolor == "white", name
+
+
+@pytest.mark.parametrize("kind", ["sentences", "words"])
+def test_bars_name_what_they_can_clear_of_one_another_in_half_a_1024_px_page(kind):
+    """The page's own drawing (plotly.js in Chromium), one of two columns at 1024 px: the labels of
+    37 sentences, or of a 24-word sentence, stand clear of one another, in order, from the first
+    bar. The same bars with a label for every bar at a fixed slant (the drawing before) overprint
+    there, so the check can fail."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from playwright.sync_api import sync_playwright
+
+    from hierattn.viz.figures import HALF_COLUMN, category_names
+
+    labels = [f"S{i + 1}" for i in range(37)] if kind == "sentences" else (WORDS + LONG)[:24]
+    weights = [(i % 7 + 1) for i in range(len(labels))]
+
+    def ticks(every_bar: bool) -> list[dict]:
+        fig = viz.distribution_chart([w / sum(weights) for w in weights], labels)
+        if every_bar:
+            fig.update_xaxes(tickmode="array", tickvals=list(fig.data[0].x), ticktext=list(fig.data[0].x),
+                             tickangle=-60)
+        html = fig.to_html(include_plotlyjs=True, full_html=True, default_width=f"{HALF_COLUMN}px",
+                           config={"staticPlot": True})
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1024, "height": 600})
+            page.set_content(html)
+            page.wait_for_selector("svg .xtick text")
+            boxes = [b for b in page.evaluate(TEXT_BOXES) if b["cls"] == "xtick"]
+            browser.close()
+        return boxes
+
+    with ThreadPoolExecutor(1) as pool:
+        named, every_bar = pool.submit(ticks, False).result(), pool.submit(ticks, True).result()
+    shown = [b["text"] for b in named]
+    assert overlapping(named) == [] and 4 <= len(shown) < len(labels), shown
+    at = [category_names(labels).index(text) for text in shown]  # each names its own bar, in reading order
+    assert at[0] == 0 and at == sorted(at) and at[-1] >= len(labels) * 3 // 4, shown
+    assert overlapping(every_bar) != []

@@ -22,6 +22,8 @@ VARIANTS = {
                                                                        reference=(0.3, "random map, 95th")),
     "distribution without a baseline": lambda: viz.distribution_chart(list(MATRIX[0]), WORDS, even=False),
     "distribution over 200 words": lambda: viz.distribution_chart([1 / 200] * 200, [f"w{i}" for i in range(200)]),
+    "distribution over 37 sentences": lambda: viz.distribution_chart([1 / 37] * 37, [f"S{i + 1}" for i in range(37)],
+                                                                     axis_title="sentence"),
 }
 
 

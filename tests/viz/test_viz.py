@@ -123,7 +123,7 @@ def test_block_overview_keeps_rows_summing_to_one():
 
 def test_a_long_word_axis_keeps_its_words():
     """A long document's word axis is labelled with its words, one in five or six (HA-LSTM, MahNN and
-    ON-LSTM once numbered it 0-120)."""
+    ON-LSTM once numbered it 0-120); bars over words are named by their words, as many as fit."""
     words = [f"w{i}" for i in range(300)]
     fig = viz.matrix_heatmap(torch.rand(3, 300), ["c1", "c2", "c3"], words)
     assert fig.layout.xaxis.tickmode == "array" and set(fig.layout.xaxis.ticktext) <= set(words)
@@ -131,7 +131,21 @@ def test_a_long_word_axis_keeps_its_words():
     fig = viz.matrix_heatmap(torch.rand(300, 4), words, ["1 back", "2 back", "3 back", "4 back"])
     assert set(fig.layout.yaxis.ticktext) <= set(words) and len(fig.layout.yaxis.ticktext) >= 50
     gates = viz.distribution_chart([0.5] * 300, words, reference=(0.5, "even split"))
-    assert set(gates.layout.xaxis.ticktext) <= set(words) and len(gates.layout.xaxis.ticktext) >= 50
+    assert list(gates.data[0].x) == words and gates.layout.xaxis.tickmode == "auto"  # named as the width allows
+
+
+def test_bars_are_categories_the_browser_names_as_the_width_allows_and_a_repeated_word_keeps_its_bar():
+    """Every bar is a category of its own (plotly.js names as many as the chart's width allows;
+    tests/viz/test_slides.py draws them): a word that repeats gets a name drawn the same but not
+    equal, so that its two bars stay two, and a label is escaped as plotly reads HTML."""
+    words = ["the", "cat", "saw", "the", "dog", "<b>the"]
+    fig = viz.distribution_chart([1 / 6] * 6, words)
+    assert fig.layout.xaxis.type == "category" and fig.layout.xaxis.tickmode == "auto"
+    names = list(fig.data[0].x)
+    assert len(set(names)) == 6 and [n.replace("\u200b", "") for n in names] == [
+        "the", "cat", "saw", "the", "dog", "&lt;b&gt;the"]
+    assert names[3] != names[0] and list(fig.data[0].customdata) == ["the", "cat", "saw", "the", "dog", "&lt;b&gt;the"]
+    assert list(fig.layout.meta["labels"]) == words  # the export's and the slide's labels, as read
 
 
 def test_the_heads_grid_shares_one_scale_and_names_the_words():
