@@ -336,16 +336,26 @@ def metric_boxes(groups: dict[str, Sequence[float]], metric: str) -> go.Figure:
 
 
 def category_names(labels: Sequence[str]) -> list[str]:
-    """Each label as plotly shows it (``short``), a repeat of an earlier one followed by as many
-    zero-width spaces as it has come before: drawn the same, and a category of its own (a category
-    axis draws the bars of one name as one)."""
+    """Each label as plotly shows it (``short``), made a category of its own: a category axis draws
+    the bars of one name as one. A repeat is followed by its count in binary, in zero-width spaces
+    and non-joiners (drawn as nothing; the 200th "the" gets 8 of them, not 199), and by more
+    zero-width spaces while the name is still taken (a pasted word may hold those characters)."""
     seen: dict[str, int] = {}
+    taken: set[str] = set()
     names = []
     for label in labels:
         name = short(label)
-        names.append(name + "\u200b" * seen.get(name, 0))
-        seen[name] = seen.get(name, 0) + 1
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        unique = name + (bin(count)[2:].translate(_INVISIBLE) if count else "")
+        while unique in taken:
+            unique += "\u200b"
+        taken.add(unique)
+        names.append(unique)
     return names
+
+
+_INVISIBLE = str.maketrans("01", "\u200b\u200c")  # a count's binary digits, drawn as nothing
 
 
 def short(label: str, limit: int = 18) -> str:

@@ -142,10 +142,23 @@ def test_bars_are_categories_the_browser_names_as_the_width_allows_and_a_repeate
     fig = viz.distribution_chart([1 / 6] * 6, words)
     assert fig.layout.xaxis.type == "category" and fig.layout.xaxis.tickmode == "auto"
     names = list(fig.data[0].x)
-    assert len(set(names)) == 6 and [n.replace("\u200b", "") for n in names] == [
+    assert len(set(names)) == 6 and [n.replace("\u200b", "").replace("\u200c", "") for n in names] == [
         "the", "cat", "saw", "the", "dog", "&lt;b&gt;the"]
     assert names[3] != names[0] and list(fig.data[0].customdata) == ["the", "cat", "saw", "the", "dog", "&lt;b&gt;the"]
     assert list(fig.layout.meta["labels"]) == words  # the export's and the slide's labels, as read
+
+
+def test_bars_stay_apart_whatever_the_text_holds_and_a_common_words_names_stay_short():
+    """A word pasted with a zero-width space in it is a category of its own too (a repeat of "the"
+    once took its name, and the two bars were drawn as one), and the 200th "the" of a long document
+    is named in a few characters, not 199 more."""
+    from hierattn.viz.figures import category_names
+
+    words = ["the", "the\u200b", "the", "the\u200b", "the\u200c", "the"]
+    assert len(set(category_names(words))) == len(words)
+    assert len(set(viz.distribution_chart([1 / 6] * 6, words).data[0].x)) == 6
+    names = category_names(["the"] * 200)
+    assert len(set(names)) == 200 and max(map(len, names)) <= len("the") + 9
 
 
 def test_the_heads_grid_shares_one_scale_and_names_the_words():
