@@ -110,7 +110,8 @@ def slide(fig: go.Figure, title: str = "", subtitle: str = "") -> go.Figure:
         labels = meta["labels"]
         n = len(labels)
         every = -(-n // SLIDE_TICKS) if n else 1
-        places = list(out.data[0].x) if out.layout.xaxis.type == "category" else list(range(n))  # bars: categories
+        # bars are categories; ``slide_problem``'s skeleton, which has no bars' names, is laid out by place
+        places = list(out.data[0].x) if out.layout.xaxis.type == "category" else list(range(n))
         out.update_xaxes(tickmode="array", tickvals=places[::every],
                          ticktext=[_short(label) for label in labels[::every]],
                          tickfont=dict(size=17 if n <= 30 else 13))
